@@ -1,0 +1,80 @@
+//! The text summary of one run, laid out as sysbench prints it so that
+//! existing scripts that grep its output keep working.
+
+use crate::engine::Histogram;
+use crate::result::ResultDoc;
+
+/// A latency histogram in logarithmic buckets (about 5% wide), as sysbench's
+/// `--histogram` prints it: only buckets with events.
+pub fn render_histogram(h: &Histogram) -> String {
+    let mut out = String::from(
+        "\nLatency histogram (values are in milliseconds)\n       value  ------------- distribution ------------- count\n",
+    );
+    if h.is_empty() {
+        return out;
+    }
+    let start = h.min().max(1);
+    let rows: Vec<(f64, u64)> = h
+        .iter_log(start, 1.05)
+        .filter(|v| v.count_since_last_iteration() > 0)
+        .map(|v| {
+            (
+                v.value_iterated_to() as f64 / 1e6,
+                v.count_since_last_iteration(),
+            )
+        })
+        .collect();
+    let most = rows.iter().map(|r| r.1).max().unwrap_or(1);
+    for (ms, count) in rows {
+        let stars = ((count as f64 / most as f64) * 40.0).ceil() as usize;
+        out.push_str(&format!("{ms:>12.3} |{:<40} {count}\n", "*".repeat(stars)));
+    }
+    out
+}
+
+pub fn render(doc: &ResultDoc, workload_text: &str, percentile: f64) -> String {
+    let mut out = String::new();
+    let threads = doc
+        .params
+        .get("threads")
+        .and_then(|v| v.as_u64())
+        .unwrap_or(1);
+    out.push_str(&format!(
+        "virtperf {} (environment: {}, hypervisor: {})\n\nRunning the test with following options:\nNumber of threads: {threads}\n\n",
+        doc.env.virtperf_version, doc.env.name, doc.env.hypervisor
+    ));
+    out.push_str(workload_text);
+    out.push_str(&format!(
+        "\nGeneral statistics:\n    total time:                          {:.4}s\n    total number of events:              {}\n",
+        doc.duration_s, doc.events
+    ));
+    if let Some(l) = &doc.latency_ms {
+        let (p, pv) = l.selected.unwrap_or((percentile, l.p95));
+        out.push_str(&format!(
+            "\nLatency (ms):\n         min: {:>39.2}\n         avg: {:>39.2}\n         max: {:>39.2}\n         {}th percentile: {:>27.2}\n         sum: {:>39.2}\n",
+            l.min, l.avg, l.max, trim_float(p), pv, l.sum
+        ));
+    }
+    if let Some(f) = &doc.fairness {
+        out.push_str(&format!(
+            "\nThreads fairness:\n    events (avg/stddev):           {:.4}/{:.2}\n    execution time (avg/stddev):   {:.4}/{:.2}\n",
+            f.events_avg, f.events_stddev, f.exec_time_avg, f.exec_time_stddev
+        ));
+    }
+    let m = &doc.monitor;
+    if m.cpu_steal_pct > 5.0 || m.foreign_busy_pct > 10.0 {
+        out.push_str(&format!(
+            "\nWarning: noisy measurement: steal {:.1}%, other load {:.1}% of the CPUs\n",
+            m.cpu_steal_pct, m.foreign_busy_pct
+        ));
+    }
+    out
+}
+
+fn trim_float(x: f64) -> String {
+    if x.fract() == 0.0 {
+        format!("{x:.0}")
+    } else {
+        format!("{x}")
+    }
+}

@@ -1,0 +1,622 @@
+//! The engine every event-based workload runs on: threads released together
+//! behind a barrier, `--time`/`--events` limits (whichever comes first), an
+//! optional warm-up, open-loop `--rate`, interim `--report-interval` lines,
+//! and per-event latency in an HDR histogram with per-thread counters.
+
+mod histogram;
+mod rng;
+
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Barrier, Mutex, OnceLock};
+use std::time::{Duration, Instant};
+
+use anyhow::{anyhow, Result};
+
+pub use histogram::{new_histogram, summarize, Histogram};
+pub use rng::FastRng;
+
+use crate::cli::options::Values;
+use crate::result::Fairness;
+use crate::signals;
+
+/// One thread's share of a workload.
+pub trait Worker: Send {
+    /// Executes one event. Returns `Ok(false)` when this was the thread's
+    /// last event (for workloads with a fixed amount of work per thread).
+    fn event(&mut self) -> Result<bool>;
+
+    /// Whether events are so short that timing each would cost more than
+    /// the event: the engine then times batches and records each batch's
+    /// mean per event.
+    fn batchable(&self) -> bool {
+        false
+    }
+
+    /// Called once in the thread when its measured phase ends, and timed as
+    /// part of it: completes outstanding asynchronous work, or the final
+    /// fsync that sysbench's `--file-fsync-end` asks for.
+    fn finish(&mut self) -> Result<()> {
+        Ok(())
+    }
+}
+
+/// The engine's limits and modes, from the common options.
+#[derive(Debug, Clone)]
+pub struct EngineOptions {
+    pub threads: usize,
+    /// `None`: no time limit.
+    pub time: Option<Duration>,
+    /// `None`: no event limit. A total across threads.
+    pub events: Option<u64>,
+    pub warmup: Duration,
+    /// Events per second across all threads, open loop; 0 = as fast as possible.
+    pub rate: f64,
+    pub report_interval: Option<Duration>,
+    pub percentile: f64,
+    /// Interim lines go to stderr (so that stdout stays a JSON document).
+    pub interim_to_stderr: bool,
+}
+
+impl EngineOptions {
+    pub fn from_values(v: &Values) -> EngineOptions {
+        let secs = |x: f64| (x > 0.0).then(|| Duration::from_secs_f64(x));
+        EngineOptions {
+            threads: v.int("threads") as usize,
+            time: secs(v.float("time")),
+            events: Some(v.int("events")).filter(|&n| n > 0),
+            warmup: Duration::from_secs_f64(v.float("warmup-time")),
+            rate: v.float("rate"),
+            report_interval: secs(v.float("report-interval")),
+            percentile: v.float("percentile"),
+            interim_to_stderr: v.flag("json"),
+        }
+    }
+}
+
+/// What one thread did during the measured phase.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct ThreadStats {
+    pub events: u64,
+    /// Sum of this thread's event latencies.
+    pub busy: Duration,
+}
+
+/// What the measured phase produced.
+pub struct Outcome {
+    pub duration: Duration,
+    pub events: u64,
+    /// Event latencies in nanoseconds, all threads merged.
+    pub histogram: Histogram,
+    pub threads: Vec<ThreadStats>,
+}
+
+impl Outcome {
+    pub fn events_per_sec(&self) -> f64 {
+        self.events as f64 / self.duration.as_secs_f64().max(1e-9)
+    }
+
+    pub fn fairness(&self) -> Fairness {
+        let events: Vec<f64> = self.threads.iter().map(|t| t.events as f64).collect();
+        let times: Vec<f64> = self.threads.iter().map(|t| t.busy.as_secs_f64()).collect();
+        let (events_avg, events_stddev) = mean_stddev(&events);
+        let (exec_time_avg, exec_time_stddev) = mean_stddev(&times);
+        Fairness {
+            events_avg,
+            events_stddev,
+            exec_time_avg,
+            exec_time_stddev,
+        }
+    }
+}
+
+fn mean_stddev(xs: &[f64]) -> (f64, f64) {
+    if xs.is_empty() {
+        return (0.0, 0.0);
+    }
+    let n = xs.len() as f64;
+    let mean = xs.iter().sum::<f64>() / n;
+    let var = xs.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / n;
+    (mean, var.sqrt())
+}
+
+/// State shared by the threads of one run.
+struct Shared {
+    /// Events not yet claimed, when `--events` limits the run.
+    remaining: Option<AtomicU64>,
+    stop: AtomicBool,
+    start: OnceLock<Instant>,
+    /// Published per thread after every batch, for interim reports.
+    counters: Vec<AtomicU64>,
+    interval: Vec<Mutex<Histogram>>,
+    finished: AtomicUsize,
+    error: Mutex<Option<anyhow::Error>>,
+}
+
+impl Shared {
+    /// Claims up to `want` events; 0 when the event budget is spent.
+    fn claim(&self, want: u64) -> u64 {
+        let Some(remaining) = &self.remaining else {
+            return want;
+        };
+        let mut got = 0;
+        let _ = remaining.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |r| {
+            got = r.min(want);
+            Some(r - got)
+        });
+        got
+    }
+}
+
+/// Largest batch: bounds how far a batched thread can overrun `--time`.
+const MAX_BATCH: u64 = 1 << 16;
+/// Batches of tiny events grow until one takes about this long.
+const BATCH_TARGET: Duration = Duration::from_micros(50);
+
+/// Runs `workers` (one per thread) under `opts`, and returns the outcome
+/// together with the workers, so a workload can read what they counted.
+pub fn run<W: Worker>(opts: &EngineOptions, workers: Vec<W>) -> Result<(Outcome, Vec<W>)> {
+    assert_eq!(workers.len(), opts.threads, "one worker per thread");
+    if opts.time.is_none() && opts.events.is_none() {
+        return Err(anyhow!(
+            "--time=0 and --events=0 together would run forever: set one of them"
+        ));
+    }
+    let shared = Arc::new(Shared {
+        remaining: opts.events.map(AtomicU64::new),
+        stop: AtomicBool::new(false),
+        start: OnceLock::new(),
+        counters: (0..opts.threads).map(|_| AtomicU64::new(0)).collect(),
+        interval: (0..opts.threads)
+            .map(|_| Mutex::new(new_histogram()))
+            .collect(),
+        finished: AtomicUsize::new(0),
+        error: Mutex::new(None),
+    });
+    let ready = Barrier::new(opts.threads + 1);
+    let go = Barrier::new(opts.threads + 1);
+    let shared = &*shared;
+    let (ready, go) = (&ready, &go);
+
+    let joined = std::thread::scope(|scope| {
+        let handles: Vec<_> = workers
+            .into_iter()
+            .enumerate()
+            .map(|(tid, worker)| {
+                std::thread::Builder::new()
+                    .name(format!("worker-{tid}"))
+                    .spawn_scoped(scope, move || {
+                        thread_main(tid, worker, opts, shared, ready, go)
+                    })
+                    .expect("spawn worker thread")
+            })
+            .collect();
+        ready.wait();
+        // Threads warm up between the two barriers; the clock starts after.
+        go.wait();
+        let start = Instant::now();
+        let _ = shared.start.set(start);
+        if let Some(every) = opts.report_interval {
+            report_interim(opts, shared, start, every);
+        }
+        let results: Vec<_> = handles.into_iter().map(|h| h.join()).collect();
+        (start, results)
+    });
+    let (start, results) = joined;
+    let mut workers = Vec::with_capacity(opts.threads);
+    let mut threads = Vec::with_capacity(opts.threads);
+    let mut histogram = new_histogram();
+    let mut end = start;
+    for result in results {
+        let (worker, stats, hist, finished_at) =
+            result.map_err(|_| anyhow!("a worker thread panicked"))?;
+        histogram.add(&hist).expect("histograms share bounds");
+        workers.push(worker);
+        threads.push(stats);
+        end = end.max(finished_at);
+    }
+    if let Some(err) = shared.error.lock().expect("error slot").take() {
+        return Err(err);
+    }
+    if signals::interrupted() {
+        return Err(signals::Interrupted.into());
+    }
+    let events = threads.iter().map(|t| t.events).sum();
+    Ok((
+        Outcome {
+            duration: end - start,
+            events,
+            histogram,
+            threads,
+        },
+        workers,
+    ))
+}
+
+type ThreadResult<W> = (W, ThreadStats, Histogram, Instant);
+
+fn thread_main<W: Worker>(
+    tid: usize,
+    mut worker: W,
+    opts: &EngineOptions,
+    shared: &Shared,
+    ready: &Barrier,
+    go: &Barrier,
+) -> ThreadResult<W> {
+    let mut hist = new_histogram();
+    let mut stats = ThreadStats::default();
+    ready.wait();
+    if !opts.warmup.is_zero() {
+        let until = Instant::now() + opts.warmup;
+        while Instant::now() < until && !signals::interrupted() {
+            match worker.event() {
+                Ok(true) => {}
+                Ok(false) => break,
+                Err(e) => {
+                    fail(shared, e);
+                    break;
+                }
+            }
+        }
+    }
+    go.wait();
+    let start = *shared.start.wait();
+    let deadline = opts.time.map(|t| start + t);
+    let result = if opts.rate > 0.0 {
+        open_loop(
+            tid,
+            &mut worker,
+            opts,
+            shared,
+            deadline,
+            &mut hist,
+            &mut stats,
+        )
+    } else {
+        closed_loop(
+            tid,
+            &mut worker,
+            opts,
+            shared,
+            deadline,
+            &mut hist,
+            &mut stats,
+        )
+    };
+    if let Err(e) = result.and_then(|()| worker.finish()) {
+        fail(shared, e);
+    }
+    shared.finished.fetch_add(1, Ordering::Release);
+    (worker, stats, hist, Instant::now())
+}
+
+fn fail(shared: &Shared, error: anyhow::Error) {
+    shared.stop.store(true, Ordering::Relaxed);
+    let mut slot = shared.error.lock().expect("error slot");
+    if slot.is_none() {
+        *slot = Some(error);
+    }
+}
+
+fn should_stop(shared: &Shared, now: Instant, deadline: Option<Instant>) -> bool {
+    shared.stop.load(Ordering::Relaxed)
+        || signals::interrupted()
+        || deadline.is_some_and(|d| now >= d)
+}
+
+/// As fast as possible: each batch is timed with one clock read, the end of
+/// one batch being the start of the next.
+fn closed_loop<W: Worker>(
+    tid: usize,
+    worker: &mut W,
+    opts: &EngineOptions,
+    shared: &Shared,
+    deadline: Option<Instant>,
+    hist: &mut Histogram,
+    stats: &mut ThreadStats,
+) -> Result<()> {
+    let batchable = worker.batchable();
+    let record_interval = opts.report_interval.is_some();
+    let mut batch: u64 = 1;
+    let mut t0 = Instant::now();
+    loop {
+        if should_stop(shared, t0, deadline) {
+            return Ok(());
+        }
+        let want = shared.claim(batch);
+        if want == 0 {
+            return Ok(());
+        }
+        let mut done = 0;
+        let mut more = true;
+        while done < want {
+            let again = worker.event()?;
+            done += 1;
+            if !again {
+                more = false;
+                break;
+            }
+        }
+        let t1 = Instant::now();
+        if let Some(per_event) = (elapsed_ns(t0, t1)).checked_div(done) {
+            let elapsed = t1 - t0;
+            let per_event = per_event.max(1);
+            hist.saturating_record_n(per_event, done);
+            if record_interval {
+                shared.interval[tid]
+                    .lock()
+                    .expect("interval histogram")
+                    .saturating_record_n(per_event, done);
+            }
+            stats.events += done;
+            stats.busy += elapsed;
+            shared.counters[tid].store(stats.events, Ordering::Relaxed);
+            if batchable && elapsed < BATCH_TARGET && batch < MAX_BATCH {
+                batch *= 2;
+            }
+        }
+        if let Some(remaining) = &shared.remaining {
+            // Unused claims go back for other threads.
+            if done < want {
+                remaining.fetch_add(want - done, Ordering::Relaxed);
+            }
+        }
+        if !more {
+            return Ok(());
+        }
+        t0 = t1;
+    }
+}
+
+/// Poisson arrivals at `rate / threads` per thread: the sum over threads is a
+/// Poisson stream at `rate`. Latency runs from the scheduled arrival, so time
+/// spent queued behind a slow event counts.
+fn open_loop<W: Worker>(
+    tid: usize,
+    worker: &mut W,
+    opts: &EngineOptions,
+    shared: &Shared,
+    deadline: Option<Instant>,
+    hist: &mut Histogram,
+    stats: &mut ThreadStats,
+) -> Result<()> {
+    let mut rng = FastRng::new(0x5eed_0000 + tid as u64);
+    let mean_gap = opts.threads as f64 / opts.rate;
+    let mut arrival = Instant::now();
+    loop {
+        arrival += Duration::from_secs_f64(rng.exponential(mean_gap));
+        let now = Instant::now();
+        if should_stop(shared, now.max(arrival), deadline) {
+            return Ok(());
+        }
+        if arrival > now {
+            sleep_until(arrival, shared, deadline);
+            if should_stop(shared, Instant::now(), deadline) {
+                return Ok(());
+            }
+        }
+        if shared.claim(1) == 0 {
+            return Ok(());
+        }
+        let begun = Instant::now();
+        let more = worker.event()?;
+        let end = Instant::now();
+        let latency = (end - arrival).as_nanos() as u64;
+        hist.saturating_record(latency.max(1));
+        if opts.report_interval.is_some() {
+            shared.interval[tid]
+                .lock()
+                .expect("interval histogram")
+                .saturating_record(latency.max(1));
+        }
+        stats.events += 1;
+        stats.busy += end - begun;
+        shared.counters[tid].store(stats.events, Ordering::Relaxed);
+        if !more {
+            return Ok(());
+        }
+    }
+}
+
+fn elapsed_ns(from: Instant, to: Instant) -> u64 {
+    (to - from).as_nanos() as u64
+}
+
+fn sleep_until(when: Instant, shared: &Shared, deadline: Option<Instant>) {
+    loop {
+        let now = Instant::now();
+        if now >= when || should_stop(shared, now, deadline) {
+            return;
+        }
+        // Short naps keep the thread responsive to stop and Ctrl-C.
+        std::thread::sleep((when - now).min(Duration::from_millis(50)));
+    }
+}
+
+/// Prints `[ 2s ] thds: 2 eps: 4312.33 lat (ms,95%): 0.23` every interval
+/// until all threads have finished.
+fn report_interim(opts: &EngineOptions, shared: &Shared, start: Instant, every: Duration) {
+    let mut last_events = 0u64;
+    let mut tick = 1u32;
+    while shared.finished.load(Ordering::Acquire) < opts.threads {
+        let due = start + every * tick;
+        while Instant::now() < due {
+            if shared.finished.load(Ordering::Acquire) >= opts.threads {
+                return;
+            }
+            std::thread::sleep((due - Instant::now()).min(Duration::from_millis(20)));
+        }
+        let events: u64 = shared
+            .counters
+            .iter()
+            .map(|c| c.load(Ordering::Relaxed))
+            .sum();
+        let mut merged = new_histogram();
+        for h in &shared.interval {
+            let mut h = h.lock().expect("interval histogram");
+            merged.add(&*h).expect("same bounds");
+            h.reset();
+        }
+        let eps = (events - last_events) as f64 / every.as_secs_f64();
+        let lat = if merged.is_empty() {
+            0.0
+        } else {
+            merged.value_at_quantile(opts.percentile / 100.0) as f64 / 1e6
+        };
+        let line = format!(
+            "[ {}s ] thds: {} eps: {:.2} lat (ms,{}%): {:.2}",
+            (every * tick).as_secs_f64(),
+            opts.threads,
+            eps,
+            opts.percentile,
+            lat
+        );
+        if opts.interim_to_stderr {
+            eprintln!("{line}");
+        } else {
+            println!("{line}");
+        }
+        last_events = events;
+        tick += 1;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    struct Sleeper {
+        nap: Duration,
+        left: Option<u64>,
+    }
+
+    impl Worker for Sleeper {
+        fn event(&mut self) -> Result<bool> {
+            std::thread::sleep(self.nap);
+            if let Some(n) = &mut self.left {
+                *n -= 1;
+                return Ok(*n > 0);
+            }
+            Ok(true)
+        }
+    }
+
+    struct Spinner;
+    impl Worker for Spinner {
+        fn event(&mut self) -> Result<bool> {
+            std::hint::black_box(0u64);
+            Ok(true)
+        }
+        fn batchable(&self) -> bool {
+            true
+        }
+    }
+
+    fn opts(threads: usize) -> EngineOptions {
+        EngineOptions {
+            threads,
+            time: Some(Duration::from_millis(300)),
+            events: None,
+            warmup: Duration::ZERO,
+            rate: 0.0,
+            report_interval: None,
+            percentile: 95.0,
+            interim_to_stderr: true,
+        }
+    }
+
+    fn sleepers(n: usize, nap_ms: u64) -> Vec<Sleeper> {
+        (0..n)
+            .map(|_| Sleeper {
+                nap: Duration::from_millis(nap_ms),
+                left: None,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn event_limit_is_exact_across_threads() {
+        let mut o = opts(3);
+        o.time = None;
+        o.events = Some(25);
+        let (out, _) = run(&o, sleepers(3, 1)).unwrap();
+        assert_eq!(out.events, 25);
+        assert_eq!(out.threads.iter().map(|t| t.events).sum::<u64>(), 25);
+        assert_eq!(out.histogram.len(), 25);
+    }
+
+    #[test]
+    fn time_limit_stops_the_run() {
+        let (out, _) = run(&opts(2), sleepers(2, 10)).unwrap();
+        let secs = out.duration.as_secs_f64();
+        assert!((0.29..0.45).contains(&secs), "{secs}");
+        // 2 threads × ~30 events of 10 ms each.
+        assert!((40..=62).contains(&out.events), "{}", out.events);
+        let lat = out.histogram.value_at_quantile(0.5) as f64 / 1e6;
+        assert!((9.5..15.0).contains(&lat), "{lat}");
+    }
+
+    #[test]
+    fn batching_keeps_counts_exact_and_time_bounded() {
+        let mut o = opts(1);
+        o.time = Some(Duration::from_millis(200));
+        let (out, _) = run(&o, vec![Spinner]).unwrap();
+        assert!(
+            out.duration < Duration::from_millis(260),
+            "{:?}",
+            out.duration
+        );
+        assert_eq!(out.histogram.len(), out.events);
+        assert!(out.events > 100_000, "{}", out.events);
+    }
+
+    #[test]
+    fn workers_with_fixed_work_end_the_run() {
+        let mut o = opts(2);
+        o.time = Some(Duration::from_secs(5));
+        let workers = (0..2)
+            .map(|_| Sleeper {
+                nap: Duration::from_millis(1),
+                left: Some(7),
+            })
+            .collect();
+        let (out, _) = run(&o, workers).unwrap();
+        assert_eq!(out.events, 14);
+        assert!(out.duration < Duration::from_secs(1));
+        let f = out.fairness();
+        assert_eq!(f.events_avg, 7.0);
+        assert_eq!(f.events_stddev, 0.0);
+    }
+
+    #[test]
+    fn open_loop_follows_the_rate_and_counts_queueing() {
+        let mut o = opts(1);
+        o.time = Some(Duration::from_secs(1));
+        o.rate = 200.0;
+        let (out, _) = run(&o, sleepers(1, 1)).unwrap();
+        assert!((140..=260).contains(&out.events), "{}", out.events);
+        // Events at 200/s on one thread that each take 10 ms must queue.
+        let (slow, _) = run(&o, sleepers(1, 10)).unwrap();
+        assert!(slow.events <= 105, "{}", slow.events);
+        assert!(slow.histogram.value_at_quantile(0.9) > 50_000_000);
+    }
+
+    #[test]
+    fn errors_stop_every_thread() {
+        struct Failing;
+        impl Worker for Failing {
+            fn event(&mut self) -> Result<bool> {
+                Err(anyhow!("disk on fire"))
+            }
+        }
+        let err = run(&opts(1), vec![Failing]).err().unwrap();
+        assert!(err.to_string().contains("disk on fire"));
+    }
+
+    #[test]
+    fn refuses_a_run_without_limits() {
+        let mut o = opts(1);
+        o.time = None;
+        let err = run(&o, sleepers(1, 1)).err().unwrap();
+        assert!(err.to_string().contains("--time=0"));
+    }
+}

@@ -1,0 +1,140 @@
+//! The result document, schema `virtperf.result/1`: one measured run of one
+//! workload in one environment, with where it was measured. Everything that
+//! leaves a run (JSON output, the agent's stream, the results store) is this.
+
+use serde::{Deserialize, Serialize};
+
+pub const SCHEMA: &str = "virtperf.result/1";
+
+/// One named figure of a run. The unit is separate from the name.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Metric {
+    pub name: String,
+    pub value: f64,
+    pub unit: String,
+    pub higher_is_better: bool,
+}
+
+impl Metric {
+    pub fn new(name: &str, value: f64, unit: &str, higher_is_better: bool) -> Metric {
+        Metric {
+            name: name.to_string(),
+            value,
+            unit: unit.to_string(),
+            higher_is_better,
+        }
+    }
+}
+
+/// Per-event latency in milliseconds.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Latency {
+    pub min: f64,
+    pub avg: f64,
+    pub max: f64,
+    pub p50: f64,
+    pub p95: f64,
+    pub p99: f64,
+    pub p999: f64,
+    /// The percentile chosen with `--percentile`, and its value.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub selected: Option<(f64, f64)>,
+    /// Sum of all event latencies, as sysbench prints it.
+    #[serde(default)]
+    pub sum: f64,
+}
+
+/// How evenly the threads shared the work, as sysbench prints it.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Fairness {
+    pub events_avg: f64,
+    pub events_stddev: f64,
+    pub exec_time_avg: f64,
+    pub exec_time_stddev: f64,
+}
+
+/// Limits imposed by the control group the run was in.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Cgroup {
+    /// CPUs worth of quota (e.g. 0.5), if limited.
+    pub cpu_quota: Option<f64>,
+    pub memory_limit: Option<u64>,
+}
+
+/// Where a run was measured, as seen from inside.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct EnvInfo {
+    pub name: String,
+    pub kind: String,
+    /// The CPUID leaf 0x40000000 signature, or "none" on bare metal.
+    pub hypervisor: String,
+    pub kernel: String,
+    pub cpu_model: String,
+    pub cpus: u32,
+    pub memory_bytes: u64,
+    pub cgroup: Cgroup,
+    pub clocksource: String,
+    pub virtperf_version: String,
+    /// SHA-256 of the running binary, so results from different builds are
+    /// never silently mixed.
+    pub binary_sha256: String,
+    /// Seconds from starting the environment (container, VM boot, SSH
+    /// connection) to its agent's hello, as the host measured it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ready_s: Option<f64>,
+    /// Network interfaces with an IPv4 address, loopback excepted.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub net: Vec<NetInterface>,
+}
+
+/// A network interface as seen from inside: `eth0`, `10.0.2.15/24`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct NetInterface {
+    pub name: String,
+    pub ipv4: String,
+}
+
+/// CPU time shares over the run, from /proc/stat.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Monitor {
+    pub cpu_user_pct: f64,
+    pub cpu_sys_pct: f64,
+    pub cpu_iowait_pct: f64,
+    pub cpu_steal_pct: f64,
+    /// Busy share of the CPUs not explained by this process: load from
+    /// something else that was running at the same time.
+    #[serde(default)]
+    pub foreign_busy_pct: f64,
+}
+
+/// One run's result.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ResultDoc {
+    pub schema: String,
+    pub workload: String,
+    pub params: serde_json::Map<String, serde_json::Value>,
+    pub env: EnvInfo,
+    pub started_at: String,
+    pub duration_s: f64,
+    pub events: u64,
+    pub metrics: Vec<Metric>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub latency_ms: Option<Latency>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fairness: Option<Fairness>,
+    #[serde(default)]
+    pub monitor: Monitor,
+    /// Workload-specific detail (per-kernel figures, per-operation
+    /// distributions) that does not fit the common fields.
+    #[serde(default, skip_serializing_if = "serde_json::Value::is_null")]
+    pub details: serde_json::Value,
+}
+
+impl ResultDoc {
+    pub fn metric(&self, name: &str) -> Option<f64> {
+        self.metrics
+            .iter()
+            .find(|m| m.name == name)
+            .map(|m| m.value)
+    }
+}

@@ -1,0 +1,457 @@
+//! `disk`: bonnie++'s block tests and file-creation tests. Sequential block
+//! write (put_block), rewrite (read, dirty, seek back, write), block read
+//! (get_block), random seeks from several threads with a tenth of the blocks
+//! dirtied and written back, and create/stat/delete of many small files in
+//! sequential and random order. Every operation is timed: max latency as
+//! bonnie++ reports it, plus p50 and p99.
+
+use std::fs::File;
+use std::os::unix::fs::FileExt;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context, Result};
+
+use crate::cli::options::{CliError, OptKind, OptionSpec, Values};
+use crate::engine::{new_histogram, EngineOptions, FastRng, Histogram};
+use crate::result::Metric;
+use crate::signals;
+use crate::units::Bytes;
+use crate::workload::fileio::data::{AlignedBuf, DataSource};
+use crate::workload::fileio::files;
+use crate::workload::{Measurement, Workload};
+
+pub const OPTIONS: &[OptionSpec] = &[
+    OptionSpec::new(
+        "disk-dir",
+        OptKind::Text,
+        "",
+        "directory to test in (default: the current directory)",
+    ),
+    OptionSpec::new(
+        "disk-file-size",
+        OptKind::Size { min: 1 << 20 },
+        "",
+        "size of the test file (default: twice the RAM this environment sees, as bonnie++)",
+    ),
+    OptionSpec::new(
+        "disk-chunk-size",
+        OptKind::Size { min: 512 },
+        "8K",
+        "size of each block read or written",
+    ),
+    OptionSpec::new(
+        "disk-direct",
+        OptKind::Bool,
+        "off",
+        "O_DIRECT for the block tests, so a file smaller than RAM is still honest",
+    ),
+    OptionSpec::new(
+        "disk-sync",
+        OptKind::Bool,
+        "off",
+        "fsync after every write (what bonnie++'s -b promises)",
+    ),
+    OptionSpec::new(
+        "disk-seeks",
+        OptKind::Int {
+            min: 0,
+            max: 1 << 32,
+        },
+        "8000",
+        "random seeks in total (0 = skip the seek test)",
+    ),
+    OptionSpec::new(
+        "disk-seek-procs",
+        OptKind::Int { min: 1, max: 256 },
+        "3",
+        "threads seeking at the same time",
+    ),
+    OptionSpec::new(
+        "disk-files",
+        OptKind::Int {
+            min: 0,
+            max: 1 << 20,
+        },
+        "16",
+        "thousands (×1024) of files for the create/stat/delete tests (0 = skip)",
+    ),
+];
+
+pub struct DiskWorkload {
+    dir: PathBuf,
+    file_size: u64,
+    chunk: u64,
+    direct: bool,
+    sync: bool,
+    seeks: u64,
+    seek_procs: u64,
+    files: u64,
+}
+
+/// RAM as this environment sees it: the cgroup limit counts.
+fn visible_ram() -> u64 {
+    let env = crate::fingerprint::take("", "");
+    match env.cgroup.memory_limit {
+        Some(limit) => limit.min(env.memory_bytes),
+        None => env.memory_bytes,
+    }
+}
+
+impl DiskWorkload {
+    pub fn new(values: &Values) -> Result<DiskWorkload> {
+        let chunk = values.int("disk-chunk-size");
+        let direct = values.flag("disk-direct");
+        if direct && !chunk.is_multiple_of(4096) {
+            return Err(CliError::InvalidValue {
+                name: "disk-chunk-size".into(),
+                value: Bytes(chunk).to_string(),
+                allowed: "a multiple of 4K with --disk-direct".into(),
+            }
+            .into());
+        }
+        let file_size = if values.was_given("disk-file-size") {
+            values.int("disk-file-size")
+        } else {
+            2 * visible_ram()
+        };
+        let file_size = file_size - file_size % chunk;
+        if file_size < chunk {
+            return Err(CliError::InvalidValue {
+                name: "disk-file-size".into(),
+                value: Bytes(file_size).to_string(),
+                allowed: "at least one --disk-chunk-size".into(),
+            }
+            .into());
+        }
+        Ok(DiskWorkload {
+            dir: files::test_dir(values.text("disk-dir"), "disk-dir")?,
+            file_size,
+            chunk,
+            direct,
+            sync: values.flag("disk-sync"),
+            seeks: values.int("disk-seeks"),
+            seek_procs: values.int("disk-seek-procs"),
+            files: values.int("disk-files"),
+        })
+    }
+}
+
+/// One test's figures.
+struct Phase {
+    name: &'static str,
+    /// KiB/s for block tests, operations/s for the rest.
+    rate: f64,
+    unit: &'static str,
+    latency: Histogram,
+}
+
+fn check_interrupt() -> Result<()> {
+    if signals::interrupted() {
+        return Err(signals::Interrupted.into());
+    }
+    Ok(())
+}
+
+/// Removes a directory tree when dropped.
+struct RemoveDir(PathBuf);
+
+impl Drop for RemoveDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+impl DiskWorkload {
+    fn block_phase(
+        &self,
+        name: &'static str,
+        file: &File,
+        path: &Path,
+        mut step: impl FnMut(u64, &mut AlignedBuf) -> std::io::Result<()>,
+    ) -> Result<Phase> {
+        let mut buf = AlignedBuf::zeroed(self.chunk as usize);
+        let mut hist = new_histogram();
+        let started = Instant::now();
+        let mut offset = 0;
+        while offset < self.file_size {
+            check_interrupt()?;
+            let t0 = Instant::now();
+            step(offset, &mut buf).map_err(|e| files::io_context(e, name, path))?;
+            if self.sync && name != "get_block" {
+                file.sync_data()
+                    .map_err(|e| files::io_context(e, "fsync", path))?;
+            }
+            hist.saturating_record(t0.elapsed().as_nanos() as u64);
+            offset += self.chunk;
+        }
+        if name != "get_block" {
+            // The data is on the disk when the test ends, not in the cache.
+            let t0 = Instant::now();
+            file.sync_data()
+                .map_err(|e| files::io_context(e, "fsync", path))?;
+            hist.saturating_record(t0.elapsed().as_nanos() as u64);
+        }
+        let secs = started.elapsed().as_secs_f64().max(1e-9);
+        Ok(Phase {
+            name,
+            rate: self.file_size as f64 / 1024.0 / secs,
+            unit: "KiB/s",
+            latency: hist,
+        })
+    }
+
+    fn seek_phase(&self, path: &Path) -> Result<Phase> {
+        let chunks = self.file_size / self.chunk;
+        let per_thread = self.seeks.div_ceil(self.seek_procs);
+        let started = Instant::now();
+        let results: Vec<Result<Histogram>> = std::thread::scope(|scope| {
+            let handles: Vec<_> = (0..self.seek_procs)
+                .map(|t| {
+                    scope.spawn(move || -> Result<Histogram> {
+                        let flags = if self.direct { libc::O_DIRECT } else { 0 };
+                        let file = files::open(path, false, true, flags)
+                            .map_err(|e| files::io_context(e, "opening", path))?;
+                        let mut rng = FastRng::new(0x5eec + t);
+                        let mut buf = AlignedBuf::zeroed(self.chunk as usize);
+                        let mut hist = new_histogram();
+                        for _ in 0..per_thread {
+                            check_interrupt()?;
+                            let offset = rng.below(chunks) * self.chunk;
+                            let t0 = Instant::now();
+                            file.read_exact_at(buf.as_mut_slice(), offset)
+                                .map_err(|e| files::io_context(e, "seek read", path))?;
+                            if rng.below(10) == 0 {
+                                buf.as_mut_slice()[0] ^= 0x55;
+                                file.write_all_at(buf.as_slice(), offset)
+                                    .map_err(|e| files::io_context(e, "seek write", path))?;
+                            }
+                            hist.saturating_record(t0.elapsed().as_nanos() as u64);
+                        }
+                        Ok(hist)
+                    })
+                })
+                .collect();
+            handles
+                .into_iter()
+                .map(|h| h.join().unwrap_or_else(|_| bail!("a seek thread panicked")))
+                .collect()
+        });
+        let mut hist = new_histogram();
+        for r in results {
+            hist.add(&r?).expect("same bounds");
+        }
+        let secs = started.elapsed().as_secs_f64().max(1e-9);
+        Ok(Phase {
+            name: "seeks",
+            rate: hist.len() as f64 / secs,
+            unit: "seeks/s",
+            latency: hist,
+        })
+    }
+
+    /// Create, stat and delete `n` empty files, in name order or shuffled.
+    fn file_phases(&self, random: bool) -> Result<Vec<Phase>> {
+        let n = self.files * 1024;
+        let dir = self.dir.join(format!(
+            "virtperf-disk-files.{}.{}",
+            std::process::id(),
+            if random { "rnd" } else { "seq" }
+        ));
+        std::fs::create_dir(&dir).with_context(|| format!("creating {}", dir.display()))?;
+        let _remove = RemoveDir(dir.clone());
+        let mut names: Vec<String> = (0..n).map(|i| format!("{i:010}")).collect();
+        let mut rng = FastRng::new(0xf11e5);
+        let shuffle = |names: &mut Vec<String>, rng: &mut FastRng| {
+            for i in (1..names.len()).rev() {
+                let j = rng.below(i as u64 + 1) as usize;
+                names.swap(i, j);
+            }
+        };
+        if random {
+            shuffle(&mut names, &mut rng);
+        }
+        let prefix = if random { "rnd" } else { "seq" };
+        let mut phases = Vec::new();
+        for (step, label) in [(0, "create"), (1, "stat"), (2, "delete")] {
+            if random && step > 0 {
+                shuffle(&mut names, &mut rng);
+            }
+            let mut hist = new_histogram();
+            let started = Instant::now();
+            for name in &names {
+                check_interrupt()?;
+                let path = dir.join(name);
+                let t0 = Instant::now();
+                match step {
+                    0 => {
+                        files::open(&path, true, true, libc::O_EXCL)
+                            .map_err(|e| files::io_context(e, "creating", &path))?;
+                    }
+                    1 => {
+                        std::fs::symlink_metadata(&path)
+                            .map_err(|e| files::io_context(e, "stat", &path))?;
+                    }
+                    _ => std::fs::remove_file(&path)
+                        .map_err(|e| files::io_context(e, "deleting", &path))?,
+                }
+                hist.saturating_record(t0.elapsed().as_nanos() as u64);
+            }
+            let secs = started.elapsed().as_secs_f64().max(1e-9);
+            phases.push(Phase {
+                name: match (prefix, label) {
+                    ("seq", "create") => "seq_create",
+                    ("seq", "stat") => "seq_stat",
+                    ("seq", _) => "seq_delete",
+                    (_, "create") => "rnd_create",
+                    (_, "stat") => "rnd_stat",
+                    _ => "rnd_delete",
+                },
+                rate: n as f64 / secs,
+                unit: "files/s",
+                latency: hist,
+            });
+        }
+        Ok(phases)
+    }
+}
+
+impl Workload for DiskWorkload {
+    /// Removes what an interrupted run of any process left behind.
+    fn cleanup(&mut self) -> Result<()> {
+        let mut removed = 0;
+        for entry in std::fs::read_dir(&self.dir)? {
+            let entry = entry?;
+            let name = entry.file_name().to_string_lossy().into_owned();
+            if name.starts_with("virtperf-disk.") {
+                std::fs::remove_file(entry.path())?;
+                removed += 1;
+            } else if name.starts_with("virtperf-disk-files.") {
+                std::fs::remove_dir_all(entry.path())?;
+                removed += 1;
+            }
+        }
+        eprintln!("Removed {removed} leftover disk test files and directories");
+        Ok(())
+    }
+
+    fn run(&mut self, _engine: &EngineOptions) -> Result<Measurement> {
+        let started = Instant::now();
+        let files_room = self.files * 1024 * 4096;
+        files::check_space(&self.dir, self.file_size + files_room, "disk-file-size")?;
+        let path = self
+            .dir
+            .join(format!("virtperf-disk.{}", std::process::id()));
+        let mut guard = files::RemoveOnDrop::new();
+        let flags = libc::O_EXCL | if self.direct { libc::O_DIRECT } else { 0 };
+        let file = files::open(&path, true, true, flags).map_err(|e| {
+            if self.direct && e.raw_os_error() == Some(libc::EINVAL) {
+                anyhow::anyhow!(
+                    "creating {}: the file system there does not support O_DIRECT (ramfs, and tmpfs before Linux 6.6, do not): use --disk-direct=off or a --disk-dir on a disk",
+                    path.display()
+                )
+            } else {
+                files::io_context(e, "creating", &path)
+            }
+        })?;
+        guard.track(path.clone());
+        let mut source = DataSource::new(self.chunk as usize, true, 0xb0);
+        let mut phases = Vec::new();
+        let chunk = self.chunk as usize;
+        phases.push(self.block_phase("put_block", &file, &path, |off, _| {
+            file.write_all_at(source.block(off, chunk, false), off)
+        })?);
+        phases.push(self.block_phase("rewrite", &file, &path, |off, buf| {
+            file.read_exact_at(buf.as_mut_slice(), off)?;
+            buf.as_mut_slice()[0] ^= 0x55;
+            file.write_all_at(buf.as_slice(), off)
+        })?);
+        // Reads must come from the disk, not the cache the writes filled.
+        drop_cache(&file);
+        phases.push(self.block_phase("get_block", &file, &path, |off, buf| {
+            file.read_exact_at(buf.as_mut_slice(), off)
+        })?);
+        if self.seeks > 0 {
+            phases.push(self.seek_phase(&path)?);
+        }
+        drop(file);
+        std::fs::remove_file(&path).ok();
+        if self.files > 0 {
+            phases.extend(self.file_phases(false)?);
+            phases.extend(self.file_phases(true)?);
+        }
+        Ok(self.measurement(&phases, started.elapsed()))
+    }
+}
+
+/// Asks the kernel to forget the file's cached pages (advice only).
+fn drop_cache(file: &File) {
+    use std::os::fd::AsRawFd;
+    // SAFETY: advice on an open descriptor; failure is harmless.
+    unsafe { libc::posix_fadvise(file.as_raw_fd(), 0, 0, libc::POSIX_FADV_DONTNEED) };
+}
+
+impl DiskWorkload {
+    fn measurement(&self, phases: &[Phase], elapsed: Duration) -> Measurement {
+        let mut m = Measurement {
+            duration: elapsed,
+            ..Measurement::default()
+        };
+        let mut details = serde_json::Map::new();
+        let mut text = format!(
+            "File {} in {}, chunk {}{}{}\n\n{:<12}{:>16}{:>12}{:>12}{:>12}\n",
+            Bytes(self.file_size),
+            self.dir.display(),
+            Bytes(self.chunk),
+            if self.direct { ", O_DIRECT" } else { "" },
+            if self.sync {
+                ", fsync after every write"
+            } else {
+                ""
+            },
+            "test",
+            "rate",
+            "p50 ms",
+            "p99 ms",
+            "max ms"
+        );
+        for p in phases {
+            let metric_name = match p.unit {
+                "KiB/s" => format!("{}_kib_per_sec", p.name),
+                "seeks/s" => "seeks_per_sec".to_string(),
+                _ => format!("{}_per_sec", p.name),
+            };
+            m.metrics
+                .push(Metric::new(&metric_name, p.rate, p.unit, true));
+            let ms = |q: f64| p.latency.value_at_quantile(q) as f64 / 1e6;
+            let max = p.latency.max() as f64 / 1e6;
+            for (suffix, v) in [("max", max), ("p50", ms(0.5)), ("p99", ms(0.99))] {
+                m.metrics.push(Metric::new(
+                    &format!("{}_latency_{suffix}_ms", p.name),
+                    v,
+                    "ms",
+                    false,
+                ));
+            }
+            m.events += p.latency.len();
+            details.insert(
+                p.name.to_string(),
+                serde_json::json!({"rate": p.rate, "unit": p.unit, "ops": p.latency.len(),
+                    "latency_ms": {"p50": ms(0.5), "p99": ms(0.99), "max": max}}),
+            );
+            text.push_str(&format!(
+                "{:<12}{:>10.0} {:<6}{:>11.3}{:>12.3}{:>12.3}\n",
+                p.name,
+                p.rate,
+                p.unit,
+                ms(0.5),
+                ms(0.99),
+                max
+            ));
+        }
+        details.insert("file_bytes".into(), serde_json::json!(self.file_size));
+        m.details = serde_json::Value::Object(details);
+        m.text = text;
+        m
+    }
+}

@@ -1,0 +1,99 @@
+//! `threads`: sysbench's scheduler test. One event takes one of
+//! `--thread-locks` mutexes (round robin) `--thread-yields` times, yielding
+//! the CPU while holding it.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+
+use anyhow::Result;
+
+use crate::cli::options::{OptKind, OptionSpec, Values};
+use crate::engine::{self, EngineOptions, Worker};
+use crate::result::Metric;
+use crate::workload::{Measurement, Workload};
+
+pub const OPTIONS: &[OptionSpec] = &[
+    OptionSpec::new(
+        "thread-yields",
+        OptKind::Int {
+            min: 0,
+            max: u32::MAX as u64,
+        },
+        "1000",
+        "number of yields to do per request",
+    ),
+    OptionSpec::new(
+        "thread-locks",
+        OptKind::Int {
+            min: 1,
+            max: 1 << 20,
+        },
+        "8",
+        "number of locks per thread",
+    ),
+];
+
+pub struct ThreadsWorkload {
+    yields: u64,
+    locks: usize,
+}
+
+impl ThreadsWorkload {
+    pub fn new(values: &Values) -> ThreadsWorkload {
+        ThreadsWorkload {
+            yields: values.int("thread-yields"),
+            locks: values.int("thread-locks") as usize,
+        }
+    }
+}
+
+/// Keeps each mutex on its own cache line, so neighbours do not contend.
+#[repr(align(64))]
+#[derive(Default)]
+struct PaddedMutex(Mutex<()>);
+
+struct ThreadsWorker {
+    locks: Arc<Vec<PaddedMutex>>,
+    next_lock: Arc<AtomicUsize>,
+    yields: u64,
+}
+
+impl Worker for ThreadsWorker {
+    fn event(&mut self) -> Result<bool> {
+        let n = self.next_lock.fetch_add(1, Ordering::Relaxed) % self.locks.len();
+        let lock = &self.locks[n].0;
+        for _ in 0..self.yields {
+            let guard = lock.lock().unwrap_or_else(|p| p.into_inner());
+            std::thread::yield_now();
+            drop(guard);
+        }
+        Ok(true)
+    }
+}
+
+impl Workload for ThreadsWorkload {
+    fn run(&mut self, engine: &EngineOptions) -> Result<Measurement> {
+        let locks = Arc::new((0..self.locks).map(|_| PaddedMutex::default()).collect());
+        let next_lock = Arc::new(AtomicUsize::new(0));
+        let workers = (0..engine.threads)
+            .map(|_| ThreadsWorker {
+                locks: Arc::clone(&locks),
+                next_lock: Arc::clone(&next_lock),
+                yields: self.yields,
+            })
+            .collect();
+        let (outcome, _) = engine::run(engine, workers)?;
+        let eps = outcome.events_per_sec();
+        let secs = outcome.duration.as_secs_f64();
+        let mut m = Measurement::from_outcome(&outcome, engine.percentile);
+        m.metrics = vec![
+            Metric::new("events_per_sec", eps, "events/s", true),
+            Metric::new("total_time_s", secs, "s", false),
+        ];
+        m.text = format!(
+            "Yields per event: {}, locks: {}\n\nThreads speed:\n    events per second: {eps:>10.2}\n",
+            self.yields, self.locks
+        );
+        Ok(m)
+    }
+}
