@@ -1,0 +1,50 @@
+//! The `host` driver: the agent as a child process of this very binary, so a
+//! host run goes through exactly the same path as every other environment.
+
+use std::process::{Command, Stdio};
+
+use anyhow::{Context, Result};
+
+use super::{Environment, Launched, Spec};
+
+pub struct HostEnvironment {
+    spec: Spec,
+}
+
+impl HostEnvironment {
+    pub fn new(spec: Spec) -> HostEnvironment {
+        HostEnvironment { spec }
+    }
+}
+
+impl Environment for HostEnvironment {
+    fn spec(&self) -> &Spec {
+        &self.spec
+    }
+
+    fn launch(&self, index: usize) -> Result<Launched> {
+        let exe = std::env::current_exe().context("finding this binary")?;
+        let workdir = tempfile::Builder::new()
+            .prefix(&format!("virtperf-host-{index}-"))
+            .tempdir()
+            .context("creating a work directory")?
+            .keep();
+        let child = Command::new(exe)
+            .arg("agent")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .context("starting the agent")?;
+        let dir = workdir.clone();
+        Ok(Launched {
+            child,
+            cleanup: Some(Box::new(move || {
+                let _ = std::fs::remove_dir_all(dir);
+            })),
+            console: None,
+            workdir: workdir.to_string_lossy().into_owned(),
+            forwarded: None,
+        })
+    }
+}

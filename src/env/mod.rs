@@ -1,0 +1,452 @@
+//! Environments: where a plan of workloads runs. Every driver starts a
+//! process whose stdin and stdout reach a virtperf agent (a local child, a
+//! container, a VM's serial port, an SSH session); this module speaks the
+//! agent protocol over it, starts `count=N` instances together, enforces
+//! deadlines, and always cleans up.
+
+pub mod docker;
+pub mod host;
+pub mod probe;
+pub mod qemu;
+pub mod spec;
+pub mod ssh;
+
+use std::io::{BufRead, BufReader, Write};
+use std::path::PathBuf;
+use std::process::{Child, ChildStdin};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
+use std::time::{Duration, Instant};
+
+use anyhow::{anyhow, bail, Context, Result};
+
+use crate::agent::{Message, Plan, PROTOCOL};
+use crate::result::{Metric, ResultDoc};
+use crate::signals;
+pub use spec::{EnvKind, Spec};
+
+/// A started agent process, as a driver hands it over.
+pub struct Launched {
+    pub child: Child,
+    /// Runs after the process has ended or was killed (remove a container,
+    /// a temporary directory...).
+    pub cleanup: Option<Box<dyn FnOnce() + Send>>,
+    /// A log worth showing when the agent dies (a VM's console).
+    pub console: Option<PathBuf>,
+    /// Where file workloads should write, inside the environment.
+    pub workdir: String,
+    /// A TCP port forwarded from the host's loopback into the instance, as
+    /// (host port, port inside): how a host-side client reaches a server
+    /// there (QEMU's user-mode network).
+    pub forwarded: Option<(u16, u16)>,
+}
+
+/// One way of running agents.
+pub trait Environment {
+    fn spec(&self) -> &Spec;
+
+    /// One-time set-up shared by all instances (an image, an initramfs).
+    fn prepare(&mut self) -> Result<()> {
+        Ok(())
+    }
+
+    /// Starts instance `index` (of `spec().count`).
+    fn launch(&self, index: usize) -> Result<Launched>;
+
+    /// How long the agent may take to say hello (a VM boots first).
+    fn boot_deadline(&self) -> Duration {
+        Duration::from_secs(30)
+    }
+
+    /// Why a failure happened, when the driver knows (an OOM kill).
+    fn explain_exit(&self, _index: usize) -> Option<String> {
+        None
+    }
+}
+
+/// Builds the driver for a spec.
+pub fn driver(spec: &Spec) -> Result<Box<dyn Environment>> {
+    Ok(match spec.kind {
+        EnvKind::Host => Box::new(host::HostEnvironment::new(spec.clone())),
+        EnvKind::Docker | EnvKind::Podman => {
+            Box::new(docker::DockerEnvironment::new(spec.clone())?)
+        }
+        EnvKind::Qemu => Box::new(qemu::QemuEnvironment::new(spec.clone())?),
+        EnvKind::Ssh => Box::new(ssh::SshEnvironment::new(spec.clone())),
+    })
+}
+
+/// What one instance produced.
+#[derive(Debug)]
+pub struct InstanceOutcome {
+    /// Launch to agent hello.
+    pub ready_after: Duration,
+    /// One per invocation: the document, or why it failed.
+    pub results: Vec<std::result::Result<ResultDoc, String>>,
+    /// The instance's forwarded port, (host loopback port, port inside).
+    pub forwarded: Option<(u16, u16)>,
+}
+
+enum Line {
+    Text(String),
+    Eof,
+}
+
+/// A live agent with its reader thread.
+struct Session {
+    label: String,
+    child: Option<Child>,
+    stdin: Option<ChildStdin>,
+    lines: Receiver<Line>,
+    cleanup: Option<Box<dyn FnOnce() + Send>>,
+    console: Option<PathBuf>,
+    workdir: String,
+    forwarded: Option<(u16, u16)>,
+    launched_at: Instant,
+}
+
+impl Session {
+    fn start(launched: Launched, label: String) -> Result<Session> {
+        let mut launched = launched;
+        let stdout = launched
+            .child
+            .stdout
+            .take()
+            .ok_or_else(|| anyhow!("the agent's stdout is not piped"))?;
+        let stdin = launched.child.stdin.take();
+        let (tx, rx) = mpsc::channel();
+        std::thread::spawn(move || {
+            let mut reader = BufReader::new(stdout);
+            loop {
+                let mut line = String::new();
+                match reader.read_line(&mut line) {
+                    Ok(0) | Err(_) => {
+                        let _ = tx.send(Line::Eof);
+                        return;
+                    }
+                    Ok(_) => {
+                        if tx.send(Line::Text(line)).is_err() {
+                            return;
+                        }
+                    }
+                }
+            }
+        });
+        Ok(Session {
+            label,
+            child: Some(launched.child),
+            stdin,
+            lines: rx,
+            cleanup: launched.cleanup,
+            console: launched.console,
+            workdir: launched.workdir,
+            forwarded: launched.forwarded,
+            launched_at: Instant::now(),
+        })
+    }
+
+    /// The next protocol message, within `deadline`. Lines that are not
+    /// JSON (a shell's banner, a kernel message) are skipped.
+    fn next(&mut self, deadline: Duration) -> Result<Message> {
+        let until = Instant::now() + deadline;
+        loop {
+            if signals::interrupted() {
+                return Err(signals::Interrupted.into());
+            }
+            let left = until.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                bail!(
+                    "{}: no answer from the agent within {:.0} s{}",
+                    self.label,
+                    deadline.as_secs_f64(),
+                    self.console_tail()
+                );
+            }
+            match self
+                .lines
+                .recv_timeout(left.min(Duration::from_millis(200)))
+            {
+                Ok(Line::Text(text)) => {
+                    let t = text.trim().trim_start_matches('\u{0}');
+                    if let Some(start) = t.find("{\"type\"") {
+                        if let Ok(msg) = serde_json::from_str::<Message>(&t[start..]) {
+                            return Ok(msg);
+                        }
+                    }
+                }
+                Ok(Line::Eof) | Err(RecvTimeoutError::Disconnected) => {
+                    let status = self
+                        .child
+                        .as_mut()
+                        .and_then(|c| c.wait().ok())
+                        .map(|s| format!(" ({s})"))
+                        .unwrap_or_default();
+                    bail!(
+                        "{}: the agent ended unexpectedly{status}{}",
+                        self.label,
+                        self.console_tail()
+                    );
+                }
+                Err(RecvTimeoutError::Timeout) => {}
+            }
+        }
+    }
+
+    fn console_tail(&self) -> String {
+        let Some(path) = &self.console else {
+            return String::new();
+        };
+        let text = std::fs::read_to_string(path).unwrap_or_default();
+        let lines: Vec<&str> = text.lines().collect();
+        let tail = lines[lines.len().saturating_sub(15)..].join("\n    ");
+        format!("; last console lines:\n    {tail}")
+    }
+
+    fn send_line(&mut self, line: &str) -> Result<()> {
+        let stdin = self
+            .stdin
+            .as_mut()
+            .ok_or_else(|| anyhow!("{}: the agent's stdin is closed", self.label))?;
+        stdin
+            .write_all(format!("{line}\n").as_bytes())
+            .and_then(|_| stdin.flush())
+            .with_context(|| format!("{}: sending to the agent", self.label))
+    }
+
+    /// Waits for the process to end (it does after "done"), or kills it.
+    fn finish(&mut self, grace: Duration) {
+        self.stdin.take();
+        if let Some(mut child) = self.child.take() {
+            let until = Instant::now() + grace;
+            loop {
+                match child.try_wait() {
+                    Ok(Some(_)) => break,
+                    Ok(None) if Instant::now() < until => {
+                        std::thread::sleep(Duration::from_millis(20))
+                    }
+                    _ => {
+                        let _ = child.kill();
+                        let _ = child.wait();
+                        break;
+                    }
+                }
+            }
+        }
+        if let Some(cleanup) = self.cleanup.take() {
+            cleanup();
+        }
+    }
+}
+
+impl Drop for Session {
+    fn drop(&mut self) {
+        self.finish(Duration::from_secs(2));
+    }
+}
+
+/// How long one invocation may take before the environment is declared hung.
+fn invocation_deadline(args: &[String]) -> Duration {
+    let mut secs = 10.0;
+    for a in args {
+        for key in ["--time=", "--warmup-time="] {
+            if let Some(v) = a.strip_prefix(key) {
+                secs += v.parse::<f64>().unwrap_or(0.0);
+            }
+        }
+    }
+    // Generous: emulated guests run many times slower than the host, and
+    // file workloads prepare their files first.
+    Duration::from_secs_f64(secs * 10.0 + 300.0)
+}
+
+/// Runs `invocations` in every instance of `env`, started together.
+pub fn run(env: &mut dyn Environment, invocations: &[Vec<String>]) -> Result<Vec<InstanceOutcome>> {
+    run_with(env, invocations, &mut |_, _, _| {})
+}
+
+/// Called with (instance, invocation index, outcome) as each result arrives.
+pub type OnResult<'a> = dyn FnMut(usize, usize, &std::result::Result<ResultDoc, String>) + 'a;
+
+/// As `run`, handing every result to `on_result` the moment it arrives.
+pub fn run_with(
+    env: &mut dyn Environment,
+    invocations: &[Vec<String>],
+    on_result: &mut OnResult,
+) -> Result<Vec<InstanceOutcome>> {
+    env.prepare()?;
+    let spec = env.spec().clone();
+    let mut sessions = Vec::with_capacity(spec.count);
+    for i in 0..spec.count {
+        let label = if spec.count > 1 {
+            format!("{}#{}", spec.label, i + 1)
+        } else {
+            spec.label.clone()
+        };
+        let launched = env.launch(i).with_context(|| format!("starting {label}"))?;
+        sessions.push(Session::start(launched, label)?);
+    }
+    let mut ready_after = Vec::new();
+    let own_sha = crate::fingerprint::binary_sha256().unwrap_or_default();
+    for s in &mut sessions {
+        match s.next(env.boot_deadline())? {
+            Message::Hello {
+                protocol,
+                version,
+                sha256,
+            } => {
+                if protocol != PROTOCOL {
+                    bail!(
+                        "{}: the agent is virtperf {version} speaking protocol {protocol}, this is virtperf {} speaking {PROTOCOL}: use the same build on both sides",
+                        s.label,
+                        env!("CARGO_PKG_VERSION")
+                    );
+                }
+                if !own_sha.is_empty() && !sha256.is_empty() && sha256 != own_sha {
+                    eprintln!(
+                        "virtperf: note: {} runs a different virtperf build (sha256 {}…) than this one ({}…)",
+                        s.label,
+                        &sha256[..12.min(sha256.len())],
+                        &own_sha[..12.min(own_sha.len())]
+                    );
+                }
+                ready_after.push(s.launched_at.elapsed());
+            }
+            other => bail!(
+                "{}: expected a hello from the agent, got {other:?}",
+                s.label
+            ),
+        }
+    }
+    let together = sessions.len() > 1;
+    for s in &mut sessions {
+        let plan = Plan {
+            protocol: PROTOCOL,
+            env_name: s.label.clone(),
+            env_kind: spec.kind.name().to_string(),
+            workdir: s.workdir.clone(),
+            wait_for_go: together,
+            invocations: invocations.to_vec(),
+        };
+        s.send_line(&serde_json::to_string(&plan)?)?;
+    }
+    if together {
+        for s in &mut sessions {
+            match s.next(Duration::from_secs(60))? {
+                Message::Ready => {}
+                other => bail!("{}: expected ready, got {other:?}", s.label),
+            }
+        }
+        // All instances are waiting: release them at once.
+        for s in &mut sessions {
+            s.send_line("go")?;
+        }
+    }
+    let mut results: Vec<Vec<std::result::Result<ResultDoc, String>>> =
+        vec![Vec::new(); sessions.len()];
+    // Instances run concurrently; read each one's stream in turn, every
+    // message is buffered by its reader thread meanwhile.
+    for (i, s) in sessions.iter_mut().enumerate() {
+        for args in invocations {
+            let msg = s
+                .next(invocation_deadline(args))
+                .map_err(|e| match env.explain_exit(i) {
+                    Some(why) => anyhow!("{e:#}: {why}"),
+                    None => e,
+                })?;
+            let outcome = match msg {
+                Message::Result { mut doc, .. } => {
+                    doc.env.ready_s = Some(ready_after[i].as_secs_f64());
+                    Ok(*doc)
+                }
+                Message::Error { message, .. } => Err(message),
+                other => bail!("{}: unexpected message {other:?}", s.label),
+            };
+            on_result(i, results[i].len(), &outcome);
+            results[i].push(outcome);
+        }
+        match s.next(Duration::from_secs(30))? {
+            Message::Done => {}
+            other => bail!("{}: expected done, got {other:?}", s.label),
+        }
+    }
+    for s in &mut sessions {
+        s.finish(Duration::from_secs(20));
+    }
+    Ok(results
+        .into_iter()
+        .zip(ready_after)
+        .zip(&sessions)
+        .map(|((results, ready_after), s)| InstanceOutcome {
+            ready_after,
+            results,
+            forwarded: s.forwarded,
+        })
+        .collect())
+}
+
+/// The summed throughput of instances that ran at once: higher-is-better
+/// metrics add up, lower-is-better ones (latencies, times) are averaged.
+pub fn combine(label: &str, docs: &[ResultDoc]) -> Option<ResultDoc> {
+    let first = docs.first()?;
+    let mut out = first.clone();
+    out.env.name = label.to_string();
+    out.metrics = first
+        .metrics
+        .iter()
+        .map(|m| {
+            let values: Vec<f64> = docs.iter().filter_map(|d| d.metric(&m.name)).collect();
+            let sum: f64 = values.iter().sum();
+            let value = if m.higher_is_better {
+                sum
+            } else {
+                sum / values.len().max(1) as f64
+            };
+            Metric { value, ..m.clone() }
+        })
+        .collect();
+    out.events = docs.iter().map(|d| d.events).sum();
+    out.details = serde_json::json!({
+        "instances": docs.len(),
+        "per_instance": docs.iter().map(|d| {
+            serde_json::json!({"env": d.env.name, "metrics": d.metrics})
+        }).collect::<Vec<_>>(),
+    });
+    Some(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn combined_instances_sum_throughput_and_average_latency() {
+        let doc = |eps: f64, t: f64| ResultDoc {
+            schema: crate::result::SCHEMA.into(),
+            workload: "cpu".into(),
+            params: Default::default(),
+            env: Default::default(),
+            started_at: String::new(),
+            duration_s: 1.0,
+            events: 10,
+            metrics: vec![
+                Metric::new("events_per_sec", eps, "events/s", true),
+                Metric::new("total_time_s", t, "s", false),
+            ],
+            latency_ms: None,
+            fairness: None,
+            monitor: Default::default(),
+            details: serde_json::Value::Null,
+        };
+        let c = combine("x", &[doc(100.0, 2.0), doc(50.0, 4.0)]).unwrap();
+        assert_eq!(c.metric("events_per_sec"), Some(150.0));
+        assert_eq!(c.metric("total_time_s"), Some(3.0));
+        assert_eq!(c.events, 20);
+        assert_eq!(c.env.name, "x");
+    }
+
+    #[test]
+    fn deadlines_grow_with_the_run_time() {
+        let short = invocation_deadline(&["cpu".into(), "--time=1".into()]);
+        let long = invocation_deadline(&["cpu".into(), "--time=300".into()]);
+        assert!(long > short + Duration::from_secs(2000));
+    }
+}

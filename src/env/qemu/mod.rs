@@ -1,0 +1,289 @@
+//! The `qemu` driver: direct kernel boot of a guest kernel with an initramfs
+//! made here (virtperf as init), the agent on the second serial port (the
+//! first carries the kernel console to a log), and a scratch disk formatted
+//! ext4 on the host and attached as virtio-blk. Unless `net=none`, a virtio
+//! NIC on QEMU's user-mode network (restricted: no way out) with a host
+//! loopback port forwarded to `port=` (5201) in the guest, for network
+//! workloads. `accel=auto` probes KVM with a short boot and falls back to
+//! TCG, saying so.
+
+pub mod guest;
+pub mod initramfs;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+
+use anyhow::{anyhow, bail, Context, Result};
+
+use super::{Environment, Launched, Spec};
+use crate::units::Bytes;
+
+pub struct QemuEnvironment {
+    spec: Spec,
+    dir: Option<tempfile::TempDir>,
+    kernel: PathBuf,
+    accel: &'static str,
+}
+
+pub const QEMU: &str = "qemu-system-x86_64";
+
+const APPEND: &str = "console=ttyS0 panic=-1 quiet loglevel=4";
+
+/// A TCP port on the host's loopback that nothing listens on right now.
+fn free_loopback_port() -> Result<u16> {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0")
+        .context("finding a free loopback port to forward into the guest")?;
+    Ok(listener.local_addr()?.port())
+}
+
+/// Whether a nested KVM guest actually boots here; probed once per process.
+static KVM_WORKS: OnceLock<bool> = OnceLock::new();
+
+impl QemuEnvironment {
+    pub fn new(spec: Spec) -> Result<QemuEnvironment> {
+        Ok(QemuEnvironment {
+            spec,
+            dir: None,
+            kernel: PathBuf::new(),
+            accel: "tcg",
+        })
+    }
+
+    fn dir(&self) -> &Path {
+        self.dir.as_ref().expect("prepared").path()
+    }
+
+    /// The guest's address on QEMU's user-mode network, and the default port
+    /// forwarded to it from the host (`port=` changes it).
+    pub const GUEST_IP: &'static str = "10.0.2.15/24";
+    pub const DEFAULT_PORT: u16 = 5201;
+
+    fn command(
+        &self,
+        accel: &str,
+        index: usize,
+        disk: Option<&Path>,
+        forward: Option<(u16, u16)>,
+    ) -> Command {
+        let mut cmd = Command::new(QEMU);
+        let smp = self.spec.opt("smp").unwrap_or("2");
+        let mem = self
+            .spec
+            .opt("memory")
+            .and_then(|m| Bytes::parse(m).ok())
+            .map(|b| b.0 >> 20)
+            .unwrap_or(2048);
+        let cpu = self
+            .spec
+            .opt("cpu")
+            .unwrap_or(if accel == "kvm" { "host" } else { "max" });
+        let console = self.dir().join(format!("console-{index}.log"));
+        cmd.args(["-nodefaults", "-display", "none", "-no-reboot"])
+            .args(["-machine", &format!("q35,accel={accel}")])
+            .args(["-cpu", cpu, "-smp", smp, "-m", &mem.to_string()])
+            .arg("-kernel")
+            .arg(&self.kernel)
+            .arg("-initrd")
+            .arg(self.dir().join("initramfs.cpio"))
+            .arg("-append")
+            .arg(match forward {
+                Some(_) => format!("{APPEND} virtperf.ip={}", Self::GUEST_IP),
+                None => APPEND.to_string(),
+            })
+            .arg("-serial")
+            .arg(format!("file:{}", console.display()))
+            .args(["-serial", "stdio"]);
+        if let Some((host, guest)) = forward {
+            cmd.arg("-netdev")
+                .arg(format!(
+                    "user,id=net0,restrict=on,hostfwd=tcp:127.0.0.1:{host}-:{guest}"
+                ))
+                .args(["-device", "virtio-net-pci,netdev=net0"]);
+        }
+        if let Some(disk) = disk {
+            let cache = self.spec.opt("cache").unwrap_or("none");
+            cmd.arg("-drive").arg(format!(
+                "file={},if=virtio,format=raw,cache={cache}",
+                disk.display()
+            ));
+        }
+        cmd.stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        cmd
+    }
+
+    /// Boots once with KVM and waits for the agent's hello.
+    fn probe_kvm(&self) -> bool {
+        if std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open("/dev/kvm")
+            .is_err()
+        {
+            return false;
+        }
+        let Ok(mut child) = self.command("kvm", 999, None, None).spawn() else {
+            return false;
+        };
+        let stdout = child.stdout.take().expect("piped");
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            use std::io::BufRead;
+            let mut r = std::io::BufReader::new(stdout);
+            let mut line = String::new();
+            while r.read_line(&mut line).unwrap_or(0) > 0 {
+                if line.contains("\"hello\"") {
+                    let _ = tx.send(());
+                    return;
+                }
+                line.clear();
+            }
+        });
+        let ok = rx.recv_timeout(Duration::from_secs(8)).is_ok();
+        let _ = child.kill();
+        let _ = child.wait();
+        ok
+    }
+}
+
+impl QemuEnvironment {
+    /// The accelerator chosen by `prepare` (after the KVM probe).
+    pub fn accel_name(&self) -> &'static str {
+        self.accel
+    }
+}
+
+impl Environment for QemuEnvironment {
+    fn spec(&self) -> &Spec {
+        &self.spec
+    }
+
+    fn prepare(&mut self) -> Result<()> {
+        if self.dir.is_some() {
+            return Ok(());
+        }
+        which(QEMU).ok_or_else(|| {
+            anyhow!("{QEMU} not found: install qemu-system-x86 to use --env qemu")
+        })?;
+        let (kernel, modules) = match (self.spec.opt("kernel"), self.spec.opt("modules")) {
+            (Some(k), Some(m)) => (PathBuf::from(k), PathBuf::from(m)),
+            (Some(k), None) => {
+                let version = Path::new(k)
+                    .file_name()
+                    .and_then(|n| n.to_str())
+                    .and_then(|n| n.strip_prefix("vmlinuz-"))
+                    .ok_or_else(|| {
+                        anyhow!("kernel={k}: give its modules directory with modules=DIR")
+                    })?;
+                (PathBuf::from(k), Path::new("/lib/modules").join(version))
+            }
+            _ => initramfs::find_kernel()?,
+        };
+        if !kernel.exists() {
+            bail!("kernel={}: no such file", kernel.display());
+        }
+        let dir = tempfile::Builder::new()
+            .prefix("virtperf-qemu-")
+            .tempdir()
+            .context("creating a directory for the VM's files")?;
+        let binary = std::fs::read("/proc/self/exe").context("reading this binary")?;
+        let image = initramfs::build(&binary, &modules)?;
+        std::fs::write(dir.path().join("initramfs.cpio"), image)?;
+        self.kernel = kernel;
+        self.dir = Some(dir);
+        self.accel = match self.spec.opt("accel").unwrap_or("auto") {
+            "kvm" => "kvm",
+            "tcg" => "tcg",
+            _ => {
+                let works = *KVM_WORKS.get_or_init(|| self.probe_kvm());
+                if !works {
+                    eprintln!(
+                        "virtperf: qemu: KVM did not boot a guest here (nested KVM fails on this machine); using TCG emulation"
+                    );
+                }
+                if works {
+                    "kvm"
+                } else {
+                    "tcg"
+                }
+            }
+        };
+        Ok(())
+    }
+
+    fn launch(&self, index: usize) -> Result<Launched> {
+        let disk = self.dir().join(format!("scratch-{index}.img"));
+        let size = self
+            .spec
+            .opt("disk")
+            .and_then(|d| Bytes::parse(d).ok())
+            .map(|b| b.0)
+            .unwrap_or(8 << 30);
+        let f = std::fs::File::create(&disk).context("creating the scratch disk")?;
+        f.set_len(size)?;
+        drop(f);
+        let out = Command::new("mkfs.ext4")
+            .args(["-q", "-F", "-E", "lazy_itable_init=1,lazy_journal_init=1"])
+            .arg(&disk)
+            .output()
+            .map_err(|e| anyhow!("mkfs.ext4 not found ({e}): install e2fsprogs"))?;
+        if !out.status.success() {
+            bail!(
+                "mkfs.ext4 on the scratch disk failed: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+        let forwarded = match self.spec.opt("net").unwrap_or("user") {
+            "none" => None,
+            _ => {
+                let guest = self
+                    .spec
+                    .opt("port")
+                    .and_then(|p| p.parse().ok())
+                    .unwrap_or(Self::DEFAULT_PORT);
+                Some((free_loopback_port()?, guest))
+            }
+        };
+        let child = self
+            .command(self.accel, index, Some(&disk), forwarded)
+            .spawn()
+            .with_context(|| format!("starting {QEMU}"))?;
+        let console = self.dir().join(format!("console-{index}.log"));
+        Ok(Launched {
+            child,
+            cleanup: Some(Box::new(move || {
+                let _ = std::fs::remove_file(disk);
+            })),
+            console: Some(console),
+            workdir: "/scratch".into(),
+            forwarded,
+        })
+    }
+
+    fn boot_deadline(&self) -> Duration {
+        Duration::from_secs(90)
+    }
+}
+
+pub fn which(program: &str) -> Option<PathBuf> {
+    std::env::var_os("PATH").and_then(|paths| {
+        std::env::split_paths(&paths)
+            .map(|p| p.join(program))
+            .find(|p| p.is_file())
+    })
+}
+
+/// Boot-to-agent time of one TCG guest, for `virtperf envs` and benches.
+pub fn time_boot(spec: &Spec) -> Result<Duration> {
+    let mut env = QemuEnvironment::new(spec.clone())?;
+    env.prepare()?;
+    let started = Instant::now();
+    let outcome = super::run(&mut env, &[])?;
+    Ok(outcome
+        .first()
+        .map(|o| o.ready_after)
+        .unwrap_or(started.elapsed()))
+}
