@@ -1,0 +1,20 @@
+//! JSON: the whole analysis, for other tools.
+
+use super::{Analysis, Exporter};
+
+pub struct JsonExporter;
+
+impl Exporter for JsonExporter {
+    fn extension(&self) -> &'static str {
+        "json"
+    }
+
+    fn render(&self, a: &Analysis) -> String {
+        let mut v = serde_json::to_value(a).unwrap_or_default();
+        if let Some(obj) = v.as_object_mut() {
+            obj.insert("schema".into(), serde_json::json!("virtperf.comparison/1"));
+            obj.insert("notes".into(), serde_json::json!(a.underpowered_notes()));
+        }
+        serde_json::to_string_pretty(&v).unwrap_or_default() + "\n"
+    }
+}

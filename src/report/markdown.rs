@@ -1,0 +1,125 @@
+//! Markdown, for an issue or a wiki: one pipe table per entry, then the
+//! categories, flags and failures.
+
+use std::fmt::Write as _;
+
+use super::{effect, num, verdict_symbol, Analysis, Exporter};
+
+pub struct MarkdownExporter;
+
+/// Escapes text for a Markdown table cell.
+fn cell(s: &str) -> String {
+    s.replace('\\', "\\\\")
+        .replace('|', "\\|")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('\n', " ")
+}
+
+impl Exporter for MarkdownExporter {
+    fn extension(&self) -> &'static str {
+        "md"
+    }
+
+    fn render(&self, a: &Analysis) -> String {
+        let mut out = format!(
+            "# virtperf comparison #{}\n\nSuite `{}`, baseline **{}**, started {}. Means of n runs with 95% confidence intervals; ratios are environment / baseline with bootstrap 95% intervals; p is the two-sided Mann–Whitney U test, Holm-corrected across each entry's metrics.\n",
+            a.id,
+            cell(&a.suite),
+            cell(&a.baseline),
+            cell(&a.started_at)
+        );
+        for e in &a.entries {
+            let _ = writeln!(out, "\n## {}\n", cell(&e.label));
+            out.push_str("| metric | environment | n | mean | 95% CI | CV | ratio [95% CI] | effect | p (Holm) | verdict |\n");
+            out.push_str("|---|---|---:|---:|---|---:|---|---|---:|---|\n");
+            for m in &e.metrics {
+                for s in &m.per_env {
+                    let Some(sum) = &s.summary else { continue };
+                    let (ratio, eff, p, v) = match &s.vs_baseline {
+                        Some(c) => (
+                            format!(
+                                "{:.3} [{:.3}, {:.3}]",
+                                c.ratio.point, c.ratio.lower, c.ratio.upper
+                            ),
+                            effect(c),
+                            format!("{:.4}", c.p_adjusted),
+                            verdict_symbol(c.verdict).to_string(),
+                        ),
+                        None => (
+                            "baseline".into(),
+                            String::new(),
+                            String::new(),
+                            String::new(),
+                        ),
+                    };
+                    let _ = writeln!(
+                        out,
+                        "| {} ({}) | {} | {} | {} | [{}, {}] | {:.1}% | {} | {} | {} | {} |",
+                        cell(&m.name),
+                        cell(&m.unit),
+                        cell(&s.env),
+                        sum.n,
+                        num(sum.mean),
+                        num(sum.ci.lower),
+                        num(sum.ci.upper),
+                        sum.cv * 100.0,
+                        ratio,
+                        eff,
+                        p,
+                        v
+                    );
+                }
+            }
+        }
+        for (env, r) in &a.rankings {
+            let _ = writeln!(out, "\n## Overhead categories: {}\n", cell(env));
+            out.push_str("| category | value | unit |\n|---|---:|---|\n");
+            for c in &r.categories {
+                let v = c
+                    .value
+                    .map(|v| format!("{v:.2}"))
+                    .unwrap_or_else(|| "missing".into());
+                let _ = writeln!(out, "| {} | {} | {} |", c.name, v, c.unit);
+            }
+            match r.score {
+                Some(s) => {
+                    let _ = writeln!(out, "\nRanking score: **{s:.2}** (lower is better).");
+                }
+                None => {
+                    let _ = writeln!(out, "\nNo ranking score: missing {}.", r.missing.join(", "));
+                }
+            }
+        }
+        for note in a.underpowered_notes() {
+            let _ = writeln!(out, "\n> Note: {}", cell(&note));
+        }
+        if !a.flags.is_empty() {
+            out.push_str("\n## Flagged runs\n\n");
+            for f in &a.flags {
+                let _ = writeln!(
+                    out,
+                    "- {} / {} / round {}: {}",
+                    cell(&f.env),
+                    cell(&f.label),
+                    f.round + 1,
+                    cell(&f.reason)
+                );
+            }
+        }
+        if !a.failures.is_empty() {
+            out.push_str("\n## Failed runs\n\n");
+            for f in &a.failures {
+                let _ = writeln!(
+                    out,
+                    "- {} / {} / round {}: {}",
+                    cell(&f.env),
+                    cell(&f.label),
+                    f.round + 1,
+                    cell(&f.error)
+                );
+            }
+        }
+        out
+    }
+}

@@ -1,0 +1,260 @@
+//! Reports of a comparison: one exporter per format behind one trait, all
+//! rendering the same `Analysis`.
+
+pub mod analysis;
+mod csv;
+mod html;
+mod json;
+mod markdown;
+mod table;
+
+pub use analysis::{analyze, Analysis};
+
+use crate::stats::{Comparison, Verdict};
+
+/// Renders an analysis in one format.
+pub trait Exporter {
+    fn render(&self, a: &Analysis) -> String;
+    /// File extension for `--out` defaults.
+    fn extension(&self) -> &'static str;
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Format {
+    Table,
+    Markdown,
+    Csv,
+    Json,
+    Html,
+}
+
+impl Format {
+    pub const NAMES: &'static [&'static str] = &["table", "markdown", "csv", "json", "html"];
+
+    pub fn parse(word: &str) -> Option<Format> {
+        Some(match word {
+            "table" => Format::Table,
+            "markdown" | "md" => Format::Markdown,
+            "csv" => Format::Csv,
+            "json" => Format::Json,
+            "html" => Format::Html,
+            _ => return None,
+        })
+    }
+
+    pub fn exporter(self) -> Box<dyn Exporter> {
+        match self {
+            Format::Table => Box::new(table::TableExporter),
+            Format::Markdown => Box::new(markdown::MarkdownExporter),
+            Format::Csv => Box::new(csv::CsvExporter),
+            Format::Json => Box::new(json::JsonExporter),
+            Format::Html => Box::new(html::HtmlExporter),
+        }
+    }
+}
+
+/// A number with as many decimals as its size warrants.
+pub fn num(x: f64) -> String {
+    if !x.is_finite() {
+        return "–".into();
+    }
+    if x == 0.0 {
+        return "0".into();
+    }
+    let a = x.abs();
+    if a >= 1000.0 {
+        format!("{x:.0}")
+    } else if a >= 10.0 {
+        format!("{x:.1}")
+    } else if a >= 1.0 {
+        format!("{x:.2}")
+    } else {
+        format!("{x:.4}")
+    }
+}
+
+/// "−12.3% overhead" / "1.52× slower" / "baseline".
+pub fn effect(c: &Comparison) -> String {
+    match (c.overhead_pct, c.times_slower) {
+        (Some(o), _) => format!("{o:+.1}% overhead"),
+        (_, Some(t)) => format!("{t:.2}× slower"),
+        _ => String::new(),
+    }
+}
+
+pub fn verdict_symbol(v: Verdict) -> &'static str {
+    match v {
+        Verdict::Faster => "faster",
+        Verdict::Slower => "slower",
+        Verdict::NoSignificantDifference => "n.s.",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::result::{EnvInfo, Metric, Monitor, ResultDoc, SCHEMA};
+    use crate::store::{ComparisonRow, RunRow};
+
+    fn run(env: &str, round: usize, v: f64, steal: f64) -> RunRow {
+        RunRow {
+            env: env.into(),
+            entry: 0,
+            label: "cpu".into(),
+            round,
+            doc: Some(ResultDoc {
+                schema: SCHEMA.into(),
+                workload: "cpu".into(),
+                params: serde_json::json!({"threads": 1})
+                    .as_object()
+                    .unwrap()
+                    .clone(),
+                env: EnvInfo {
+                    name: env.into(),
+                    ..EnvInfo::default()
+                },
+                started_at: String::new(),
+                duration_s: 1.0,
+                events: 1,
+                metrics: vec![Metric::new("events_per_sec", v, "events/s", true)],
+                latency_ms: None,
+                fairness: None,
+                monitor: Monitor {
+                    cpu_steal_pct: steal,
+                    ..Monitor::default()
+                },
+                details: serde_json::Value::Null,
+            }),
+            error: None,
+        }
+    }
+
+    fn fixture() -> Analysis {
+        analyze(&comparison_row(), &fixture_runs())
+    }
+
+    fn comparison_row() -> ComparisonRow {
+        ComparisonRow {
+            id: 7,
+            started_at: "2026-11-22T00:00:00Z".into(),
+            suite: "t".into(),
+            baseline: "host".into(),
+            envs: vec!["host".into(), "vm".into()],
+            args: vec![],
+            finished: true,
+        }
+    }
+
+    fn fixture_runs() -> Vec<RunRow> {
+        let mut runs = Vec::new();
+        for (r, (h, v)) in [
+            (100.0, 50.0),
+            (101.0, 51.0),
+            (99.0, 49.0),
+            (100.0, 50.0),
+            (100.0, 50.0),
+        ]
+        .iter()
+        .enumerate()
+        {
+            runs.push(run("host", r, *h, 0.0));
+            runs.push(run("vm", r, *v, if r == 2 { 9.0 } else { 0.0 }));
+        }
+        runs
+    }
+
+    #[test]
+    fn an_entry_with_too_many_metrics_for_its_runs_is_called_out() {
+        assert!(fixture().underpowered().is_empty());
+        // 24 metrics, 5 runs a side, the VM always slower: the best a rank
+        // test can give is 2/252, and Holm multiplies it by 24.
+        let mut runs = Vec::new();
+        for r in 0..5 {
+            for (env, v) in [("host", 100.0 + r as f64), ("vm", 50.0 + r as f64)] {
+                let mut row = run(env, r, v, 0.0);
+                row.doc.as_mut().unwrap().metrics = (0..24)
+                    .map(|i| Metric::new(&format!("op{i}_ns"), v, "ns", false))
+                    .collect();
+                runs.push(row);
+            }
+        }
+        let a = analyze(&comparison_row(), &runs);
+        let u = a.underpowered();
+        assert_eq!(u.len(), 1, "{u:?}");
+        assert_eq!((u[0].metrics, u[0].n, u[0].needed), (24, 5, 7));
+        assert!(
+            (u[0].best_p - 24.0 * 2.0 / 252.0).abs() < 1e-9,
+            "{}",
+            u[0].best_p
+        );
+        for f in [Format::Table, Format::Markdown, Format::Html, Format::Json] {
+            assert!(f.exporter().render(&a).contains("--repeat 7 or more"));
+        }
+        // With 7 runs a side the same separation is significant.
+        let mut more = runs.clone();
+        for r in 5..7 {
+            for (env, v) in [("host", 100.0 + r as f64), ("vm", 50.0 + r as f64)] {
+                let mut row = run(env, r, v, 0.0);
+                row.doc.as_mut().unwrap().metrics = (0..24)
+                    .map(|i| Metric::new(&format!("op{i}_ns"), v, "ns", false))
+                    .collect();
+                more.push(row);
+            }
+        }
+        let a = analyze(&comparison_row(), &more);
+        assert!(a.underpowered().is_empty());
+        assert_eq!(
+            a.entries[0].metrics[0].per_env[1]
+                .vs_baseline
+                .as_ref()
+                .unwrap()
+                .verdict,
+            Verdict::Faster
+        );
+    }
+
+    #[test]
+    fn csv_is_pinned() {
+        let csv = Format::Csv.exporter().render(&fixture());
+        let lines: Vec<&str> = csv.lines().collect();
+        assert_eq!(lines.len(), 3);
+        assert_eq!(
+            lines[1],
+            "7,0,cpu,cpu,events_per_sec,events/s,true,host,5,100,100,0.7071067811865476,0.007071067811865475,99,101,99.12215172153726,100.87784827846274,,,,,,,,baseline,false"
+        );
+        assert!(lines[2].starts_with("7,0,cpu,cpu,events_per_sec,events/s,true,vm,5,50,50,"));
+        assert!(lines[2].contains(",0.5,"), "{}", lines[2]);
+        // Tied values: the normal approximation with tie correction.
+        assert!(lines[2].ends_with(",slower,true"), "{}", lines[2]);
+        let p: f64 = lines[2].split(',').nth(22).unwrap().parse().unwrap();
+        assert!((p - 0.0102).abs() < 0.0005, "{p}");
+    }
+
+    #[test]
+    fn markdown_is_pinned() {
+        let md = Format::Markdown.exporter().render(&fixture());
+        assert!(md.starts_with("# virtperf comparison #7\n"));
+        assert!(md.contains("| events_per_sec (events/s) | host | 5 | 100.0 | [99.1, 100.9] | 0.7% | baseline |  |  |  |"), "{md}");
+        assert!(
+            md.contains("| events_per_sec (events/s) | vm | 5 | 50.0 |"),
+            "{md}"
+        );
+        assert!(
+            md.contains("| 0.500 [0.494, 0.506] | +50.0% overhead | 0.0102 | slower |"),
+            "{md}"
+        );
+        assert!(
+            md.contains("## Flagged runs\n\n- vm / cpu / round 3: steal 9.0%"),
+            "{md}"
+        );
+    }
+
+    #[test]
+    fn every_format_flags_noisy_runs() {
+        let a = fixture();
+        assert!(Format::Table.exporter().render(&a).contains("steal 9.0%"));
+        assert!(Format::Html.exporter().render(&a).contains("steal 9.0%"));
+        assert!(Format::Json.exporter().render(&a).contains("steal 9.0%"));
+        assert!(Format::Csv.exporter().render(&a).contains(",true"));
+    }
+}

@@ -1,0 +1,258 @@
+//! The results store: one SQLite database per results directory. Each
+//! comparison is a row; each finished run is written the moment it arrives
+//! (one transaction per result), so an interrupted comparison loses nothing
+//! and `--resume` knows what is left.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result};
+use rusqlite::{params, Connection, OptionalExtension};
+
+use crate::result::ResultDoc;
+
+pub struct Store {
+    conn: Connection,
+    path: PathBuf,
+}
+
+/// A comparison's set-up, as recorded.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ComparisonRow {
+    pub id: i64,
+    pub started_at: String,
+    pub suite: String,
+    pub baseline: String,
+    /// Environment labels, baseline first.
+    pub envs: Vec<String>,
+    /// The arguments it was started with, to resume it.
+    pub args: Vec<String>,
+    pub finished: bool,
+}
+
+/// One stored run.
+#[derive(Debug, Clone)]
+pub struct RunRow {
+    pub env: String,
+    pub entry: usize,
+    pub label: String,
+    pub round: usize,
+    pub doc: Option<ResultDoc>,
+    pub error: Option<String>,
+}
+
+const SCHEMA: &str = "
+CREATE TABLE IF NOT EXISTS comparisons (
+    id INTEGER PRIMARY KEY,
+    started_at TEXT NOT NULL,
+    suite TEXT NOT NULL,
+    baseline TEXT NOT NULL,
+    envs TEXT NOT NULL,
+    args TEXT NOT NULL,
+    finished INTEGER NOT NULL DEFAULT 0
+);
+CREATE TABLE IF NOT EXISTS runs (
+    id INTEGER PRIMARY KEY,
+    comparison INTEGER NOT NULL REFERENCES comparisons(id),
+    env TEXT NOT NULL,
+    entry INTEGER NOT NULL,
+    label TEXT NOT NULL,
+    round INTEGER NOT NULL,
+    doc TEXT,
+    error TEXT,
+    finished_at TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS runs_by_comparison ON runs(comparison, env, entry, round);
+";
+
+impl Store {
+    /// Opens (creating) `dir/results.db`.
+    pub fn open(dir: &Path) -> Result<Store> {
+        std::fs::create_dir_all(dir)
+            .with_context(|| format!("--out {}: cannot create the directory", dir.display()))?;
+        let path = dir.join("results.db");
+        let conn = Connection::open(&path)
+            .with_context(|| format!("opening the results store {}", path.display()))?;
+        conn.execute_batch(SCHEMA)?;
+        conn.pragma_update(None, "journal_mode", "WAL")?;
+        conn.pragma_update(None, "synchronous", "NORMAL")?;
+        Ok(Store { conn, path })
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    pub fn begin(
+        &self,
+        started_at: &str,
+        suite: &str,
+        baseline: &str,
+        envs: &[String],
+        args: &[String],
+    ) -> Result<i64> {
+        self.conn.execute(
+            "INSERT INTO comparisons (started_at, suite, baseline, envs, args) VALUES (?1, ?2, ?3, ?4, ?5)",
+            params![
+                started_at,
+                suite,
+                baseline,
+                serde_json::to_string(envs)?,
+                serde_json::to_string(args)?
+            ],
+        )?;
+        Ok(self.conn.last_insert_rowid())
+    }
+
+    /// Writes one finished run at once.
+    pub fn record(
+        &self,
+        comparison: i64,
+        env: &str,
+        entry: usize,
+        label: &str,
+        round: usize,
+        outcome: std::result::Result<&ResultDoc, &str>,
+    ) -> Result<()> {
+        let (doc, error) = match outcome {
+            Ok(d) => (Some(serde_json::to_string(d)?), None),
+            Err(e) => (None, Some(e.to_string())),
+        };
+        self.conn.execute(
+            "INSERT INTO runs (comparison, env, entry, label, round, doc, error, finished_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+            params![comparison, env, entry as i64, label, round as i64, doc, error, crate::cli::now_rfc3339()],
+        )?;
+        Ok(())
+    }
+
+    pub fn finish(&self, comparison: i64) -> Result<()> {
+        self.conn.execute(
+            "UPDATE comparisons SET finished = 1 WHERE id = ?1",
+            params![comparison],
+        )?;
+        Ok(())
+    }
+
+    fn row(r: &rusqlite::Row) -> rusqlite::Result<ComparisonRow> {
+        let envs: String = r.get(4)?;
+        let args: String = r.get(5)?;
+        Ok(ComparisonRow {
+            id: r.get(0)?,
+            started_at: r.get(1)?,
+            suite: r.get(2)?,
+            baseline: r.get(3)?,
+            envs: serde_json::from_str(&envs).unwrap_or_default(),
+            args: serde_json::from_str(&args).unwrap_or_default(),
+            finished: r.get::<_, i64>(6)? != 0,
+        })
+    }
+
+    pub fn comparison(&self, id: i64) -> Result<Option<ComparisonRow>> {
+        Ok(self
+            .conn
+            .query_row(
+                "SELECT id, started_at, suite, baseline, envs, args, finished FROM comparisons WHERE id = ?1",
+                params![id],
+                Self::row,
+            )
+            .optional()?)
+    }
+
+    /// The newest comparison, finished or not.
+    pub fn latest(&self) -> Result<Option<ComparisonRow>> {
+        Ok(self
+            .conn
+            .query_row(
+                "SELECT id, started_at, suite, baseline, envs, args, finished FROM comparisons ORDER BY id DESC LIMIT 1",
+                [],
+                Self::row,
+            )
+            .optional()?)
+    }
+
+    pub fn runs(&self, comparison: i64) -> Result<Vec<RunRow>> {
+        let mut stmt = self.conn.prepare(
+            "SELECT env, entry, label, round, doc, error FROM runs WHERE comparison = ?1 ORDER BY id",
+        )?;
+        let rows = stmt.query_map(params![comparison], |r| {
+            let doc: Option<String> = r.get(4)?;
+            Ok(RunRow {
+                env: r.get(0)?,
+                entry: r.get::<_, i64>(1)? as usize,
+                label: r.get(2)?,
+                round: r.get::<_, i64>(3)? as usize,
+                doc: doc.and_then(|d| serde_json::from_str(&d).ok()),
+                error: r.get(5)?,
+            })
+        })?;
+        Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
+    }
+
+    /// Whether (env, entry, round) already has a successful result.
+    pub fn done(&self, comparison: i64, env: &str, entry: usize, round: usize) -> Result<bool> {
+        let n: i64 = self.conn.query_row(
+            "SELECT COUNT(*) FROM runs WHERE comparison = ?1 AND env = ?2 AND entry = ?3 AND round = ?4 AND doc IS NOT NULL",
+            params![comparison, env, entry as i64, round as i64],
+            |r| r.get(0),
+        )?;
+        Ok(n > 0)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::result::{EnvInfo, Metric, SCHEMA as DOC_SCHEMA};
+
+    fn doc(v: f64) -> ResultDoc {
+        ResultDoc {
+            schema: DOC_SCHEMA.into(),
+            workload: "cpu".into(),
+            params: Default::default(),
+            env: EnvInfo::default(),
+            started_at: String::new(),
+            duration_s: 1.0,
+            events: 1,
+            metrics: vec![Metric::new("events_per_sec", v, "events/s", true)],
+            latency_ms: None,
+            fairness: None,
+            monitor: Default::default(),
+            details: serde_json::Value::Null,
+        }
+    }
+
+    #[test]
+    fn results_survive_reopening_and_resume_knows_what_is_done() {
+        let dir = tempfile::tempdir().unwrap();
+        let id = {
+            let s = Store::open(dir.path()).unwrap();
+            let id = s
+                .begin(
+                    "t",
+                    "quick",
+                    "host",
+                    &["host".into(), "docker".into()],
+                    &["compare".into()],
+                )
+                .unwrap();
+            s.record(id, "host", 0, "cpu", 0, Ok(&doc(10.0))).unwrap();
+            s.record(id, "docker", 0, "cpu", 0, Err("boom")).unwrap();
+            id
+        };
+        let s = Store::open(dir.path()).unwrap();
+        let c = s.latest().unwrap().unwrap();
+        assert_eq!(c.id, id);
+        assert_eq!(c.envs, vec!["host", "docker"]);
+        assert!(!c.finished);
+        assert!(s.done(id, "host", 0, 0).unwrap());
+        assert!(!s.done(id, "docker", 0, 0).unwrap());
+        let runs = s.runs(id).unwrap();
+        assert_eq!(runs.len(), 2);
+        assert_eq!(
+            runs[0].doc.as_ref().unwrap().metric("events_per_sec"),
+            Some(10.0)
+        );
+        assert_eq!(runs[1].error.as_deref(), Some("boom"));
+        s.finish(id).unwrap();
+        assert!(s.comparison(id).unwrap().unwrap().finished);
+    }
+}

@@ -1,0 +1,273 @@
+//! Suites: named lists of workload invocations from TOML, with parameter
+//! sweeps (a list value runs once per element, lists multiply), built-in
+//! suites (`quick`, `standard`, and the seed studies' test matrices), and the
+//! interleaved order in which environments take their turns.
+
+mod order;
+
+use std::fmt::Write as _;
+use std::path::Path;
+
+use anyhow::{anyhow, bail, Context, Result};
+
+use crate::cli::{self, Request};
+pub use order::rounds;
+
+/// One invocation of a suite: a label and the arguments as typed after
+/// `virtperf` (workload name first).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Entry {
+    pub label: String,
+    pub args: Vec<String>,
+}
+
+impl Entry {
+    pub fn workload(&self) -> &str {
+        &self.args[0]
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct Suite {
+    pub name: String,
+    pub description: String,
+    /// Repetitions the suite asks for, unless `--repeat` overrides.
+    pub repeat: Option<u32>,
+    pub entries: Vec<Entry>,
+}
+
+/// Built-in suites, by name, from the `suites/` folder of the source tree.
+pub const BUILTIN: &[(&str, &str)] = &[
+    ("quick", include_str!("../../suites/quick.toml")),
+    ("standard", include_str!("../../suites/standard.toml")),
+    (
+        "seed000-esxi-hyperv",
+        include_str!("../../suites/seed000-esxi-hyperv.toml"),
+    ),
+    (
+        "seed002-qemu-docker",
+        include_str!("../../suites/seed002-qemu-docker.toml"),
+    ),
+    (
+        "seed004-kvm-sysbench",
+        include_str!("../../suites/seed004-kvm-sysbench.toml"),
+    ),
+];
+
+/// A built-in suite by name, or a TOML file by path.
+pub fn load(name_or_path: &str) -> Result<Suite> {
+    if let Some((name, text)) = BUILTIN.iter().find(|(n, _)| *n == name_or_path) {
+        return parse(name, text).with_context(|| format!("built-in suite '{name}'"));
+    }
+    let path = Path::new(name_or_path);
+    if !path.exists() {
+        bail!(
+            "--suite {name_or_path}: no such built-in suite or file; built-in suites are {}",
+            BUILTIN
+                .iter()
+                .map(|(n, _)| *n)
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+    }
+    let text = std::fs::read_to_string(path)
+        .with_context(|| format!("--suite: cannot read {}", path.display()))?;
+    let stem = path
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_else(|| name_or_path.to_string());
+    parse(&stem, &text).with_context(|| format!("suite file {}", path.display()))
+}
+
+/// A suite made of one invocation given on the command line.
+pub fn from_args(args: &[String]) -> Result<Suite> {
+    let label = args.join(" ");
+    let entry = Entry {
+        label,
+        args: args.to_vec(),
+    };
+    validate(&entry)?;
+    Ok(Suite {
+        name: "command-line".into(),
+        description: String::new(),
+        repeat: None,
+        entries: vec![entry],
+    })
+}
+
+/// Parses suite TOML: top-level `description` and `repeat`, and `[[run]]`
+/// tables with `workload` and options (snake_case or kebab-case); a list value
+/// is a sweep.
+pub fn parse(name: &str, text: &str) -> Result<Suite> {
+    let doc: toml::Table = text.parse().map_err(|e| anyhow!("not valid TOML: {e}"))?;
+    let description = doc
+        .get("description")
+        .and_then(|v| v.as_str())
+        .unwrap_or_default()
+        .to_string();
+    let repeat = match doc.get("repeat") {
+        None => None,
+        Some(toml::Value::Integer(n)) if *n >= 1 => Some(*n as u32),
+        Some(other) => bail!("repeat = {other}: must be a whole number ≥ 1"),
+    };
+    for key in doc.keys() {
+        if !["description", "repeat", "run"].contains(&key.as_str()) {
+            bail!("unknown top-level key '{key}': use description, repeat and [[run]] tables");
+        }
+    }
+    let runs = match doc.get("run") {
+        Some(toml::Value::Array(runs)) => runs,
+        _ => bail!("no [[run]] tables: a suite needs at least one"),
+    };
+    let mut entries = Vec::new();
+    for (i, run) in runs.iter().enumerate() {
+        let table = run
+            .as_table()
+            .ok_or_else(|| anyhow!("run #{}: must be a table", i + 1))?;
+        for entry in expand(table).with_context(|| format!("run #{}", i + 1))? {
+            validate(&entry).with_context(|| format!("run #{} ({})", i + 1, entry.label))?;
+            entries.push(entry);
+        }
+    }
+    Ok(Suite {
+        name: name.to_string(),
+        description,
+        repeat,
+        entries,
+    })
+}
+
+/// One `[[run]]` table into one entry per point of its sweeps.
+fn expand(table: &toml::Table) -> Result<Vec<Entry>> {
+    let workload = table
+        .get("workload")
+        .and_then(|v| v.as_str())
+        .ok_or_else(|| anyhow!("missing workload = \"NAME\""))?;
+    let label = table.get("label").and_then(|v| v.as_str());
+    // Each option with its list of values (one value unless swept).
+    let mut axes: Vec<(String, Vec<String>, bool)> = Vec::new();
+    for (key, value) in table {
+        if key == "workload" || key == "label" {
+            continue;
+        }
+        let option = key.replace('_', "-");
+        let (values, swept) = match value {
+            toml::Value::Array(items) => (
+                items
+                    .iter()
+                    .map(scalar)
+                    .collect::<Result<Vec<_>>>()
+                    .with_context(|| key.to_string())?,
+                true,
+            ),
+            other => (vec![scalar(other).with_context(|| key.to_string())?], false),
+        };
+        if values.is_empty() {
+            bail!("{key} = []: a sweep needs at least one value");
+        }
+        axes.push((option, values, swept));
+    }
+    let mut points: Vec<Vec<(String, String, bool)>> = vec![Vec::new()];
+    for (option, values, swept) in &axes {
+        points = points
+            .into_iter()
+            .flat_map(|point| {
+                values.iter().map(move |v| {
+                    let mut p = point.clone();
+                    p.push((option.clone(), v.clone(), *swept));
+                    p
+                })
+            })
+            .collect();
+    }
+    Ok(points
+        .into_iter()
+        .map(|point| {
+            let mut args = vec![workload.to_string()];
+            let mut text = label.unwrap_or(workload).to_string();
+            for (option, value, swept) in &point {
+                args.push(format!("--{option}={value}"));
+                if *swept || label.is_none() {
+                    let _ = write!(text, " {option}={value}");
+                }
+            }
+            Entry { label: text, args }
+        })
+        .collect())
+}
+
+fn scalar(value: &toml::Value) -> Result<String> {
+    Ok(match value {
+        toml::Value::String(s) => s.clone(),
+        toml::Value::Integer(n) => n.to_string(),
+        toml::Value::Float(x) => x.to_string(),
+        toml::Value::Boolean(b) => if *b { "on" } else { "off" }.to_string(),
+        other => bail!("{other} is not a number, word or on/off"),
+    })
+}
+
+/// Checks an entry the way the command line would, so a typo in a suite is
+/// reported before anything runs.
+fn validate(entry: &Entry) -> Result<()> {
+    match cli::parse_request(&entry.args)? {
+        Request::Workload(_) => Ok(()),
+        _ => bail!("'{}' is not a workload invocation", entry.args.join(" ")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sweeps_multiply_and_label_their_points() {
+        let suite = parse(
+            "t",
+            r#"
+            description = "test"
+            repeat = 3
+            [[run]]
+            workload = "cpu"
+            time = 1
+            cpu_max_prime = [4000, 16000]
+            threads = [1, 2]
+            "#,
+        )
+        .unwrap();
+        assert_eq!(suite.repeat, Some(3));
+        assert_eq!(suite.entries.len(), 4);
+        assert!(suite
+            .entries
+            .iter()
+            .any(|e| e.args.contains(&"--cpu-max-prime=16000".to_string())
+                && e.args.contains(&"--threads=2".to_string())));
+        assert_eq!(suite.entries[0].workload(), "cpu");
+        assert!(suite.entries[3].label.contains("cpu-max-prime=16000"));
+    }
+
+    #[test]
+    fn typos_are_reported_with_the_run_number() {
+        let err = parse("t", "[[run]]\nworkload = \"cpu\"\ncpu_max_primes = 5\n").unwrap_err();
+        let text = format!("{err:#}");
+        assert!(text.contains("run #1"), "{text}");
+        assert!(text.contains("--cpu-max-primes"), "{text}");
+        let err = parse("t", "[[run]]\nworkload = \"gpu\"\n").unwrap_err();
+        assert!(format!("{err:#}").contains("unknown workload 'gpu'"));
+        assert!(parse("t", "repeat = 0\n[[run]]\nworkload=\"cpu\"").is_err());
+        assert!(parse("t", "description = 'x'").is_err());
+    }
+
+    #[test]
+    fn every_builtin_suite_parses() {
+        for (name, _) in BUILTIN {
+            let suite = load(name).unwrap_or_else(|e| panic!("{name}: {e:#}"));
+            assert!(!suite.entries.is_empty(), "{name}");
+        }
+    }
+
+    #[test]
+    fn unknown_suites_list_the_builtins() {
+        let err = load("nope-not-a-suite").unwrap_err().to_string();
+        assert!(err.contains("quick") && err.contains("standard"), "{err}");
+    }
+}
