@@ -1,0 +1,327 @@
+//! The real binary, driven as a user would: results, limits and bad input.
+
+use assert_cmd::Command;
+use predicates::prelude::*;
+use serde_json::Value;
+
+fn virtperf() -> Command {
+    Command::cargo_bin("virtperf").expect("binary built")
+}
+
+fn run_json(args: &[&str]) -> Value {
+    let out = virtperf().args(args).arg("--json").output().unwrap();
+    assert!(
+        out.status.success(),
+        "{args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).expect("stdout is one JSON document")
+}
+
+fn metric(doc: &Value, name: &str) -> f64 {
+    doc["metrics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["name"] == name)
+        .unwrap_or_else(|| panic!("metric {name} missing in {doc}"))["value"]
+        .as_f64()
+        .unwrap()
+}
+
+#[test]
+fn cpu_result_document_has_the_schema_and_a_fingerprint() {
+    let doc = run_json(&["cpu", "--time=0.5", "--cpu-max-prime=2000", "run"]);
+    assert_eq!(doc["schema"], "virtperf.result/1");
+    assert_eq!(doc["workload"], "cpu");
+    assert_eq!(doc["params"]["cpu_max_prime"], 2000);
+    assert_eq!(doc["params"]["threads"], 1);
+    assert!(doc["params"].get("json").is_none());
+    assert!(metric(&doc, "events_per_sec") > 10.0);
+    let lat = &doc["latency_ms"];
+    for key in ["min", "avg", "max", "p50", "p95", "p99", "p999"] {
+        assert!(lat[key].as_f64().unwrap() > 0.0, "{key}");
+    }
+    assert!(lat["min"].as_f64() <= lat["p50"].as_f64());
+    assert!(lat["p50"].as_f64() <= lat["max"].as_f64());
+    let env = &doc["env"];
+    assert_eq!(env["name"], "host");
+    assert!(env["cpus"].as_u64().unwrap() >= 1);
+    assert_eq!(env["binary_sha256"].as_str().unwrap().len(), 64);
+    assert!(!env["kernel"].as_str().unwrap().is_empty());
+    let d = doc["duration_s"].as_f64().unwrap();
+    assert!((0.45..1.0).contains(&d), "{d}");
+}
+
+#[test]
+fn event_limit_is_exact_and_comes_first() {
+    let doc = run_json(&["cpu", "--events=37", "--threads=2", "--time=60"]);
+    assert_eq!(doc["events"], 37);
+    let f = &doc["fairness"];
+    assert!((f["events_avg"].as_f64().unwrap() - 18.5).abs() < 1e-9);
+}
+
+#[test]
+fn text_summary_reads_like_sysbench() {
+    virtperf()
+        .args(["cpu", "--time=0.3", "--percentile=99"])
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("events per second:"))
+        .stdout(predicate::str::contains("99th percentile:"))
+        .stdout(predicate::str::contains("Threads fairness:"));
+}
+
+#[test]
+fn old_sysbench_spelling_works() {
+    virtperf()
+        .args(["--test=cpu", "--cpu-max-prime=500", "--time=0.2", "run"])
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("Prime numbers limit: 500"));
+}
+
+#[test]
+fn memory_modes_report_bandwidth() {
+    for oper in ["read", "write", "none"] {
+        let doc = run_json(&["memory", "--time=0.3", &format!("--memory-oper={oper}")]);
+        assert!(metric(&doc, "mib_per_sec") > 0.0, "{oper}");
+        assert!(metric(&doc, "ops_per_sec") > 0.0, "{oper}");
+    }
+    let rnd = run_json(&[
+        "memory",
+        "--time=0.3",
+        "--memory-access-mode=rnd",
+        "--memory-oper=read",
+        "--memory-block-size=4K",
+        "--threads=2",
+        "--memory-scope=global",
+    ]);
+    assert!(metric(&rnd, "mib_per_sec") > 0.0);
+}
+
+#[test]
+fn memory_total_size_bounds_the_events() {
+    let doc = run_json(&[
+        "memory",
+        "--memory-block-size=1K",
+        "--memory-total-size=1M",
+        "--time=30",
+    ]);
+    assert_eq!(doc["events"], 1024);
+}
+
+#[test]
+fn stream_reports_every_kernel() {
+    let doc = run_json(&[
+        "memory",
+        "--memory-mode=stream",
+        "--stream-array-size=4M",
+        "--time=0.5",
+    ]);
+    for k in ["copy", "scale", "add", "triad"] {
+        assert!(
+            metric(&doc, &format!("stream_{k}_mib_per_sec")) > 100.0,
+            "{k}"
+        );
+    }
+    assert_eq!(
+        metric(&doc, "mib_per_sec"),
+        metric(&doc, "stream_triad_mib_per_sec")
+    );
+}
+
+#[test]
+fn mutex_empty_loops_are_not_optimised_away() {
+    // 20 locks x 5,000,000 empty loops = 1e8 iterations: at one per cycle
+    // that is 10 ms even at 10 GHz. A deleted loop finishes in microseconds.
+    let d = run_json(&[
+        "mutex",
+        "--threads=1",
+        "--mutex-locks=20",
+        "--mutex-loops=5000000",
+    ]);
+    let secs = metric(&d, "total_time_s");
+    assert!(secs > 0.01, "1e8 empty loops took {secs} s");
+}
+
+#[test]
+fn threads_and_mutex_run() {
+    let t = run_json(&[
+        "threads",
+        "--time=0.3",
+        "--threads=2",
+        "--thread-yields=100",
+    ]);
+    assert!(metric(&t, "events_per_sec") > 0.0);
+    let m = run_json(&[
+        "mutex",
+        "--threads=2",
+        "--mutex-locks=2000",
+        "--mutex-loops=100",
+    ]);
+    // One event per thread, every lock counted.
+    assert_eq!(m["events"], 2);
+    assert_eq!(m["details"]["lock_acquisitions"], 4000);
+    assert!(metric(&m, "total_time_s") > 0.0);
+}
+
+#[test]
+fn report_interval_prints_interim_lines() {
+    let out = virtperf()
+        .args(["cpu", "--time=1.1", "--report-interval=0.5", "--json"])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    let lines: Vec<_> = err.lines().filter(|l| l.contains("eps:")).collect();
+    assert_eq!(lines.len(), 2, "{err}");
+    // stdout stays a single JSON document.
+    serde_json::from_slice::<Value>(&out.stdout).unwrap();
+}
+
+#[test]
+fn warmup_is_not_measured() {
+    let doc = run_json(&["cpu", "--time=0.3", "--warmup-time=0.5"]);
+    let d = doc["duration_s"].as_f64().unwrap();
+    assert!(d < 0.5, "warm-up leaked into the measured time: {d}");
+}
+
+#[test]
+fn rate_limits_throughput() {
+    let doc = run_json(&["cpu", "--cpu-max-prime=1000", "--time=1", "--rate=100"]);
+    let eps = metric(&doc, "events_per_sec");
+    assert!((60.0..140.0).contains(&eps), "{eps}");
+}
+
+#[test]
+fn bad_input_is_refused_with_the_option_named() {
+    let cases: &[(&[&str], &str)] = &[
+        (&["nosuch"], "unknown workload 'nosuch'"),
+        (&["cpu", "--no-such-option=1"], "--no-such-option"),
+        (&["cpu", "--threads=0"], "--threads"),
+        (&["cpu", "--time=-1"], "--time"),
+        (&["cpu", "--time=abc"], "--time"),
+        (
+            &["memory", "--memory-block-size=12Q"],
+            "--memory-block-size",
+        ),
+        (&["memory", "--memory-block-size=12"], "power of two"),
+        (&["memory", "--memory-block-size=4"], "--memory-block-size"),
+        (&["memory", "--memory-oper=copy"], "read, write, none"),
+        (&["cpu", "--time=0", "--events=0"], "--events"),
+        (&["cpu", "fly"], "unknown command 'fly'"),
+        (&[], "no workload given"),
+    ];
+    for (args, needle) in cases {
+        virtperf()
+            .args(*args)
+            .assert()
+            .code(2)
+            .stdout(predicate::str::is_empty())
+            .stderr(predicate::str::contains(*needle));
+    }
+}
+
+#[test]
+fn help_lists_workloads_and_options() {
+    virtperf()
+        .arg("--help")
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("cpu"))
+        .stdout(predicate::str::contains("--threads"));
+    virtperf()
+        .args(["memory", "help"])
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("--memory-block-size"))
+        .stdout(predicate::str::contains("[1K]"));
+}
+
+#[test]
+fn sigint_stops_a_run_with_code_130() {
+    let bin = assert_cmd::cargo::cargo_bin("virtperf");
+    let mut child = std::process::Command::new(bin)
+        .args(["cpu", "--time=30", "--threads=2"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(400));
+    // SAFETY: sending a signal to our own child.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let started = std::time::Instant::now();
+    let status = child.wait().unwrap();
+    assert!(started.elapsed().as_secs() < 5);
+    assert_eq!(status.code(), Some(130));
+}
+
+#[test]
+fn histogram_lists_every_event() {
+    let out = virtperf()
+        .args(["cpu", "--events=200", "--histogram", "--cpu-max-prime=500"])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let text = String::from_utf8_lossy(&out.stdout);
+    let counted: u64 = text
+        .split("distribution")
+        .nth(1)
+        .expect("a histogram section")
+        .lines()
+        .filter(|l| l.contains('|'))
+        .map(|l| l.split_whitespace().last().unwrap().parse::<u64>().unwrap())
+        .sum();
+    assert_eq!(counted, 200, "{text}");
+}
+
+#[test]
+fn prepare_of_a_workload_without_files_is_a_harmless_no_op() {
+    virtperf()
+        .args(["cpu", "prepare"])
+        .assert()
+        .success()
+        .stderr(predicate::str::contains("nothing to prepare"));
+}
+
+#[test]
+fn microops_reports_cycles_and_nanoseconds_per_operation() {
+    let doc = run_json(&[
+        "microops",
+        "--ops=getpid,cpuid,simplemath,pipe_echo",
+        "--repeats=20",
+    ]);
+    for op in ["getpid", "cpuid", "simplemath", "pipe_echo"] {
+        assert!(metric(&doc, &format!("{op}_cycles")) >= 0.0, "{op}");
+        assert!(doc["details"][op]["count"].as_u64() == Some(20), "{op}");
+    }
+    let getpid_ns = metric(&doc, "getpid_ns");
+    assert!(getpid_ns > 0.0 && getpid_ns < 100_000.0, "{getpid_ns}");
+    // 100,000 dependent divisions cannot take less than 50 µs.
+    assert!(metric(&doc, "simplemath_ns") > 50_000.0);
+    let timer = &doc["details"]["timer"];
+    assert!(timer["tsc_hz"].as_f64().unwrap() > 1e8);
+    assert!(timer["accuracy_pct"].as_f64().unwrap() > 99.0);
+    // No temp files left behind by open_close or anything else.
+    let leftovers: Vec<_> = std::fs::read_dir(std::env::temp_dir())
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .filter(|e| {
+            e.file_name()
+                .to_string_lossy()
+                .starts_with("virtperf-microops-")
+        })
+        .collect();
+    assert!(leftovers.is_empty(), "{leftovers:?}");
+}
+
+#[test]
+fn microops_refuses_unknown_operations() {
+    virtperf()
+        .args(["microops", "--ops=getpid,teleport"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("--ops"))
+        .stderr(predicate::str::contains("page_fault"));
+}

@@ -1,0 +1,292 @@
+//! `virtperf compare` and `virtperf report` end to end: repetitions stored as
+//! they finish, verdicts that find a real difference and no fake one, a
+//! failing environment that does not stop the others, resume after Ctrl-C,
+//! every report format, and the HTML report looked at in headless Chromium.
+
+use std::path::Path;
+use std::process::{Command as Std, Stdio};
+use std::time::{Duration, Instant};
+
+use assert_cmd::Command;
+use predicates::prelude::*;
+
+fn virtperf() -> Command {
+    Command::cargo_bin("virtperf").expect("binary built")
+}
+
+fn skip(why: &str) -> bool {
+    if std::env::var("CI").as_deref() == Ok("true") {
+        panic!("cannot skip under CI=true: {why}");
+    }
+    eprintln!("skipping: {why}");
+    true
+}
+
+fn report(dir: &Path, format: &str) -> String {
+    let out = virtperf()
+        .args(["report", dir.to_str().unwrap(), "--format", format])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
+
+#[test]
+fn host_against_host_is_no_difference_and_everything_is_stored() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("r");
+    virtperf()
+        .args([
+            "compare",
+            "--env",
+            "host:name=host-b",
+            "--repeat",
+            "3",
+            "--out",
+        ])
+        .arg(&out)
+        .args(["cpu", "--time=0.3", "--cpu-max-prime=2000"])
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("events_per_sec"))
+        .stdout(predicate::str::contains("host-b"));
+    assert!(out.join("comparison-1.html").exists());
+    let csv = report(&out, "csv");
+    let rows: Vec<&str> = csv.lines().collect();
+    assert!(rows[0].starts_with("comparison,entry,label,workload,metric"));
+    assert_eq!(rows.len(), 3, "{csv}");
+    let b = rows.iter().find(|r| r.contains(",host-b,")).unwrap();
+    assert!(b.contains(",3,"), "n = 3: {b}");
+    assert!(b.contains("no significant difference"), "{b}");
+    let json: serde_json::Value = serde_json::from_str(&report(&out, "json")).unwrap();
+    assert_eq!(json["schema"], "virtperf.comparison/1");
+    assert_eq!(json["envs"], serde_json::json!(["host", "host-b"]));
+    let md = report(&out, "markdown");
+    assert!(md.contains("| metric | environment | n | mean |"), "{md}");
+    assert!(md.contains("baseline **host**"));
+}
+
+#[test]
+fn half_a_cpu_is_found_slower() {
+    if Std::new("docker")
+        .args(["version"])
+        .output()
+        .map(|o| !o.status.success())
+        .unwrap_or(true)
+    {
+        skip("no Docker engine");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let out = virtperf()
+        .args([
+            "compare",
+            "--env",
+            "docker:cpus=0.5",
+            "--repeat",
+            "5",
+            "--format",
+            "csv",
+            "--out",
+        ])
+        .arg(dir.path())
+        .args(["cpu", "--time=0.5"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let csv = String::from_utf8_lossy(&out.stdout);
+    let row = csv.lines().find(|l| l.contains("docker:cpus=0.5")).unwrap();
+    assert!(
+        row.ends_with("slower,false") || row.contains(",slower,"),
+        "{row}"
+    );
+    let cols: Vec<&str> = row.split(',').collect();
+    let ratio: f64 = cols[17].parse().unwrap();
+    // Loose: the strict ±10% ground truth is in tests/env.rs.
+    assert!((0.35..0.65).contains(&ratio), "{ratio}");
+}
+
+#[test]
+fn a_failing_environment_is_reported_and_the_others_carry_on() {
+    let dir = tempfile::tempdir().unwrap();
+    // Nothing listens on loopback port 1: the ssh target fails at once.
+    let out = virtperf()
+        .args([
+            "compare",
+            "--env",
+            "ssh:nobody@127.0.0.1:1,host-key-check=off",
+            "--env",
+            "host:name=other",
+            "--repeat",
+            "2",
+            "--out",
+        ])
+        .arg(dir.path())
+        .args(["cpu", "--time=0.2"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("carrying on"), "{stderr}");
+    let table = report(dir.path(), "table");
+    assert!(table.contains("other"), "{table}");
+    assert!(table.contains("Failed runs"), "{table}");
+}
+
+#[test]
+fn ctrl_c_keeps_what_was_measured_and_resume_finishes() {
+    let dir = tempfile::tempdir().unwrap();
+    let bin = assert_cmd::cargo::cargo_bin("virtperf");
+    let mut child = Std::new(&bin)
+        .args(["compare", "--env", "host:name=b", "--repeat", "4", "--out"])
+        .arg(dir.path())
+        .args(["cpu", "--time=0.5"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Let a few runs finish, then interrupt.
+    std::thread::sleep(Duration::from_millis(2200));
+    // SAFETY: signalling our own child.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let started = Instant::now();
+    let status = child.wait().unwrap();
+    assert!(started.elapsed() < Duration::from_secs(10));
+    assert_eq!(status.code(), Some(130));
+    let csv = report(dir.path(), "csv");
+    let stored: usize = csv
+        .lines()
+        .skip(1)
+        .map(|l| l.split(',').nth(8).unwrap().parse::<usize>().unwrap())
+        .sum();
+    assert!((1..8).contains(&stored), "{stored} runs kept of 8");
+    virtperf()
+        .args(["compare", "--resume", "--out"])
+        .arg(dir.path())
+        .assert()
+        .success();
+    let csv = report(dir.path(), "csv");
+    for line in csv.lines().skip(1) {
+        assert_eq!(line.split(',').nth(8), Some("4"), "{line}");
+    }
+}
+
+#[test]
+fn bad_input_names_the_option() {
+    let dir = tempfile::tempdir().unwrap();
+    for (args, needle) in [
+        (vec!["compare", "--repeat", "0", "cpu"], "--repeat"),
+        (
+            vec!["compare", "--suite", "no-such-suite"],
+            "built-in suites are",
+        ),
+        (vec!["compare", "--env", "docker:cpu=1", "cpu"], "use cpus"),
+        (
+            vec!["compare", "--env", "host", "gpu"],
+            "neither an option nor a workload",
+        ),
+    ] {
+        virtperf()
+            .current_dir(dir.path())
+            .args(&args)
+            .assert()
+            .code(2)
+            .stderr(predicate::str::contains(needle));
+    }
+    virtperf()
+        .current_dir(dir.path())
+        .args(["report", "nowhere"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains(
+            "neither a comparison number nor a results directory",
+        ));
+    // Nothing was created by refused commands.
+    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
+}
+
+/// Renders the HTML report in headless Chromium and checks the picture has
+/// charts in it (coloured pixels), with every environment string escaped.
+#[test]
+fn html_report_renders_in_chromium_and_escapes_environment_strings() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("r");
+    virtperf()
+        .args([
+            "compare",
+            "--env",
+            "host:name=<script>alert(1)</script>",
+            "--repeat",
+            "3",
+            "--out",
+        ])
+        .arg(&out)
+        .args(["cpu", "--time=0.2", "--cpu-max-prime=1000"])
+        .assert()
+        .success();
+    let html = std::fs::read_to_string(out.join("comparison-1.html")).unwrap();
+    assert!(!html.contains("<script>"), "unescaped environment name");
+    assert!(html.contains("&lt;script&gt;alert(1)&lt;/script&gt;"));
+    assert!(html.contains("<svg"));
+    assert!(
+        !html.contains("http://")
+            || html
+                .matches("http://")
+                .all(|_| html.contains("xmlns=\"http://www.w3.org/2000/svg\""))
+    );
+    let chromium = ["chromium", "chromium-browser"].into_iter().find(|c| {
+        Std::new(c)
+            .arg("--version")
+            .output()
+            .is_ok_and(|o| o.status.success())
+    });
+    let Some(chromium) = chromium else {
+        skip("chromium is not installed (apt-get install chromium)");
+        return;
+    };
+    let png = dir.path().join("shot.png");
+    let status = Std::new(chromium)
+        .args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--hide-scrollbars",
+            "--window-size=1200,1400",
+        ])
+        .arg(format!("--screenshot={}", png.display()))
+        .arg(format!(
+            "file://{}",
+            out.join("comparison-1.html").display()
+        ))
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let decoder = png::Decoder::new(std::fs::File::open(&png).unwrap());
+    let mut reader = decoder.read_info().unwrap();
+    let mut buf = vec![0; reader.output_buffer_size()];
+    let info = reader.next_frame(&mut buf).unwrap();
+    let px = info.color_type.samples();
+    let pixels = &buf[..info.buffer_size()];
+    // Chart bars are saturated colours; text and lines are grey.
+    let coloured = pixels
+        .chunks(px)
+        .filter(|p| {
+            let (r, g, b) = (p[0] as i32, p[1] as i32, p[2] as i32);
+            (r - g).abs() > 60 || (g - b).abs() > 60 || (r - b).abs() > 60
+        })
+        .count();
+    assert!(
+        coloured > 2000,
+        "only {coloured} coloured pixels: no charts drawn?"
+    );
+}

@@ -1,0 +1,132 @@
+//! The bonnie++-style disk workload on real files: every test reports a rate
+//! and latencies, and nothing is left behind, also after Ctrl-C.
+
+use std::path::Path;
+use std::process::{Command as Std, Stdio};
+use std::time::{Duration, Instant};
+
+use assert_cmd::Command;
+use predicates::prelude::*;
+use serde_json::Value;
+
+fn virtperf() -> Command {
+    Command::cargo_bin("virtperf").expect("binary built")
+}
+
+fn leftovers(dir: &Path) -> Vec<String> {
+    std::fs::read_dir(dir)
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with("virtperf-disk"))
+        .collect()
+}
+
+#[test]
+fn every_test_reports_a_rate_and_latencies() {
+    let dir = tempfile::tempdir().unwrap();
+    for direct in ["--disk-direct=off", "--disk-direct=on"] {
+        let out = virtperf()
+            .arg("disk")
+            .arg(format!("--disk-dir={}", dir.path().display()))
+            .args([
+                "--disk-file-size=8M",
+                "--disk-files=1",
+                "--disk-seeks=300",
+                direct,
+                "--json",
+            ])
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+        let names: Vec<&str> = doc["metrics"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|m| m["name"].as_str().unwrap())
+            .collect();
+        for want in [
+            "put_block_kib_per_sec",
+            "rewrite_kib_per_sec",
+            "get_block_kib_per_sec",
+            "seeks_per_sec",
+            "seq_create_per_sec",
+            "rnd_delete_per_sec",
+            "put_block_latency_max_ms",
+            "get_block_latency_p99_ms",
+        ] {
+            assert!(names.contains(&want), "{want} missing in {names:?}");
+        }
+        for m in doc["metrics"].as_array().unwrap() {
+            if m["name"].as_str().unwrap().ends_with("_per_sec") {
+                assert!(m["value"].as_f64().unwrap() > 0.0, "{m}");
+            }
+        }
+        assert_eq!(doc["details"]["seeks"]["ops"], 300);
+        assert_eq!(doc["details"]["seq_create"]["ops"], 1024);
+        assert!(leftovers(dir.path()).is_empty());
+    }
+}
+
+#[test]
+fn ctrl_c_leaves_nothing_and_cleanup_removes_leftovers() {
+    let dir = tempfile::tempdir().unwrap();
+    let bin = assert_cmd::cargo::cargo_bin("virtperf");
+    let child = Std::new(bin)
+        .arg("disk")
+        .arg(format!("--disk-dir={}", dir.path().display()))
+        .args([
+            "--disk-file-size=20G",
+            "--disk-chunk-size=4K",
+            "--disk-sync",
+        ])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let started = Instant::now();
+    while leftovers(dir.path()).is_empty() && started.elapsed() < Duration::from_secs(10) {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    // SAFETY: signalling our own child.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let out = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    // Either it started writing and was interrupted, or it refused for space.
+    assert!(
+        out.status.code() == Some(130) || err.contains("MiB is free"),
+        "{err}"
+    );
+    assert!(
+        leftovers(dir.path()).is_empty(),
+        "{:?}",
+        leftovers(dir.path())
+    );
+
+    // Leftovers of a killed run are what `cleanup` is for.
+    std::fs::write(dir.path().join("virtperf-disk.12345"), b"x").unwrap();
+    std::fs::create_dir(dir.path().join("virtperf-disk-files.12345.seq")).unwrap();
+    std::fs::write(dir.path().join("keep-me"), b"x").unwrap();
+    virtperf()
+        .arg("disk")
+        .arg(format!("--disk-dir={}", dir.path().display()))
+        .args(["--disk-file-size=8M", "cleanup"])
+        .assert()
+        .success();
+    assert!(leftovers(dir.path()).is_empty());
+    assert!(dir.path().join("keep-me").exists());
+}
+
+#[test]
+fn direct_io_needs_whole_pages() {
+    virtperf()
+        .args(["disk", "--disk-direct", "--disk-chunk-size=1000"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("--disk-chunk-size"));
+}

@@ -1,0 +1,508 @@
+//! Environments with the real thing: a Docker engine, a QEMU TCG guest, and
+//! an sshd in a network namespace made by the test. Where one is missing the
+//! test says why it skips; under CI=true a skip is a failure.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command as Std, Stdio};
+
+use assert_cmd::Command;
+use predicates::prelude::*;
+use serde_json::Value;
+
+/// These tests share one engine and check for leftovers (and one measures
+/// a CPU quota), so they run one at a time.
+static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn serial() -> std::sync::MutexGuard<'static, ()> {
+    SERIAL.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+fn virtperf() -> Command {
+    Command::cargo_bin("virtperf").expect("binary built")
+}
+
+fn skip(why: &str) -> bool {
+    if std::env::var("CI").as_deref() == Ok("true") {
+        panic!("cannot skip under CI=true: {why}");
+    }
+    eprintln!("skipping: {why}");
+    true
+}
+
+fn docker_ok() -> bool {
+    let ok = Std::new("docker")
+        .args(["version", "--format", "{{.Server.Version}}"])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if ok {
+        BEFORE.get_or_init(virtperf_containers);
+    }
+    ok || !skip("no reachable Docker engine")
+}
+
+fn qemu_ok() -> bool {
+    let has_qemu = Std::new("qemu-system-x86_64")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    let has_kernel = std::fs::read_dir("/boot")
+        .map(|d| {
+            d.filter_map(|e| e.ok())
+                .any(|e| e.file_name().to_string_lossy().starts_with("vmlinuz-"))
+        })
+        .unwrap_or(false);
+    (has_qemu && has_kernel)
+        || !skip("qemu-system-x86_64 or a guest kernel (linux-image-cloud-amd64) is missing")
+}
+
+/// Runs virtperf with --json and returns one document per stdout line.
+fn docs(args: &[&str]) -> Vec<Value> {
+    docs_in(virtperf(), args)
+}
+
+/// As `docs`, with a prepared command (its own TMPDIR, say).
+fn docs_in(mut cmd: Command, args: &[&str]) -> Vec<Value> {
+    let out = cmd.args(args).arg("--json").output().unwrap();
+    assert!(
+        out.status.success(),
+        "{args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("a JSON document per line"))
+        .collect()
+}
+
+fn metric(doc: &Value, name: &str) -> f64 {
+    doc["metrics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["name"] == name)
+        .unwrap_or_else(|| panic!("{name} missing in {doc}"))["value"]
+        .as_f64()
+        .unwrap()
+}
+
+fn virtperf_containers() -> Vec<String> {
+    let out = Std::new("docker")
+        .args(["ps", "-aq", "--no-trunc", "--filter", "label=virtperf=1"])
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&out.stdout)
+        .split_whitespace()
+        .map(str::to_string)
+        .collect()
+}
+
+/// Containers of ours that were there before these tests (another virtperf
+/// running on the machine) are not the tests' leftovers.
+static BEFORE: std::sync::OnceLock<Vec<String>> = std::sync::OnceLock::new();
+
+fn no_virtperf_containers() {
+    let before = BEFORE.get().cloned().unwrap_or_default();
+    let left: Vec<String> = virtperf_containers()
+        .into_iter()
+        .filter(|c| !before.contains(c))
+        .collect();
+    assert!(left.is_empty(), "containers left behind: {left:?}");
+}
+
+#[test]
+fn host_driver_runs_the_agent_and_fingerprints_it() {
+    let _serial = serial();
+    let d = docs(&["cpu", "--time=0.5", "--env", "host"]);
+    assert_eq!(d.len(), 1);
+    assert_eq!(d[0]["env"]["name"], "host");
+    assert_eq!(d[0]["env"]["kind"], "host");
+    assert!(metric(&d[0], "events_per_sec") > 0.0);
+}
+
+#[test]
+fn bad_specs_are_refused_before_anything_runs() {
+    let _serial = serial();
+    virtperf()
+        .args(["cpu", "--env", "docker:cpu=2"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("use cpus"));
+    virtperf()
+        .args(["cpu", "--env", "vbox"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("unknown environment 'vbox'"));
+}
+
+#[test]
+fn envs_lists_every_kind_with_a_verdict() {
+    let _serial = serial();
+    let out = virtperf().arg("envs").output().unwrap();
+    assert!(out.status.success());
+    let text = String::from_utf8_lossy(&out.stdout);
+    for kind in ["host", "docker", "podman", "qemu"] {
+        let line = text
+            .lines()
+            .find(|l| l.starts_with(kind))
+            .unwrap_or_else(|| panic!("{kind} missing:\n{text}"));
+        assert!(line.contains("available"), "{line}");
+    }
+}
+
+#[test]
+fn docker_half_a_cpu_gives_half_the_throughput() {
+    let _serial = serial();
+    if !docker_ok() {
+        return;
+    }
+    let host = docs(&["cpu", "--time=3"]);
+    let half = docs(&["cpu", "--time=3", "--env", "docker:cpus=0.5"]);
+    assert_eq!(half[0]["env"]["kind"], "docker");
+    assert_eq!(half[0]["env"]["cgroup"]["cpu_quota"], 0.5);
+    let ratio = metric(&half[0], "events_per_sec") / metric(&host[0], "events_per_sec");
+    assert!(
+        (0.45..=0.55).contains(&ratio),
+        "cpus=0.5 gave {ratio:.3} of the host"
+    );
+    no_virtperf_containers();
+}
+
+#[test]
+fn docker_count_two_runs_together_and_sums() {
+    let _serial = serial();
+    if !docker_ok() {
+        return;
+    }
+    let d = docs(&["cpu", "--time=1", "--env", "docker:count=2,name=pair"]);
+    assert_eq!(d.len(), 3, "two instances and their sum");
+    assert_eq!(d[0]["env"]["name"], "pair#1");
+    assert_eq!(d[1]["env"]["name"], "pair#2");
+    let sum = metric(&d[0], "events_per_sec") + metric(&d[1], "events_per_sec");
+    assert!((metric(&d[2], "events_per_sec") - sum).abs() < 1e-6);
+    // Released together: their start times are within a second.
+    let secs = |d: &Value| {
+        let t = d["started_at"].as_str().unwrap();
+        let hms: Vec<i64> = t[11..19].split(':').map(|x| x.parse().unwrap()).collect();
+        hms[0] * 3600 + hms[1] * 60 + hms[2]
+    };
+    assert!((secs(&d[0]) - secs(&d[1])).abs() <= 1);
+    assert!(d[0]["env"]["ready_s"].as_f64().unwrap() > 0.0);
+    no_virtperf_containers();
+}
+
+#[test]
+fn docker_storage_modes_host_the_file_tests() {
+    let _serial = serial();
+    if !docker_ok() {
+        return;
+    }
+    for storage in ["overlay", "tmpfs", "volume"] {
+        let env = format!("docker:storage={storage}");
+        let d = docs(&[
+            "fileio",
+            "--file-num=2",
+            "--file-total-size=8M",
+            "--file-test-mode=rndrw",
+            "--time=0.5",
+            "--env",
+            &env,
+        ]);
+        assert!(metric(&d[0], "reads_per_sec") > 0.0, "{storage}");
+    }
+    let vols = Std::new("docker")
+        .args(["volume", "ls", "-q"])
+        .output()
+        .unwrap();
+    assert!(!String::from_utf8_lossy(&vols.stdout).contains("virtperf-"));
+    no_virtperf_containers();
+}
+
+#[test]
+fn docker_oom_kill_is_reported_as_such() {
+    let _serial = serial();
+    if !docker_ok() {
+        return;
+    }
+    virtperf()
+        .args([
+            "memory",
+            "--memory-mode=stream",
+            "--stream-array-size=256M",
+            "--time=2",
+            "--env",
+            "docker:memory=64m",
+        ])
+        .assert()
+        .failure()
+        .stderr(predicate::str::contains("out of memory"));
+    no_virtperf_containers();
+}
+
+/// A TMPDIR of the test's own, so a VM directory left there can only be
+/// this test's (another virtperf on the machine uses the shared /tmp).
+fn private_tmp() -> (tempfile::TempDir, impl Fn() -> Command) {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().to_path_buf();
+    (dir, move || {
+        let mut c = virtperf();
+        c.env("TMPDIR", &path);
+        c
+    })
+}
+
+fn qemu_leftovers(tmp: &Path) -> Vec<PathBuf> {
+    std::fs::read_dir(tmp)
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .map(|e| e.path())
+        .filter(|p| {
+            p.file_name()
+                .is_some_and(|n| n.to_string_lossy().starts_with("virtperf-qemu-"))
+        })
+        .collect()
+}
+
+#[test]
+fn qemu_tcg_guest_runs_cpu_memory_and_fileio() {
+    let _serial = serial();
+    if !qemu_ok() {
+        return;
+    }
+    let (tmp, vp) = private_tmp();
+    let env = "qemu:smp=2,memory=1g,accel=tcg,disk=1g";
+    let cpu = docs_in(
+        vp(),
+        &["cpu", "--time=1", "--cpu-max-prime=2000", "--env", env],
+    );
+    assert_eq!(cpu[0]["env"]["hypervisor"], "TCGTCGTCGTCG");
+    assert_eq!(cpu[0]["env"]["cpus"], 2);
+    // The user-mode NIC came up inside with the address the host gave it.
+    assert_eq!(
+        cpu[0]["env"]["net"],
+        serde_json::json!([{"name": "eth0", "ipv4": "10.0.2.15/24"}]),
+        "{}",
+        cpu[0]["env"]
+    );
+    assert!(metric(&cpu[0], "events_per_sec") > 0.0);
+    let mem = docs_in(vp(), &["memory", "--time=1", "--env", env]);
+    assert!(metric(&mem[0], "mib_per_sec") > 0.0);
+    let io = docs_in(
+        vp(),
+        &[
+            "fileio",
+            "--file-num=2",
+            "--file-total-size=16M",
+            "--file-test-mode=rndrw",
+            "--time=1",
+            "--env",
+            env,
+        ],
+    );
+    assert!(metric(&io[0], "writes_per_sec") > 0.0);
+    assert!(
+        qemu_leftovers(tmp.path()).is_empty(),
+        "{:?}",
+        qemu_leftovers(tmp.path())
+    );
+}
+
+#[test]
+fn qemu_count_two_boots_two_guests() {
+    let _serial = serial();
+    if !qemu_ok() {
+        return;
+    }
+    let (tmp, vp) = private_tmp();
+    let d = docs_in(
+        vp(),
+        &[
+            "cpu",
+            "--time=1",
+            "--cpu-max-prime=2000",
+            "--env",
+            "qemu:accel=tcg,memory=512m,smp=1,count=2,disk=64m,net=none",
+        ],
+    );
+    assert_eq!(d.len(), 3);
+    assert!(d[..2]
+        .iter()
+        .all(|x| x["env"]["hypervisor"] == "TCGTCGTCGTCG"));
+    // net=none: no NIC in the guest.
+    assert!(d[..2].iter().all(|x| x["env"].get("net").is_none()));
+    assert!(qemu_leftovers(tmp.path()).is_empty());
+}
+
+/// An sshd in a network namespace of our own, torn down on drop.
+struct SshHost {
+    ns: String,
+    veth: String,
+    dir: tempfile::TempDir,
+    sshd: std::process::Child,
+    addr: String,
+}
+
+fn run(cmd: &[&str]) -> bool {
+    Std::new(cmd[0])
+        .args(&cmd[1..])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
+impl SshHost {
+    fn start() -> Option<SshHost> {
+        // SAFETY: geteuid has no preconditions.
+        let root = unsafe { libc::geteuid() } == 0;
+        let sshd = Path::new("/usr/sbin/sshd");
+        if !root || !sshd.exists() || !run(&["ip", "-V"]) {
+            skip("needs root, iproute2 and openssh-server for a namespaced sshd");
+            return None;
+        }
+        let id = std::process::id() % 10000;
+        let ns = format!("vpssh{id}");
+        let veth = format!("vpe{id}");
+        let peer = format!("vpi{id}");
+        // A /30 that exists only between this host and the test's namespace.
+        let octet = 16 + (id % 200) as u8;
+        let (host_ip, ns_ip) = (format!("10.251.{octet}.1"), format!("10.251.{octet}.2"));
+        let ok = run(&["ip", "netns", "add", &ns])
+            && run(&[
+                "ip", "link", "add", &veth, "type", "veth", "peer", "name", &peer,
+            ])
+            && run(&["ip", "link", "set", &peer, "netns", &ns])
+            && run(&["ip", "addr", "add", &format!("{host_ip}/30"), "dev", &veth])
+            && run(&["ip", "link", "set", &veth, "up"])
+            && run(&[
+                "ip",
+                "-n",
+                &ns,
+                "addr",
+                "add",
+                &format!("{ns_ip}/30"),
+                "dev",
+                &peer,
+            ])
+            && run(&["ip", "-n", &ns, "link", "set", &peer, "up"])
+            && run(&["ip", "-n", &ns, "link", "set", "lo", "up"]);
+        assert!(ok, "setting up the namespace failed");
+        let dir = tempfile::tempdir().unwrap();
+        let p = |n: &str| dir.path().join(n).to_string_lossy().into_owned();
+        assert!(run(&[
+            "ssh-keygen",
+            "-q",
+            "-t",
+            "ed25519",
+            "-N",
+            "",
+            "-f",
+            &p("host_key")
+        ]));
+        assert!(run(&[
+            "ssh-keygen",
+            "-q",
+            "-t",
+            "ed25519",
+            "-N",
+            "",
+            "-f",
+            &p("id")
+        ]));
+        std::fs::copy(p("id.pub"), p("authorized_keys")).unwrap();
+        let host_pub = std::fs::read_to_string(p("host_key.pub")).unwrap();
+        std::fs::write(p("known_hosts"), format!("[{ns_ip}]:2222 {host_pub}")).unwrap();
+        std::fs::write(
+            p("sshd_config"),
+            format!(
+                "Port 2222\nListenAddress {ns_ip}\nHostKey {}\nAuthorizedKeysFile {}\nPasswordAuthentication no\nKbdInteractiveAuthentication no\nPermitRootLogin prohibit-password\nStrictModes no\nUsePAM no\nPidFile {}\n",
+                p("host_key"),
+                p("authorized_keys"),
+                p("sshd.pid")
+            ),
+        )
+        .unwrap();
+        std::fs::create_dir_all("/run/sshd").unwrap();
+        let child = Std::new("ip")
+            .args([
+                "netns",
+                "exec",
+                &ns,
+                "/usr/sbin/sshd",
+                "-D",
+                "-e",
+                "-f",
+                &p("sshd_config"),
+            ])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(500));
+        Some(SshHost {
+            ns,
+            veth,
+            dir,
+            sshd: child,
+            addr: ns_ip,
+        })
+    }
+
+    fn spec(&self) -> String {
+        format!(
+            "ssh:root@{}:2222,identity={},known-hosts={},name=sshbox",
+            self.addr,
+            self.dir.path().join("id").display(),
+            self.dir.path().join("known_hosts").display()
+        )
+    }
+}
+
+impl Drop for SshHost {
+    fn drop(&mut self) {
+        let _ = self.sshd.kill();
+        let _ = self.sshd.wait();
+        run(&["ip", "netns", "pids", &self.ns]);
+        run(&["ip", "link", "del", &self.veth]);
+        run(&["ip", "netns", "del", &self.ns]);
+    }
+}
+
+#[test]
+fn ssh_target_in_a_namespace_runs_the_agent_and_is_cleaned() {
+    let _serial = serial();
+    let Some(host) = SshHost::start() else {
+        return;
+    };
+    let spec = host.spec();
+    let d = docs(&["cpu", "--time=0.5", "--env", &spec]);
+    assert_eq!(d[0]["env"]["name"], "sshbox");
+    assert_eq!(d[0]["env"]["kind"], "ssh");
+    assert!(metric(&d[0], "events_per_sec") > 0.0);
+    let io = docs(&[
+        "fileio",
+        "--file-num=2",
+        "--file-total-size=4M",
+        "--file-test-mode=rndrd",
+        "--time=0.3",
+        "--env",
+        &spec,
+    ]);
+    assert!(metric(&io[0], "reads_per_sec") > 0.0);
+    // The namespace shares /tmp with us: the remote directory is gone.
+    let left: Vec<_> = std::fs::read_dir("/tmp")
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .filter(|e| e.file_name().to_string_lossy().starts_with("virtperf."))
+        .collect();
+    assert!(left.is_empty(), "{left:?}");
+    // Host-key checking is on: an unknown key is refused.
+    let strict = format!(
+        "ssh:root@{}:2222,identity={}",
+        host.addr,
+        host.dir.path().join("id").display()
+    );
+    virtperf()
+        .args(["cpu", "--time=0.2", "--env", &strict])
+        .assert()
+        .failure();
+}
