@@ -142,6 +142,29 @@ fn a_failing_environment_is_reported_and_the_others_carry_on() {
 }
 
 #[test]
+fn file_workloads_keep_their_prepare_chatter_off_the_progress_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = virtperf()
+        .args(["compare", "--env", "host", "--repeat", "1", "--out"])
+        .arg(dir.path())
+        .args([
+            "fileio",
+            "--file-num=2",
+            "--file-total-size=2M",
+            "--file-test-mode=rndrw",
+            "--time=0.3",
+        ])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    for chatter in ["Creating files", "bytes written", "Removing test files"] {
+        assert!(!stderr.contains(chatter), "{chatter:?} in {stderr}");
+    }
+    assert!(report(dir.path(), "csv").contains("reads_per_sec"));
+}
+
+#[test]
 fn ctrl_c_keeps_what_was_measured_and_resume_finishes() {
     let dir = tempfile::tempdir().unwrap();
     let bin = assert_cmd::cargo::cargo_bin("virtperf");

@@ -106,6 +106,8 @@ fn run_one(plan: &Plan, args: &[String]) -> Result<ResultDoc> {
 
 /// The agent loop over any pair of streams (stdin/stdout, a serial port).
 pub fn serve(input: &mut impl BufRead, out: &mut impl Write) -> Result<()> {
+    // The host shows its own progress; prepare/cleanup lines would break it.
+    crate::workload::set_quiet(true);
     send(out, &hello())?;
     let mut line = String::new();
     input.read_line(&mut line).context("reading the plan")?;

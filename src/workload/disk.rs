@@ -331,7 +331,9 @@ impl Workload for DiskWorkload {
                 removed += 1;
             }
         }
-        eprintln!("Removed {removed} leftover disk test files and directories");
+        super::progress(format_args!(
+            "Removed {removed} leftover disk test files and directories"
+        ));
         Ok(())
     }
 

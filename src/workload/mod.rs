@@ -9,6 +9,7 @@ pub mod microops;
 pub mod mutex;
 pub mod threads;
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use anyhow::Result;
@@ -16,6 +17,22 @@ use anyhow::Result;
 use crate::cli::options::{OptionSpec, Values};
 use crate::engine::{self, EngineOptions};
 use crate::result::{Fairness, Latency, Metric};
+
+static QUIET: AtomicBool = AtomicBool::new(false);
+
+/// Silences the progress lines of prepare and cleanup ("Creating files for
+/// the test..."): the agent runs those steps itself, and their chatter would
+/// break the host's progress line.
+pub fn set_quiet(quiet: bool) {
+    QUIET.store(quiet, Ordering::Relaxed);
+}
+
+/// Prints a prepare/cleanup progress line on stderr unless quiet.
+pub fn progress(line: std::fmt::Arguments) {
+    if !QUIET.load(Ordering::Relaxed) {
+        eprintln!("{line}");
+    }
+}
 
 /// What a workload needs from the environment it runs in; the runner checks
 /// these before anything starts.

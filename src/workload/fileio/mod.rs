@@ -374,23 +374,23 @@ impl Workload for FileioWorkload {
             files::remove_all(&cfg.dir)?;
             return Ok(());
         }
-        eprintln!(
+        super::progress(format_args!(
             "{} files, {}KiB each, {}MiB total\nCreating files for the test...",
             cfg.num,
             cfg.file_size / 1024,
             cfg.total() >> 20
-        );
+        ));
         let (written, secs) = create_files(cfg)?;
-        eprintln!(
+        super::progress(format_args!(
             "{written} bytes written in {secs:.2} seconds ({:.2} MiB/sec).",
             written as f64 / (1024.0 * 1024.0) / secs.max(1e-9)
-        );
+        ));
         Ok(())
     }
 
     fn cleanup(&mut self) -> Result<()> {
         let n = files::remove_all(&self.cfg.dir)?;
-        eprintln!("Removing test files... {n} removed");
+        super::progress(format_args!("Removing test files... {n} removed"));
         Ok(())
     }
 
