@@ -29,15 +29,16 @@ fn skip(why: &str) -> bool {
     true
 }
 
-fn docker_ok() -> bool {
-    let ok = Std::new("docker")
+/// Whether the `docker` or `podman` engine answers (skips otherwise).
+fn engine_ok(cli: &str) -> bool {
+    let ok = Std::new(cli)
         .args(["version", "--format", "{{.Server.Version}}"])
         .output()
         .is_ok_and(|o| o.status.success());
     if ok {
-        BEFORE.get_or_init(virtperf_containers);
+        before(cli).get_or_init(|| virtperf_containers(cli));
     }
-    ok || !skip("no reachable Docker engine")
+    ok || !skip(&format!("no reachable {cli} engine"))
 }
 
 fn qemu_ok() -> bool {
@@ -85,8 +86,8 @@ fn metric(doc: &Value, name: &str) -> f64 {
         .unwrap()
 }
 
-fn virtperf_containers() -> Vec<String> {
-    let out = Std::new("docker")
+fn virtperf_containers(cli: &str) -> Vec<String> {
+    let out = Std::new(cli)
         .args(["ps", "-aq", "--no-trunc", "--filter", "label=virtperf=1"])
         .output()
         .unwrap();
@@ -98,15 +99,23 @@ fn virtperf_containers() -> Vec<String> {
 
 /// Containers of ours that were there before these tests (another virtperf
 /// running on the machine) are not the tests' leftovers.
-static BEFORE: std::sync::OnceLock<Vec<String>> = std::sync::OnceLock::new();
+fn before(cli: &str) -> &'static std::sync::OnceLock<Vec<String>> {
+    static DOCKER: std::sync::OnceLock<Vec<String>> = std::sync::OnceLock::new();
+    static PODMAN: std::sync::OnceLock<Vec<String>> = std::sync::OnceLock::new();
+    if cli == "podman" {
+        &PODMAN
+    } else {
+        &DOCKER
+    }
+}
 
-fn no_virtperf_containers() {
-    let before = BEFORE.get().cloned().unwrap_or_default();
-    let left: Vec<String> = virtperf_containers()
+fn no_virtperf_containers_in(cli: &str) {
+    let before = before(cli).get().cloned().unwrap_or_default();
+    let left: Vec<String> = virtperf_containers(cli)
         .into_iter()
         .filter(|c| !before.contains(c))
         .collect();
-    assert!(left.is_empty(), "containers left behind: {left:?}");
+    assert!(left.is_empty(), "{cli} containers left behind: {left:?}");
 }
 
 #[test]
@@ -149,31 +158,31 @@ fn envs_lists_every_kind_with_a_verdict() {
     }
 }
 
-#[test]
-fn docker_half_a_cpu_gives_half_the_throughput() {
+fn half_a_cpu_gives_half_the_throughput(cli: &str) {
     let _serial = serial();
-    if !docker_ok() {
+    if !engine_ok(cli) {
         return;
     }
     let host = docs(&["cpu", "--time=3"]);
-    let half = docs(&["cpu", "--time=3", "--env", "docker:cpus=0.5"]);
-    assert_eq!(half[0]["env"]["kind"], "docker");
+    let env = format!("{cli}:cpus=0.5");
+    let half = docs(&["cpu", "--time=3", "--env", &env]);
+    assert_eq!(half[0]["env"]["kind"], cli);
     assert_eq!(half[0]["env"]["cgroup"]["cpu_quota"], 0.5);
     let ratio = metric(&half[0], "events_per_sec") / metric(&host[0], "events_per_sec");
     assert!(
         (0.45..=0.55).contains(&ratio),
-        "cpus=0.5 gave {ratio:.3} of the host"
+        "{env} gave {ratio:.3} of the host"
     );
-    no_virtperf_containers();
+    no_virtperf_containers_in(cli);
 }
 
-#[test]
-fn docker_count_two_runs_together_and_sums() {
+fn count_two_runs_together_and_sums(cli: &str) {
     let _serial = serial();
-    if !docker_ok() {
+    if !engine_ok(cli) {
         return;
     }
-    let d = docs(&["cpu", "--time=1", "--env", "docker:count=2,name=pair"]);
+    let env = format!("{cli}:count=2,name=pair");
+    let d = docs(&["cpu", "--time=1", "--env", &env]);
     assert_eq!(d.len(), 3, "two instances and their sum");
     assert_eq!(d[0]["env"]["name"], "pair#1");
     assert_eq!(d[1]["env"]["name"], "pair#2");
@@ -187,17 +196,16 @@ fn docker_count_two_runs_together_and_sums() {
     };
     assert!((secs(&d[0]) - secs(&d[1])).abs() <= 1);
     assert!(d[0]["env"]["ready_s"].as_f64().unwrap() > 0.0);
-    no_virtperf_containers();
+    no_virtperf_containers_in(cli);
 }
 
-#[test]
-fn docker_storage_modes_host_the_file_tests() {
+fn storage_modes_host_the_file_tests(cli: &str) {
     let _serial = serial();
-    if !docker_ok() {
+    if !engine_ok(cli) {
         return;
     }
     for storage in ["overlay", "tmpfs", "volume"] {
-        let env = format!("docker:storage={storage}");
+        let env = format!("{cli}:storage={storage}");
         let d = docs(&[
             "fileio",
             "--file-num=2",
@@ -207,22 +215,19 @@ fn docker_storage_modes_host_the_file_tests() {
             "--env",
             &env,
         ]);
-        assert!(metric(&d[0], "reads_per_sec") > 0.0, "{storage}");
+        assert!(metric(&d[0], "reads_per_sec") > 0.0, "{env}");
     }
-    let vols = Std::new("docker")
-        .args(["volume", "ls", "-q"])
-        .output()
-        .unwrap();
+    let vols = Std::new(cli).args(["volume", "ls", "-q"]).output().unwrap();
     assert!(!String::from_utf8_lossy(&vols.stdout).contains("virtperf-"));
-    no_virtperf_containers();
+    no_virtperf_containers_in(cli);
 }
 
-#[test]
-fn docker_oom_kill_is_reported_as_such() {
+fn oom_kill_is_reported_as_such(cli: &str) {
     let _serial = serial();
-    if !docker_ok() {
+    if !engine_ok(cli) {
         return;
     }
+    let env = format!("{cli}:memory=64m");
     virtperf()
         .args([
             "memory",
@@ -230,12 +235,52 @@ fn docker_oom_kill_is_reported_as_such() {
             "--stream-array-size=256M",
             "--time=2",
             "--env",
-            "docker:memory=64m",
+            &env,
         ])
         .assert()
         .failure()
         .stderr(predicate::str::contains("out of memory"));
-    no_virtperf_containers();
+    no_virtperf_containers_in(cli);
+}
+
+#[test]
+fn docker_half_a_cpu_gives_half_the_throughput() {
+    half_a_cpu_gives_half_the_throughput("docker");
+}
+
+#[test]
+fn docker_count_two_runs_together_and_sums() {
+    count_two_runs_together_and_sums("docker");
+}
+
+#[test]
+fn docker_storage_modes_host_the_file_tests() {
+    storage_modes_host_the_file_tests("docker");
+}
+
+#[test]
+fn docker_oom_kill_is_reported_as_such() {
+    oom_kill_is_reported_as_such("docker");
+}
+
+#[test]
+fn podman_half_a_cpu_gives_half_the_throughput() {
+    half_a_cpu_gives_half_the_throughput("podman");
+}
+
+#[test]
+fn podman_count_two_runs_together_and_sums() {
+    count_two_runs_together_and_sums("podman");
+}
+
+#[test]
+fn podman_storage_modes_host_the_file_tests() {
+    storage_modes_host_the_file_tests("podman");
+}
+
+#[test]
+fn podman_oom_kill_is_reported_as_such() {
+    oom_kill_is_reported_as_such("podman");
 }
 
 /// A TMPDIR of the test's own, so a VM directory left there can only be

@@ -38,6 +38,19 @@ impl DockerEnvironment {
         })
     }
 
+    /// Where file tests write. `/work` exists in our image and is mounted for
+    /// storage=tmpfs|volume; in a user's `image=` on its own overlay it may
+    /// not exist, and Podman refuses a missing working directory, so `/tmp`.
+    fn workdir(&self) -> &'static str {
+        let own_dir = self.spec.opt("image").is_none()
+            || matches!(self.spec.opt("storage"), Some("tmpfs" | "volume"));
+        if own_dir || self.cli == "docker" {
+            "/work"
+        } else {
+            "/tmp"
+        }
+    }
+
     fn container_name(&self, index: usize) -> String {
         format!("virtperf-{}-{index}", self.run_id)
     }
@@ -67,29 +80,83 @@ pub fn engine_version(cli: &str) -> Result<String> {
     Ok(String::from_utf8_lossy(&out.stdout).trim().to_string())
 }
 
-/// A POSIX tar archive holding one executable file, `name`.
-pub fn single_file_tar(name: &str, data: &[u8]) -> Vec<u8> {
+/// Rootful Podman gives containers 1048576 open files and processes, which
+/// the OCI runtime can only set with CAP_SYS_RESOURCE; without it (as in a
+/// restricted sandbox) every container fails with "error setting rlimit".
+/// Then ask for limits it can set: this process's hard open-file limit, and
+/// processes capped at 32768, the hard limit Podman 4 starts conmon with.
+/// (RLIMIT_NPROC is not enforced for root, which the agent runs as.)
+fn podman_ulimits() -> Vec<(&'static str, u64)> {
+    if has_cap_sys_resource() {
+        return Vec::new();
+    }
+    let hard = |resource| {
+        let mut r = libc::rlimit {
+            rlim_cur: 0,
+            rlim_max: 0,
+        };
+        // SAFETY: getrlimit writes one rlimit into `r`.
+        let ok = unsafe { libc::getrlimit(resource, &mut r) } == 0;
+        ok.then_some(r.rlim_max)
+    };
+    let mut limits = Vec::new();
+    if let Some(n) = hard(libc::RLIMIT_NOFILE) {
+        limits.push(("nofile", n.min(1 << 20)));
+    }
+    if let Some(n) = hard(libc::RLIMIT_NPROC) {
+        limits.push(("nproc", n.min(32768)));
+    }
+    limits
+}
+
+/// Whether this process holds CAP_SYS_RESOURCE (bit 24 of CapEff).
+fn has_cap_sys_resource() -> bool {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find_map(|l| l.strip_prefix("CapEff:"))
+                .and_then(|hex| u64::from_str_radix(hex.trim(), 16).ok())
+        })
+        .is_some_and(|caps| caps & (1 << 24) != 0)
+}
+
+/// One entry of a POSIX (ustar) tar archive: a regular file, or a directory
+/// when `data` is `None`.
+fn tar_entry(out: &mut Vec<u8>, name: &str, mode: u32, data: Option<&[u8]>) {
     let mut header = [0u8; 512];
     header[..name.len()].copy_from_slice(name.as_bytes());
     let octal = |field: &mut [u8], value: u64| {
         let text = format!("{:0width$o}\0", value, width = field.len() - 1);
         field.copy_from_slice(text.as_bytes());
     };
-    octal(&mut header[100..108], 0o755);
+    let size = data.map_or(0, <[u8]>::len);
+    octal(&mut header[100..108], mode as u64);
     octal(&mut header[108..116], 0);
     octal(&mut header[116..124], 0);
-    octal(&mut header[124..136], data.len() as u64);
+    octal(&mut header[124..136], size as u64);
     octal(&mut header[136..148], 0);
-    header[156] = b'0';
+    header[156] = if data.is_some() { b'0' } else { b'5' };
     header[257..263].copy_from_slice(b"ustar\0");
     header[263..265].copy_from_slice(b"00");
     header[148..156].copy_from_slice(b"        ");
     let sum: u32 = header.iter().map(|&b| b as u32).sum();
     let text = format!("{sum:06o}\0 ");
     header[148..156].copy_from_slice(text.as_bytes());
-    let mut out = header.to_vec();
-    out.extend_from_slice(data);
-    out.resize(out.len().div_ceil(512) * 512, 0);
+    out.extend_from_slice(&header);
+    if let Some(data) = data {
+        out.extend_from_slice(data);
+        out.resize(out.len().div_ceil(512) * 512, 0);
+    }
+}
+
+/// The image's root file system as a tar archive: the executable `/virtperf`
+/// and an empty, world-writable `/work` for the file tests (Podman, unlike
+/// Docker, does not create a missing `--workdir`).
+pub fn agent_tar(binary: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(binary.len() + 3 * 512 + 1024);
+    tar_entry(&mut out, "work/", 0o1777, None);
+    tar_entry(&mut out, "virtperf", 0o755, Some(binary));
     out.extend_from_slice(&[0u8; 1024]);
     out
 }
@@ -115,7 +182,7 @@ impl Environment for DockerEnvironment {
                 .is_ok_and(|s| s.success());
             if !exists {
                 let exe = std::fs::read("/proc/self/exe").context("reading this binary")?;
-                let tar = single_file_tar("virtperf", &exe);
+                let tar = agent_tar(&exe);
                 let mut child = Command::new(self.cli)
                     .args([
                         "import",
@@ -164,7 +231,12 @@ impl Environment for DockerEnvironment {
         let name = self.container_name(index);
         let mut cmd = Command::new(self.cli);
         cmd.args(["run", "-i", "--name", &name, "--label", "virtperf=1"]);
-        cmd.args(["--workdir", "/work"]);
+        cmd.args(["--workdir", self.workdir()]);
+        if self.cli == "podman" {
+            for (name, limit) in podman_ulimits() {
+                cmd.args(["--ulimit", &format!("{name}={limit}:{limit}")]);
+            }
+        }
         if let Some(cpus) = self.spec.opt("cpus") {
             cmd.args(["--cpus", cpus]);
         }
@@ -218,7 +290,7 @@ impl Environment for DockerEnvironment {
                 }
             })),
             console: None,
-            workdir: "/work".into(),
+            workdir: self.workdir().into(),
             forwarded: None,
         })
     }
@@ -237,11 +309,22 @@ impl Environment for DockerEnvironment {
             ])
             .output()
             .ok()?;
-        let text = String::from_utf8_lossy(&out.stdout).trim().to_string();
-        if text.starts_with("true") {
+        let text = String::from_utf8_lossy(&out.stdout);
+        let mut fields = text.split_whitespace();
+        let oom = fields.next() == Some("true");
+        let code = fields.next().and_then(|c| c.parse::<i32>().ok());
+        let memory = self.spec.opt("memory");
+        if oom {
             Some(format!(
                 "the container was killed for running out of memory (OOM; memory={}): give it more memory",
-                self.spec.opt("memory").unwrap_or("unlimited")
+                memory.unwrap_or("unlimited")
+            ))
+        } else if let (Some(137), Some(memory)) = (code, memory) {
+            // Podman 4 on cgroup v2 does not record OOM kills; SIGKILL under
+            // a memory limit, with nothing else sending one, is the OOM killer.
+            Some(format!(
+                "the container was killed with SIGKILL (exit 137) under memory={memory}: most likely out of memory (the {} engine recorded no OOM kill); give it more memory",
+                self.cli
             ))
         } else {
             None
@@ -255,15 +338,25 @@ mod tests {
 
     #[test]
     fn tarball_has_a_valid_header_and_padding() {
-        let tar = single_file_tar("virtperf", b"hello");
+        let tar = agent_tar(b"hello");
         assert_eq!(tar.len() % 512, 0);
-        assert_eq!(&tar[..8], b"virtperf");
-        assert_eq!(&tar[257..262], b"ustar");
-        assert_eq!(&tar[512..517], b"hello");
-        // Checksum: the sum of the header with the checksum field as spaces.
-        let mut h = tar[..512].to_vec();
-        let stored = u32::from_str_radix(std::str::from_utf8(&h[148..154]).unwrap(), 8).unwrap();
-        h[148..156].copy_from_slice(b"        ");
-        assert_eq!(stored, h.iter().map(|&b| b as u32).sum::<u32>());
+        // The directory entry first, then the file with its data.
+        assert_eq!(&tar[..5], b"work/");
+        assert_eq!(tar[156], b'5');
+        assert_eq!(&tar[100..107], b"0001777");
+        let file = &tar[512..];
+        assert_eq!(&file[..8], b"virtperf");
+        assert_eq!(file[156], b'0');
+        assert_eq!(&file[257..262], b"ustar");
+        assert_eq!(&file[512..517], b"hello");
+        assert_eq!(tar.len(), 512 + 512 + 512 + 1024);
+        // Checksums: the sum of each header with the checksum field as spaces.
+        for h in [&tar[..512], &file[..512]] {
+            let mut h = h.to_vec();
+            let stored =
+                u32::from_str_radix(std::str::from_utf8(&h[148..154]).unwrap(), 8).unwrap();
+            h[148..156].copy_from_slice(b"        ");
+            assert_eq!(stored, h.iter().map(|&b| b as u32).sum::<u32>());
+        }
     }
 }
