@@ -163,15 +163,27 @@ fn half_a_cpu_gives_half_the_throughput(cli: &str) {
     if !engine_ok(cli) {
         return;
     }
-    let host = docs(&["cpu", "--time=3"]);
+    // The machine is shared: a neighbour's burst during one of the two runs
+    // can move the ratio, so up to three back-to-back pairs are tried. A
+    // quota that is not applied (ratio ~1) or wrong fails all three.
     let env = format!("{cli}:cpus=0.5");
-    let half = docs(&["cpu", "--time=3", "--env", &env]);
-    assert_eq!(half[0]["env"]["kind"], cli);
-    assert_eq!(half[0]["env"]["cgroup"]["cpu_quota"], 0.5);
-    let ratio = metric(&half[0], "events_per_sec") / metric(&host[0], "events_per_sec");
+    let mut ratios = Vec::new();
+    for _ in 0..3 {
+        let host = docs(&["cpu", "--time=3"]);
+        let half = docs(&["cpu", "--time=3", "--env", &env]);
+        assert_eq!(half[0]["env"]["kind"], cli);
+        assert_eq!(half[0]["env"]["cgroup"]["cpu_quota"], 0.5);
+        let ratio = metric(&half[0], "events_per_sec") / metric(&host[0], "events_per_sec");
+        ratios.push(ratio);
+        if (0.45..=0.55).contains(&ratio) {
+            break;
+        }
+        eprintln!("{env} gave {ratio:.3} of the host; measuring again");
+    }
+    let last = *ratios.last().unwrap();
     assert!(
-        (0.45..=0.55).contains(&ratio),
-        "{env} gave {ratio:.3} of the host"
+        (0.45..=0.55).contains(&last),
+        "{env} gave {ratios:.3?} of the host"
     );
     no_virtperf_containers_in(cli);
 }
