@@ -240,7 +240,9 @@ fn oom_kill_is_reported_as_such(cli: &str) {
         return;
     }
     let env = format!("{cli}:memory=64m");
+    let cwd = tempfile::tempdir().unwrap();
     virtperf()
+        .current_dir(cwd.path())
         .args([
             "memory",
             "--memory-mode=stream",
@@ -252,6 +254,10 @@ fn oom_kill_is_reported_as_such(cli: &str) {
         .assert()
         .failure()
         .stderr(predicate::str::contains("out of memory"));
+    // Nothing left where it ran (Podman's conmon drops an `oom` marker in
+    // its working directory).
+    let left: Vec<_> = std::fs::read_dir(cwd.path()).unwrap().collect();
+    assert!(left.is_empty(), "left in the working directory: {left:?}");
     no_virtperf_containers_in(cli);
 }
 

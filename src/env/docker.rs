@@ -20,6 +20,9 @@ pub struct DockerEnvironment {
     /// A volume created for storage=volume, removed at the end.
     volume: Option<String>,
     run_id: String,
+    /// Podman's conmon writes an `oom` marker into its working directory; it
+    /// runs in this private directory, removed with the environment.
+    conmon_dir: Option<tempfile::TempDir>,
 }
 
 impl DockerEnvironment {
@@ -29,7 +32,17 @@ impl DockerEnvironment {
         } else {
             "docker"
         };
+        let conmon_dir = if cli == "podman" {
+            Some(
+                tempfile::Builder::new()
+                    .prefix("virtperf-podman-")
+                    .tempdir()?,
+            )
+        } else {
+            None
+        };
         Ok(DockerEnvironment {
+            conmon_dir,
             cli,
             image: String::new(),
             volume: None,
@@ -230,6 +243,9 @@ impl Environment for DockerEnvironment {
     fn launch(&self, index: usize) -> Result<Launched> {
         let name = self.container_name(index);
         let mut cmd = Command::new(self.cli);
+        if let Some(dir) = &self.conmon_dir {
+            cmd.current_dir(dir.path());
+        }
         cmd.args(["run", "-i", "--name", &name, "--label", "virtperf=1"]);
         cmd.args(["--workdir", self.workdir()]);
         if self.cli == "podman" {
