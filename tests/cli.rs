@@ -1,12 +1,10 @@
 //! The real binary, driven as a user would: results, limits and bad input.
 
-use assert_cmd::Command;
 use predicates::prelude::*;
 use serde_json::Value;
 
-fn virtperf() -> Command {
-    Command::cargo_bin("virtperf").expect("binary built")
-}
+mod common;
+use common::{metric, virtperf};
 
 fn run_json(args: &[&str]) -> Value {
     let out = virtperf().args(args).arg("--json").output().unwrap();
@@ -16,17 +14,6 @@ fn run_json(args: &[&str]) -> Value {
         String::from_utf8_lossy(&out.stderr)
     );
     serde_json::from_slice(&out.stdout).expect("stdout is one JSON document")
-}
-
-fn metric(doc: &Value, name: &str) -> f64 {
-    doc["metrics"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|m| m["name"] == name)
-        .unwrap_or_else(|| panic!("metric {name} missing in {doc}"))["value"]
-        .as_f64()
-        .unwrap()
 }
 
 #[test]

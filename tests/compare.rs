@@ -7,20 +7,10 @@ use std::path::Path;
 use std::process::{Command as Std, Stdio};
 use std::time::{Duration, Instant};
 
-use assert_cmd::Command;
 use predicates::prelude::*;
 
-fn virtperf() -> Command {
-    Command::cargo_bin("virtperf").expect("binary built")
-}
-
-fn skip(why: &str) -> bool {
-    if std::env::var("CI").as_deref() == Ok("true") {
-        panic!("cannot skip under CI=true: {why}");
-    }
-    eprintln!("skipping: {why}");
-    true
-}
+mod common;
+use common::{skip, virtperf};
 
 fn report(dir: &Path, format: &str) -> String {
     let out = virtperf()

@@ -5,13 +5,11 @@ use std::path::Path;
 use std::process::{Command as Std, Stdio};
 use std::time::{Duration, Instant};
 
-use assert_cmd::Command;
 use predicates::prelude::*;
 use serde_json::Value;
 
-fn virtperf() -> Command {
-    Command::cargo_bin("virtperf").expect("binary built")
-}
+mod common;
+use common::virtperf;
 
 fn leftovers(dir: &Path) -> Vec<String> {
     std::fs::read_dir(dir)

@@ -9,24 +9,15 @@ use assert_cmd::Command;
 use predicates::prelude::*;
 use serde_json::Value;
 
+mod common;
+use common::{metric, skip, virtperf};
+
 /// These tests share one engine and check for leftovers (and one measures
 /// a CPU quota), so they run one at a time.
 static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
 fn serial() -> std::sync::MutexGuard<'static, ()> {
     SERIAL.lock().unwrap_or_else(|p| p.into_inner())
-}
-
-fn virtperf() -> Command {
-    Command::cargo_bin("virtperf").expect("binary built")
-}
-
-fn skip(why: &str) -> bool {
-    if std::env::var("CI").as_deref() == Ok("true") {
-        panic!("cannot skip under CI=true: {why}");
-    }
-    eprintln!("skipping: {why}");
-    true
 }
 
 /// Whether the `docker` or `podman` engine answers (skips otherwise).
@@ -73,17 +64,6 @@ fn docs_in(mut cmd: Command, args: &[&str]) -> Vec<Value> {
         .lines()
         .map(|l| serde_json::from_str(l).expect("a JSON document per line"))
         .collect()
-}
-
-fn metric(doc: &Value, name: &str) -> f64 {
-    doc["metrics"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|m| m["name"] == name)
-        .unwrap_or_else(|| panic!("{name} missing in {doc}"))["value"]
-        .as_f64()
-        .unwrap()
 }
 
 fn virtperf_containers(cli: &str) -> Vec<String> {

@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
 use super::analysis::{is_headline, EntryAnalysis};
-use super::{effect, num, verdict_symbol, Analysis, Exporter};
+use super::{comparison_cells, num, Analysis, Cells, Exporter};
 use crate::stats::Verdict;
 
 pub struct HtmlExporter;
@@ -519,23 +519,17 @@ svg{margin:6px 12px 6px 0;background:#fff;border:1px solid #eee}svg .t{font-size
                 for s in &m.per_env {
                     let Some(sum) = &s.summary else { continue };
                     let flagged = a.flags.iter().any(|f| f.env == s.env && f.label == e.label);
-                    let (ratio, eff, p, v, class) = match &s.vs_baseline {
-                        Some(c) => (
-                            format!(
-                                "{:.3} [{:.3}, {:.3}]",
-                                c.ratio.point, c.ratio.lower, c.ratio.upper
-                            ),
-                            effect(c),
-                            format!("{:.4}", c.p_adjusted),
-                            verdict_symbol(c.verdict),
-                            match c.verdict {
-                                Verdict::Slower => "slower",
-                                Verdict::Faster => "faster",
-                                Verdict::NoSignificantDifference => "ns",
-                            },
-                        ),
-                        None => ("baseline".into(), String::new(), String::new(), "", ""),
-                    };
+                    let Cells {
+                        ratio,
+                        effect: eff,
+                        p,
+                        verdict: v,
+                    } = comparison_cells(s.vs_baseline.as_ref());
+                    let class = s.vs_baseline.as_ref().map_or("", |c| match c.verdict {
+                        Verdict::Slower => "slower",
+                        Verdict::Faster => "faster",
+                        Verdict::NoSignificantDifference => "ns",
+                    });
                     let _ = write!(
                         h,
                         "<tr{}><td>{} ({})</td><td>{}{}</td><td>{}</td><td>{}</td><td>[{}, {}]</td><td>{:.1}%</td><td>{}</td><td>{}</td><td>{}</td><td class=\"{class}\">{}</td></tr>",

@@ -3,7 +3,7 @@
 
 use std::fmt::Write as _;
 
-use super::{effect, num, verdict_symbol, Analysis, Exporter};
+use super::{comparison_cells, num, run_lines, Analysis, Cells, Exporter};
 
 pub struct MarkdownExporter;
 
@@ -36,23 +36,12 @@ impl Exporter for MarkdownExporter {
             for m in &e.metrics {
                 for s in &m.per_env {
                     let Some(sum) = &s.summary else { continue };
-                    let (ratio, eff, p, v) = match &s.vs_baseline {
-                        Some(c) => (
-                            format!(
-                                "{:.3} [{:.3}, {:.3}]",
-                                c.ratio.point, c.ratio.lower, c.ratio.upper
-                            ),
-                            effect(c),
-                            format!("{:.4}", c.p_adjusted),
-                            verdict_symbol(c.verdict).to_string(),
-                        ),
-                        None => (
-                            "baseline".into(),
-                            String::new(),
-                            String::new(),
-                            String::new(),
-                        ),
-                    };
+                    let Cells {
+                        ratio,
+                        effect: eff,
+                        p,
+                        verdict: v,
+                    } = comparison_cells(s.vs_baseline.as_ref());
                     let _ = writeln!(
                         out,
                         "| {} ({}) | {} | {} | {} | [{}, {}] | {:.1}% | {} | {} | {} | {} |",
@@ -96,29 +85,19 @@ impl Exporter for MarkdownExporter {
         }
         if !a.flags.is_empty() {
             out.push_str("\n## Flagged runs\n\n");
-            for f in &a.flags {
-                let _ = writeln!(
-                    out,
-                    "- {} / {} / round {}: {}",
-                    cell(&f.env),
-                    cell(&f.label),
-                    f.round + 1,
-                    cell(&f.reason)
-                );
-            }
+            let flags = a
+                .flags
+                .iter()
+                .map(|f| (&*f.env, &*f.label, f.round, &*f.reason));
+            out.push_str(&run_lines(flags, cell, "- "));
         }
         if !a.failures.is_empty() {
             out.push_str("\n## Failed runs\n\n");
-            for f in &a.failures {
-                let _ = writeln!(
-                    out,
-                    "- {} / {} / round {}: {}",
-                    cell(&f.env),
-                    cell(&f.label),
-                    f.round + 1,
-                    cell(&f.error)
-                );
-            }
+            let failures = a
+                .failures
+                .iter()
+                .map(|f| (&*f.env, &*f.label, f.round, &*f.error));
+            out.push_str(&run_lines(failures, cell, "- "));
         }
         out
     }

@@ -10,6 +10,8 @@ mod table;
 
 pub use analysis::{analyze, Analysis};
 
+use std::fmt::Write as _;
+
 use crate::stats::{Comparison, Verdict};
 
 /// Renders an analysis in one format.
@@ -74,7 +76,7 @@ pub fn num(x: f64) -> String {
 }
 
 /// "−12.3% overhead" / "1.52× slower" / "baseline".
-pub fn effect(c: &Comparison) -> String {
+fn effect(c: &Comparison) -> String {
     match (c.overhead_pct, c.times_slower) {
         (Some(o), _) => format!("{o:+.1}% overhead"),
         (_, Some(t)) => format!("{t:.2}× slower"),
@@ -82,7 +84,57 @@ pub fn effect(c: &Comparison) -> String {
     }
 }
 
-pub fn verdict_symbol(v: Verdict) -> &'static str {
+/// The cells every report table shows against the baseline: the ratio with
+/// its interval, the effect, Holm's p and the verdict. The baseline's own
+/// row reads "baseline" with the rest empty.
+pub struct Cells {
+    pub ratio: String,
+    pub effect: String,
+    pub p: String,
+    pub verdict: &'static str,
+}
+
+pub fn comparison_cells(c: Option<&Comparison>) -> Cells {
+    match c {
+        Some(c) => Cells {
+            ratio: format!(
+                "{:.3} [{:.3}, {:.3}]",
+                c.ratio.point, c.ratio.lower, c.ratio.upper
+            ),
+            effect: effect(c),
+            p: format!("{:.4}", c.p_adjusted),
+            verdict: verdict_symbol(c.verdict),
+        },
+        None => Cells {
+            ratio: "baseline".into(),
+            effect: String::new(),
+            p: String::new(),
+            verdict: "",
+        },
+    }
+}
+
+/// A run named in a report's flagged or failed list, with the reason.
+pub fn run_lines<'a>(
+    runs: impl IntoIterator<Item = (&'a str, &'a str, usize, &'a str)>,
+    escape: impl Fn(&str) -> String,
+    prefix: &str,
+) -> String {
+    let mut out = String::new();
+    for (env, label, round, why) in runs {
+        let _ = writeln!(
+            out,
+            "{prefix}{} / {} / round {}: {}",
+            escape(env),
+            escape(label),
+            round + 1,
+            escape(why)
+        );
+    }
+    out
+}
+
+fn verdict_symbol(v: Verdict) -> &'static str {
     match v {
         Verdict::Faster => "faster",
         Verdict::Slower => "slower",

@@ -3,7 +3,7 @@
 
 use std::fmt::Write as _;
 
-use super::{effect, num, verdict_symbol, Analysis, Exporter};
+use super::{comparison_cells, num, run_lines, Analysis, Cells, Exporter};
 
 pub struct TableExporter;
 
@@ -44,23 +44,12 @@ impl Exporter for TableExporter {
                     } else {
                         0.0
                     };
-                    let (ratio, eff, p, verdict) = match &s.vs_baseline {
-                        Some(c) => (
-                            format!(
-                                "{:.3} [{:.3}, {:.3}]",
-                                c.ratio.point, c.ratio.lower, c.ratio.upper
-                            ),
-                            effect(c),
-                            format!("{:.4}", c.p_adjusted),
-                            verdict_symbol(c.verdict).to_string(),
-                        ),
-                        None => (
-                            "baseline".into(),
-                            String::new(),
-                            String::new(),
-                            String::new(),
-                        ),
-                    };
+                    let Cells {
+                        ratio,
+                        effect: eff,
+                        p,
+                        verdict,
+                    } = comparison_cells(s.vs_baseline.as_ref());
                     let _ = writeln!(
                         out,
                         "{:<28} {:<24} {:>3} {:>12} {:>7.1}% {:>6.1}  {:>22} {:>20} {:>8}  {}",
@@ -126,29 +115,19 @@ impl Exporter for TableExporter {
         }
         if !a.flags.is_empty() {
             let _ = writeln!(out, "\nFlagged runs (noisy: results may be off):");
-            for f in &a.flags {
-                let _ = writeln!(
-                    out,
-                    "  {} / {} / round {}: {}",
-                    f.env,
-                    f.label,
-                    f.round + 1,
-                    f.reason
-                );
-            }
+            let flags = a
+                .flags
+                .iter()
+                .map(|f| (&*f.env, &*f.label, f.round, &*f.reason));
+            out.push_str(&run_lines(flags, str::to_string, "  "));
         }
         if !a.failures.is_empty() {
             let _ = writeln!(out, "\nFailed runs:");
-            for f in &a.failures {
-                let _ = writeln!(
-                    out,
-                    "  {} / {} / round {}: {}",
-                    f.env,
-                    f.label,
-                    f.round + 1,
-                    f.error
-                );
-            }
+            let failures = a
+                .failures
+                .iter()
+                .map(|f| (&*f.env, &*f.label, f.round, &*f.error));
+            out.push_str(&run_lines(failures, str::to_string, "  "));
         }
         out
     }

@@ -1,0 +1,32 @@
+//! Helpers shared by the integration tests (each test file is its own crate
+//! and uses only some of them).
+#![allow(dead_code)]
+
+use assert_cmd::Command;
+use serde_json::Value;
+
+/// The virtperf binary under test.
+pub fn virtperf() -> Command {
+    Command::cargo_bin("virtperf").expect("binary built")
+}
+
+/// Prints why a test skips and returns true; under CI=true a skip fails.
+pub fn skip(why: &str) -> bool {
+    if std::env::var("CI").as_deref() == Ok("true") {
+        panic!("cannot skip under CI=true: {why}");
+    }
+    eprintln!("skipping: {why}");
+    true
+}
+
+/// The value of metric `name` in a `virtperf.result/1` document.
+pub fn metric(doc: &Value, name: &str) -> f64 {
+    doc["metrics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["name"] == name)
+        .unwrap_or_else(|| panic!("metric {name} missing in {doc}"))["value"]
+        .as_f64()
+        .unwrap()
+}
