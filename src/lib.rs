@@ -5,15 +5,12 @@
 pub mod agent;
 pub mod cli;
 pub mod compare;
+pub mod core;
 pub mod engine;
 pub mod env;
-pub mod fingerprint;
-pub mod monitor;
 pub mod report;
-pub mod result;
-pub mod signals;
 pub mod stats;
 pub mod store;
 pub mod suite;
-pub mod units;
+pub mod sys;
 pub mod workload;

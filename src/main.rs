@@ -3,8 +3,9 @@
 
 use std::process::ExitCode;
 
-use virtperf::cli::{self, options::CliError, Request};
-use virtperf::signals;
+use virtperf::cli::{self, Request};
+use virtperf::core::options::CliError;
+use virtperf::core::signals;
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -115,7 +116,7 @@ fn run_in_envs(inv: &cli::Invocation) -> anyhow::Result<()> {
 }
 
 /// The headline figures of a document that came back from an agent.
-fn metrics_text(doc: &virtperf::result::ResultDoc) -> String {
+fn metrics_text(doc: &virtperf::core::result::ResultDoc) -> String {
     let mut out = String::from("Results:\n");
     for m in &doc.metrics {
         out.push_str(&format!(

@@ -9,7 +9,7 @@ use anyhow::{anyhow, bail, Context, Result};
 use serde::{Deserialize, Serialize};
 
 use crate::cli::{self, Request};
-use crate::result::ResultDoc;
+use crate::core::result::ResultDoc;
 
 /// Bumped whenever the plan or message format changes.
 pub const PROTOCOL: u32 = 1;
@@ -60,7 +60,7 @@ pub fn hello() -> Message {
     Message::Hello {
         protocol: PROTOCOL,
         version: env!("CARGO_PKG_VERSION").to_string(),
-        sha256: crate::fingerprint::binary_sha256().unwrap_or_default(),
+        sha256: crate::sys::fingerprint::binary_sha256().unwrap_or_default(),
     }
 }
 
@@ -137,8 +137,8 @@ pub fn serve(input: &mut impl BufRead, out: &mut impl Write) -> Result<()> {
         }
     }
     for (index, args) in plan.invocations.iter().enumerate() {
-        if crate::signals::interrupted() {
-            return Err(crate::signals::Interrupted.into());
+        if crate::core::signals::interrupted() {
+            return Err(crate::core::signals::Interrupted.into());
         }
         let msg = match run_one(&plan, args) {
             Ok(doc) => Message::Result {

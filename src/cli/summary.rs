@@ -1,8 +1,8 @@
 //! The text summary of one run, laid out as sysbench prints it so that
 //! existing scripts that grep its output keep working.
 
+use crate::core::result::ResultDoc;
 use crate::engine::Histogram;
-use crate::result::ResultDoc;
 
 /// A latency histogram in logarithmic buckets (about 5% wide), as sysbench's
 /// `--histogram` prints it: only buckets with events.

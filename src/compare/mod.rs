@@ -9,10 +9,10 @@ use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, bail, Context, Result};
 
-use crate::cli::options::{self, CliError, OptKind, OptionSpec};
+use crate::core::options::{self, CliError, OptKind, OptionSpec};
+use crate::core::signals;
 use crate::env::{self, probe, Environment, Spec};
 use crate::report::{self, Format};
-use crate::signals;
 use crate::store::Store;
 use crate::suite::{self, Suite};
 use crate::workload::Kind;
@@ -235,7 +235,7 @@ pub fn main(args: &[String]) -> Result<()> {
     } else {
         let labels: Vec<String> = plan.specs.iter().map(|s| s.label.clone()).collect();
         let id = store.begin(
-            &crate::cli::now_rfc3339(),
+            &crate::core::time::now_rfc3339(),
             &plan.suite.name,
             &plan.specs[0].label,
             &labels,

@@ -1,6 +1,6 @@
 //! Latency histograms (HDR, nanoseconds) and their summary in milliseconds.
 
-use crate::result::Latency;
+use crate::core::result::Latency;
 
 pub type Histogram = hdrhistogram::Histogram<u64>;
 

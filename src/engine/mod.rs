@@ -15,9 +15,9 @@ use anyhow::{anyhow, Result};
 pub use histogram::{new_histogram, summarize, Histogram};
 pub use rng::FastRng;
 
-use crate::cli::options::Values;
-use crate::result::Fairness;
-use crate::signals;
+use crate::core::options::Values;
+use crate::core::result::Fairness;
+use crate::core::signals;
 
 /// One thread's share of a workload.
 pub trait Worker: Send {

@@ -184,7 +184,7 @@ impl Environment for DockerEnvironment {
         if let Some(img) = self.spec.opt("image") {
             self.image = img.to_string();
         } else {
-            let sha = crate::fingerprint::binary_sha256()
+            let sha = crate::sys::fingerprint::binary_sha256()
                 .ok_or_else(|| anyhow!("cannot read this binary to put it in an image"))?;
             self.image = format!("virtperf-agent:{}", &sha[..16]);
             let exists = Command::new(self.cli)

@@ -20,8 +20,8 @@ use std::time::{Duration, Instant};
 use anyhow::{anyhow, bail, Context, Result};
 
 use crate::agent::{Message, Plan, PROTOCOL};
-use crate::result::{Metric, ResultDoc};
-use crate::signals;
+use crate::core::result::{Metric, ResultDoc};
+use crate::core::signals;
 pub use spec::{EnvKind, Spec};
 
 /// A started agent process, as a driver hands it over.
@@ -285,7 +285,7 @@ pub fn run_with(
         sessions.push(Session::start(launched, label)?);
     }
     let mut ready_after = Vec::new();
-    let own_sha = crate::fingerprint::binary_sha256().unwrap_or_default();
+    let own_sha = crate::sys::fingerprint::binary_sha256().unwrap_or_default();
     for s in &mut sessions {
         match s.next(env.boot_deadline())? {
             Message::Hello {
@@ -420,7 +420,7 @@ mod tests {
     #[test]
     fn combined_instances_sum_throughput_and_average_latency() {
         let doc = |eps: f64, t: f64| ResultDoc {
-            schema: crate::result::SCHEMA.into(),
+            schema: crate::core::result::SCHEMA.into(),
             workload: "cpu".into(),
             params: Default::default(),
             env: Default::default(),

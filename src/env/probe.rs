@@ -23,8 +23,8 @@ pub fn probe(s: &Spec) -> Probe {
             true,
             format!(
                 "{} CPUs, hypervisor {}",
-                crate::fingerprint::online_cpus(),
-                crate::fingerprint::hypervisor_signature().unwrap_or_else(|| "none".into())
+                crate::sys::fingerprint::online_cpus(),
+                crate::sys::fingerprint::hypervisor_signature().unwrap_or_else(|| "none".into())
             ),
         ),
         EnvKind::Docker | EnvKind::Podman => match docker::engine_version(s.kind.name()) {

@@ -5,7 +5,7 @@
 
 use std::collections::BTreeMap;
 
-use crate::cli::options::CliError;
+use crate::core::options::CliError;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum EnvKind {
@@ -183,7 +183,7 @@ fn validate(kind: EnvKind, opts: &BTreeMap<String, String>) -> Result<(), String
     };
     let size = |key: &str| -> Result<(), String> {
         match opts.get(key) {
-            Some(v) if crate::units::Bytes::parse(v).is_err() => {
+            Some(v) if crate::core::units::Bytes::parse(v).is_err() => {
                 Err(format!("{key}={v}: expected a size such as 512m or 2g"))
             }
             _ => Ok(()),

@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
-use crate::result::ResultDoc;
+use crate::core::result::ResultDoc;
 use crate::stats::{self, Comparison, Ranking, Summary};
 use crate::store::{ComparisonRow, RunRow};
 
@@ -67,7 +67,7 @@ pub struct Analysis {
     /// Baseline first.
     pub envs: Vec<String>,
     /// Where each environment ran (from the first result's fingerprint).
-    pub fingerprints: BTreeMap<String, crate::result::EnvInfo>,
+    pub fingerprints: BTreeMap<String, crate::core::result::EnvInfo>,
     pub entries: Vec<EntryAnalysis>,
     pub rankings: Vec<(String, Ranking)>,
     pub flags: Vec<Flag>,

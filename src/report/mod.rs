@@ -145,7 +145,7 @@ fn verdict_symbol(v: Verdict) -> &'static str {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::result::{EnvInfo, Metric, Monitor, ResultDoc, SCHEMA};
+    use crate::core::result::{EnvInfo, Metric, Monitor, ResultDoc, SCHEMA};
     use crate::store::{ComparisonRow, RunRow};
 
     fn run(env: &str, round: usize, v: f64, steal: f64) -> RunRow {

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result};
 use rusqlite::{params, Connection, OptionalExtension};
 
-use crate::result::ResultDoc;
+use crate::core::result::ResultDoc;
 
 pub struct Store {
     conn: Connection,
@@ -119,7 +119,7 @@ impl Store {
         };
         self.conn.execute(
             "INSERT INTO runs (comparison, env, entry, label, round, doc, error, finished_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
-            params![comparison, env, entry as i64, label, round as i64, doc, error, crate::cli::now_rfc3339()],
+            params![comparison, env, entry as i64, label, round as i64, doc, error, crate::core::time::now_rfc3339()],
         )?;
         Ok(())
     }
@@ -201,7 +201,7 @@ impl Store {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::result::{EnvInfo, Metric, SCHEMA as DOC_SCHEMA};
+    use crate::core::result::{EnvInfo, Metric, SCHEMA as DOC_SCHEMA};
 
     fn doc(v: f64) -> ResultDoc {
         ResultDoc {

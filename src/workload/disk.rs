@@ -12,11 +12,11 @@ use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
 
-use crate::cli::options::{CliError, OptKind, OptionSpec, Values};
+use crate::core::options::{CliError, OptKind, OptionSpec, Values};
+use crate::core::result::Metric;
+use crate::core::signals;
+use crate::core::units::Bytes;
 use crate::engine::{new_histogram, EngineOptions, FastRng, Histogram};
-use crate::result::Metric;
-use crate::signals;
-use crate::units::Bytes;
 use crate::workload::fileio::data::{AlignedBuf, DataSource};
 use crate::workload::fileio::files;
 use crate::workload::{Measurement, Workload};
@@ -91,7 +91,7 @@ pub struct DiskWorkload {
 
 /// RAM as this environment sees it: the cgroup limit counts.
 fn visible_ram() -> u64 {
-    let env = crate::fingerprint::take("", "");
+    let env = crate::sys::fingerprint::take("", "");
     match env.cgroup.memory_limit {
         Some(limit) => limit.min(env.memory_bytes),
         None => env.memory_bytes,

@@ -9,10 +9,10 @@ use std::time::{Duration, Instant};
 
 use anyhow::Result;
 
-use crate::cli::options::{CliError, OptKind, OptionSpec, Values};
+use crate::core::options::{CliError, OptKind, OptionSpec, Values};
+use crate::core::result::Metric;
+use crate::core::units::Bytes;
 use crate::engine::{self, EngineOptions, FastRng, Worker};
-use crate::result::Metric;
-use crate::units::Bytes;
 use crate::workload::{Measurement, Workload};
 
 pub const OPTIONS: &[OptionSpec] = &[

@@ -14,9 +14,9 @@ use std::time::Duration;
 
 use anyhow::Result;
 
-use crate::cli::options::{OptionSpec, Values};
+use crate::core::options::{OptionSpec, Values};
+use crate::core::result::{Fairness, Latency, Metric};
 use crate::engine::{self, EngineOptions};
-use crate::result::{Fairness, Latency, Metric};
 
 static QUIET: AtomicBool = AtomicBool::new(false);
 
@@ -42,6 +42,53 @@ pub struct Needs {
     pub disk: bool,
     /// Talks to a network peer.
     pub network: bool,
+}
+
+/// The categories of seed 001's overhead ranking a metric can feed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Category {
+    /// "Computing power": LINPACK.
+    Computing,
+    /// "Disk I/O": bonnie++'s block write, rewrite and read.
+    DiskIo,
+    /// "Network I/O": netperf's five tests.
+    NetworkIo,
+    /// "Disk read latency", in times slower.
+    DiskLatency,
+    /// "Micro-operations", in times slower.
+    MicroOps,
+}
+
+/// What a workload declares about one metric it produces.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct MetricDef {
+    /// snake_case, as in the result document.
+    pub name: &'static str,
+    pub unit: &'static str,
+    pub higher_is_better: bool,
+    /// One of the few figures a user reads first (each measurement once:
+    /// not both `x_ns` and `x_cycles`); the family Holm's correction covers.
+    pub headline: bool,
+    /// The seed 001 category it feeds, if any.
+    pub category: Option<Category>,
+}
+
+impl MetricDef {
+    pub const fn new(
+        name: &'static str,
+        unit: &'static str,
+        higher_is_better: bool,
+        headline: bool,
+        category: Option<Category>,
+    ) -> MetricDef {
+        MetricDef {
+            name,
+            unit,
+            higher_is_better,
+            headline,
+            category,
+        }
+    }
 }
 
 /// The sub-command of a single-workload invocation, as in sysbench.

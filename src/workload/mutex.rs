@@ -6,9 +6,9 @@ use std::sync::{Arc, Mutex};
 
 use anyhow::Result;
 
-use crate::cli::options::{OptKind, OptionSpec, Values};
+use crate::core::options::{OptKind, OptionSpec, Values};
+use crate::core::result::Metric;
 use crate::engine::{self, EngineOptions, FastRng, Worker};
-use crate::result::Metric;
 use crate::workload::{Measurement, Workload};
 
 pub const OPTIONS: &[OptionSpec] = &[

@@ -18,7 +18,7 @@ use std::time::{Duration, Instant};
 use anyhow::{anyhow, bail, Context, Result};
 
 use super::{Environment, Launched, Spec};
-use crate::units::Bytes;
+use crate::core::units::Bytes;
 
 pub struct QemuEnvironment {
     spec: Spec,

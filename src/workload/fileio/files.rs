@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
 
-use crate::units::Bytes;
+use crate::core::units::Bytes;
 
 /// `test_file.N`, as sysbench names them.
 pub fn file_name(i: usize) -> String {

@@ -17,11 +17,11 @@ use std::time::Instant;
 
 use anyhow::{anyhow, bail, Result};
 
-use crate::cli::options::{CliError, OptKind, OptionSpec, Values};
+use crate::core::options::{CliError, OptKind, OptionSpec, Values};
+use crate::core::result::Metric;
+use crate::core::signals;
+use crate::core::units::Bytes;
 use crate::engine::{self, new_histogram, EngineOptions, FastRng, Histogram, Worker};
-use crate::result::Metric;
-use crate::signals;
-use crate::units::Bytes;
 use crate::workload::{Measurement, Workload};
 use data::{AlignedBuf, DataSource};
 
@@ -968,7 +968,7 @@ fn flags_text(cfg: &Config) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cli::options;
+    use crate::core::options;
 
     fn cfg(args: &[&str]) -> Config {
         let args: Vec<String> = args.iter().map(|s| s.to_string()).collect();

@@ -9,9 +9,9 @@ use std::time::Instant;
 
 use anyhow::Result;
 
-use crate::cli::options::{CliError, OptKind, OptionSpec, Values};
+use crate::core::options::{CliError, OptKind, OptionSpec, Values};
+use crate::core::result::Metric;
 use crate::engine::EngineOptions;
-use crate::result::Metric;
 use crate::workload::{Measurement, Workload};
 use ops::Op;
 use timer::Timer;

@@ -113,8 +113,8 @@ impl Op {
         let mut samples = Vec::with_capacity(repeats as usize);
         let mut guard = Scratch::default();
         for _ in 0..repeats {
-            if crate::signals::interrupted() {
-                return Err(crate::signals::Interrupted.into());
+            if crate::core::signals::interrupted() {
+                return Err(crate::core::signals::Interrupted.into());
             }
             let ticks = match self {
                 Op::Getpid => timed(timer, batch, || {

@@ -6,7 +6,7 @@ use std::fs;
 
 use sha2::{Digest, Sha256};
 
-use crate::result::{Cgroup, EnvInfo, NetInterface};
+use crate::core::result::{Cgroup, EnvInfo, NetInterface};
 
 /// Takes the fingerprint of the environment this process runs in.
 pub fn take(name: &str, kind: &str) -> EnvInfo {

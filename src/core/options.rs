@@ -4,7 +4,7 @@
 
 use std::collections::BTreeMap;
 
-use crate::units::Bytes;
+use crate::core::units::Bytes;
 
 /// What values an option accepts.
 #[derive(Debug, Clone, Copy)]

@@ -4,7 +4,7 @@
 use std::fs;
 use std::time::Instant;
 
-use crate::result::Monitor;
+use crate::core::result::Monitor;
 
 /// Jiffy counters of all CPUs together, as /proc/stat's first line gives them.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
@@ -91,7 +91,7 @@ impl Sampler {
         };
         let own = own_cpu_seconds() - self.own_start;
         let wall = self.wall.elapsed().as_secs_f64();
-        shares(&a, &b, own, wall, crate::fingerprint::online_cpus())
+        shares(&a, &b, own, wall, crate::sys::fingerprint::online_cpus())
     }
 }
 

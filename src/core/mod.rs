@@ -1,0 +1,9 @@
+//! The bottom layer: what every other layer may use and that uses nothing of
+//! the crate above it — the result document, option tables and their values,
+//! named units, signal handling and wall-clock time.
+
+pub mod options;
+pub mod result;
+pub mod signals;
+pub mod time;
+pub mod units;
