@@ -1,18 +1,21 @@
 //! The agent: what runs inside an environment. It greets the host with its
-//! protocol version and binary checksum, reads a plan (workload invocations)
-//! as one JSON line, optionally waits for "go" so several instances start
-//! together, runs each invocation and streams one result per line.
+//! protocol version and binary checksum, reads a plan (typed jobs, as
+//! versioned JSON) as one line, optionally waits for "go" so several
+//! instances start together, runs each job and streams one result per line.
 
 use std::io::{BufRead, Write};
 
 use anyhow::{anyhow, bail, Context, Result};
 use serde::{Deserialize, Serialize};
 
-use crate::cli::{self, Request};
+use std::sync::Arc;
+
+use crate::core::observer::Silent;
 use crate::core::result::ResultDoc;
+use crate::workload::{self, Command, Job, JobWire};
 
 /// Bumped whenever the plan or message format changes.
-pub const PROTOCOL: u32 = 1;
+pub const PROTOCOL: u32 = 2;
 
 /// What the host asks an agent to do.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -20,12 +23,11 @@ pub struct Plan {
     pub protocol: u32,
     pub env_name: String,
     pub env_kind: String,
-    /// Where file workloads put their files (unless an invocation says).
+    /// Where workloads that write put their files (unless a job says).
     pub workdir: String,
     /// Report "ready" and wait for a "go" line before the first run.
     pub wait_for_go: bool,
-    /// Each is the argument list after `virtperf` (workload first).
-    pub invocations: Vec<Vec<String>>,
+    pub jobs: Vec<JobWire>,
 }
 
 /// One line from the agent.
@@ -64,40 +66,28 @@ pub fn hello() -> Message {
     }
 }
 
-/// Adds the work directory to file workloads that were not given one.
-pub fn with_workdir(args: &[String], workdir: &str) -> Vec<String> {
-    let mut args = args.to_vec();
-    let option = match args.first().map(String::as_str) {
-        Some("fileio") => "--file-dir",
-        Some("disk") => "--disk-dir",
-        _ => return args,
+/// Runs one job: with prepare and cleanup around it for workloads that have
+/// them, in the plan's work directory unless the job names one.
+fn run_one(plan: &Plan, wire: &JobWire) -> Result<ResultDoc> {
+    let job = Job::from_wire(wire)?.with_workdir(&plan.workdir)?;
+    // The host shows its own progress: prepare and cleanup chatter would
+    // break its line, and stdout carries the protocol.
+    let quiet = Arc::new(Silent);
+    let execute = |command| {
+        workload::execute(
+            &job.with_command(command),
+            &plan.env_name,
+            &plan.env_kind,
+            quiet.clone(),
+        )
     };
-    // `--disk-direct` starts with `--disk-dir`: match the option, not a prefix.
-    let given = args
-        .iter()
-        .any(|a| a == option || a.strip_prefix(option).is_some_and(|v| v.starts_with('=')));
-    if !workdir.is_empty() && !given {
-        args.push(format!("{option}={workdir}"));
+    let prepared = job.def.needs.prepare;
+    if prepared {
+        execute(Command::Prepare)?;
     }
-    args
-}
-
-/// Runs one invocation: prepare, run and cleanup for file workloads.
-fn run_one(plan: &Plan, args: &[String]) -> Result<ResultDoc> {
-    let args = with_workdir(args, &plan.workdir);
-    let Request::Workload(mut inv) = cli::parse_request(&args)? else {
-        bail!("'{}' is not a workload invocation", args.join(" "));
-    };
-    let needs_files = inv.kind.needs().disk;
-    if needs_files {
-        inv.command = crate::workload::Command::Prepare;
-        cli::execute(&inv, &plan.env_name, &plan.env_kind)?;
-    }
-    inv.command = crate::workload::Command::Run;
-    let result = cli::execute(&inv, &plan.env_name, &plan.env_kind);
-    if needs_files {
-        inv.command = crate::workload::Command::Cleanup;
-        let _ = cli::execute(&inv, &plan.env_name, &plan.env_kind);
+    let result = execute(Command::Run);
+    if prepared {
+        let _ = execute(Command::Cleanup);
     }
     result?
         .map(|e| e.doc)
@@ -106,8 +96,6 @@ fn run_one(plan: &Plan, args: &[String]) -> Result<ResultDoc> {
 
 /// The agent loop over any pair of streams (stdin/stdout, a serial port).
 pub fn serve(input: &mut impl BufRead, out: &mut impl Write) -> Result<()> {
-    // The host shows its own progress; prepare/cleanup lines would break it.
-    crate::workload::set_quiet(true);
     send(out, &hello())?;
     let mut line = String::new();
     input.read_line(&mut line).context("reading the plan")?;
@@ -136,11 +124,11 @@ pub fn serve(input: &mut impl BufRead, out: &mut impl Write) -> Result<()> {
             }
         }
     }
-    for (index, args) in plan.invocations.iter().enumerate() {
+    for (index, job) in plan.jobs.iter().enumerate() {
         if crate::core::signals::interrupted() {
             return Err(crate::core::signals::Interrupted.into());
         }
-        let msg = match run_one(&plan, args) {
+        let msg = match run_one(&plan, job) {
             Ok(doc) => Message::Result {
                 index,
                 doc: Box::new(doc),
@@ -167,19 +155,21 @@ pub fn main() -> Result<()> {
 mod tests {
     use super::*;
 
-    fn plan(invocations: Vec<Vec<&str>>, wait: bool) -> String {
+    fn plan(jobs: Vec<JobWire>, wait: bool) -> String {
         serde_json::to_string(&Plan {
             protocol: PROTOCOL,
             env_name: "test".into(),
             env_kind: "host".into(),
             workdir: String::new(),
             wait_for_go: wait,
-            invocations: invocations
-                .into_iter()
-                .map(|v| v.into_iter().map(String::from).collect())
-                .collect(),
+            jobs,
         })
         .unwrap()
+    }
+
+    fn job(args: &[&str]) -> JobWire {
+        let args: Vec<String> = args.iter().map(|s| s.to_string()).collect();
+        Job::from_args(&args).unwrap().to_wire()
     }
 
     fn messages(out: &[u8]) -> Vec<Message> {
@@ -190,14 +180,13 @@ mod tests {
     }
 
     #[test]
-    fn runs_a_plan_and_reports_errors_per_invocation() {
+    fn runs_a_plan_and_reports_errors_per_job() {
+        let mut bogus = job(&["cpu"]);
+        bogus.options.insert("bogus".into(), "1".into());
         let input = format!(
             "{}\ngo\n",
             plan(
-                vec![
-                    vec!["cpu", "--events=5", "--cpu-max-prime=100"],
-                    vec!["cpu", "--bogus"]
-                ],
+                vec![job(&["cpu", "--events=5", "--cpu-max-prime=100"]), bogus],
                 true
             )
         );
@@ -227,20 +216,9 @@ mod tests {
 
     #[test]
     fn refuses_another_protocol() {
-        let input = plan(vec![], false).replace("\"protocol\":1", "\"protocol\":99");
+        let input =
+            plan(vec![], false).replace(&format!("\"protocol\":{PROTOCOL}"), "\"protocol\":99");
         let err = serve(&mut input.as_bytes(), &mut Vec::new()).unwrap_err();
         assert!(err.to_string().contains("protocol 99"), "{err}");
-    }
-
-    #[test]
-    fn file_workloads_get_the_workdir() {
-        let args = vec!["fileio".to_string(), "--file-test-mode=rndrw".to_string()];
-        assert!(with_workdir(&args, "/scratch").contains(&"--file-dir=/scratch".to_string()));
-        let given = vec!["disk".to_string(), "--disk-dir=/x".to_string()];
-        assert_eq!(with_workdir(&given, "/scratch"), given);
-        let direct = vec!["disk".to_string(), "--disk-direct=on".to_string()];
-        assert!(with_workdir(&direct, "/scratch").contains(&"--disk-dir=/scratch".to_string()));
-        let cpu = vec!["cpu".to_string()];
-        assert_eq!(with_workdir(&cpu, "/scratch"), cpu);
     }
 }

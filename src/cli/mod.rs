@@ -1,76 +1,19 @@
-//! The command-line surface: the common option table, the sysbench-style
-//! single-workload form (`virtperf <workload> [prepare|run|cleanup] --opt=v`),
-//! and help generated from the option tables.
+//! The command-line surface: argv into typed requests — the sysbench-style
+//! single-workload form (`virtperf <workload> [prepare|run|cleanup] --opt=v`)
+//! and the other commands — with help generated from the registries.
+//! Imported by nothing but `main.rs`.
 
+pub mod single;
 pub mod summary;
 
-use anyhow::Result;
-
-use crate::core::options::{self, CliError, OptKind, OptionSpec, Values};
-use crate::core::result::{ResultDoc, SCHEMA};
-use crate::core::time::now_rfc3339;
-use crate::engine::EngineOptions;
+use crate::core::options::{self, CliError, OptKind, OptionSpec};
+use crate::engine;
 use crate::env::Spec;
-use crate::sys::fingerprint;
-use crate::sys::monitor;
-use crate::workload::{Command, Kind};
+use crate::workload::{self, Command, Job, WorkloadDef};
 
-/// Options every workload accepts, with sysbench's names and defaults.
-pub const COMMON: &[OptionSpec] = &[
-    OptionSpec::new(
-        "threads",
-        OptKind::Int {
-            min: 1,
-            max: 100_000,
-        },
-        "1",
-        "number of threads to use",
-    ),
-    OptionSpec::new(
-        "time",
-        OptKind::Float { min: 0.0, max: 1e9 },
-        "10",
-        "limit for total execution time in seconds (0 = no limit)",
-    ),
-    OptionSpec::new(
-        "events",
-        OptKind::Int {
-            min: 0,
-            max: u64::MAX,
-        },
-        "0",
-        "limit for total number of events (0 = no limit)",
-    ),
-    OptionSpec::new(
-        "warmup-time",
-        OptKind::Float { min: 0.0, max: 1e9 },
-        "0",
-        "run events this many seconds with statistics disabled before measuring",
-    ),
-    OptionSpec::new(
-        "rate",
-        OptKind::Float {
-            min: 0.0,
-            max: 1e12,
-        },
-        "0",
-        "average events per second, open loop with Poisson arrivals (0 = unlimited)",
-    ),
-    OptionSpec::new(
-        "report-interval",
-        OptKind::Float { min: 0.0, max: 1e9 },
-        "0",
-        "print interim statistics every N seconds (0 = off)",
-    ),
-    OptionSpec::new(
-        "percentile",
-        OptKind::Float {
-            min: 1.0,
-            max: 100.0,
-        },
-        "95",
-        "latency percentile shown in the summary (all of p50..p99.9 are in --json)",
-    ),
+/// Options of the command line itself, beside a workload's: how to show
+/// the result and where to run.
+pub const OUTPUT: &[OptionSpec] = &[
     OptionSpec::new(
         "histogram",
         OptKind::Bool,
@@ -87,24 +30,31 @@ pub const COMMON: &[OptionSpec] = &[
         "env",
         OptKind::Text,
         "",
-        "run in this environment instead of in-process (repeatable): host, docker[:cpus=2,memory=2g,image=IMG,storage=overlay|volume|tmpfs,network=bridge|host], podman[:...], qemu[:smp=2,memory=2g,accel=auto|kvm|tcg,cpu=,kernel=,modules=,cache=none|writeback,disk=8g], ssh:USER@HOST[:PORT][,identity=,known-hosts=,host-key-check=off]; each may add count=N and name=LABEL",
+        "run in this environment instead of in-process (repeatable; see 'virtperf envs --help')",
     )
     .repeatable(),
 ];
 
-/// Options that shape the invocation, not the measurement: left out of `params`.
-pub const NOT_PARAMS: &[&str] = &["json", "histogram", "report-interval", "env"];
-
 /// A parsed single-workload invocation.
 #[derive(Debug, Clone)]
 pub struct Invocation {
-    pub kind: Kind,
-    pub command: Command,
-    pub values: Values,
+    pub job: Job,
+    pub json: bool,
+    pub histogram: bool,
     /// Where to run it; empty: in this process.
     pub envs: Vec<Spec>,
-    /// The arguments as an agent should receive them (no `--env`).
-    pub agent_args: Vec<String>,
+}
+
+impl Invocation {
+    /// The percentile the text summary shows.
+    pub fn percentile(&self) -> f64 {
+        let v = &self.job.values;
+        if v.has("percentile") {
+            v.float("percentile")
+        } else {
+            95.0
+        }
+    }
 }
 
 /// What the user asked for.
@@ -133,11 +83,15 @@ pub fn usage() -> String {
          Workloads (`virtperf <workload> help` lists a workload's options):\n",
         env!("CARGO_PKG_VERSION")
     );
-    for kind in Kind::ALL {
-        out.push_str(&format!("  {:<10} {}\n", kind.name(), kind.summary()));
+    for def in workload::WORKLOADS {
+        out.push_str(&format!("  {:<10} {}\n", def.name, def.summary));
     }
     out.push('\n');
-    out.push_str(&options::render_help("Common options", COMMON));
+    out.push_str(&options::render_help(
+        "Engine options (event-driven workloads)",
+        engine::OPTIONS,
+    ));
+    out.push_str(&options::render_help("Output options", OUTPUT));
     out.push_str(
         "\nExamples:\n  virtperf cpu --cpu-max-prime=20000 --threads=2 --time=30 run\n  \
          virtperf memory --memory-block-size=1K --memory-oper=read --json\n  \
@@ -147,14 +101,30 @@ pub fn usage() -> String {
     out
 }
 
-fn workload_help(kind: Kind) -> String {
-    format!(
-        "{}\n\nUsage: virtperf {} [prepare|run|cleanup] [--option=value ...]\n\n{}\n{}",
-        kind.summary(),
-        kind.name(),
-        options::render_help(&format!("{} options", kind.name()), kind.options()),
-        options::render_help("Common options", COMMON)
-    )
+fn workload_help(def: &WorkloadDef) -> String {
+    let (engine, own) = def.option_tables();
+    let mut out = format!(
+        "{}\n\nUsage: virtperf {} [{}] [--option=value ...]\n\n{}",
+        def.summary,
+        def.name,
+        if def.needs.prepare {
+            "prepare|run|cleanup"
+        } else {
+            "run"
+        },
+        options::render_help(&format!("{} options", def.name), own)
+    );
+    if engine.is_empty() {
+        out.push_str(
+            "\n(Not driven by the engine: --threads, --time, --events and --rate do not apply.)\n",
+        );
+    } else {
+        out.push('\n');
+        out.push_str(&options::render_help("Engine options", &engine));
+    }
+    out.push('\n');
+    out.push_str(&options::render_help("Output options", OUTPUT));
+    out
 }
 
 /// Resolves raw arguments (without the program name) into a request.
@@ -174,7 +144,7 @@ pub fn parse_request(args: &[String]) -> Result<Request, CliError> {
         }
         return Err(CliError::Usage(format!(
             "no workload given: name one of {}. Run 'virtperf --help' for usage",
-            workload_names()
+            workload::names()
         )));
     };
     let word = args.remove(first_pos);
@@ -228,72 +198,34 @@ pub fn parse_request(args: &[String]) -> Result<Request, CliError> {
         }
         _ => {}
     }
-    let kind = Kind::from_name(&word).ok_or_else(|| {
+    let def = workload::find(&word).ok_or_else(|| {
         CliError::Usage(format!(
             "unknown workload '{word}': choose one of {}. Run 'virtperf --help' for usage",
-            workload_names()
+            workload::names()
         ))
     })?;
     if args
         .iter()
         .any(|a| a == "--help" || a == "-h" || a == "help")
     {
-        return Ok(Request::Help(workload_help(kind)));
+        return Ok(Request::Help(workload_help(def)));
     }
-    let (values, positionals) = options::parse(&[COMMON, kind.options()], &args, kind.name())?;
-    let command = match positionals.as_slice() {
-        [] => Command::Run,
-        [one] => Command::parse(one).ok_or_else(|| {
-            CliError::Usage(format!(
-                "unknown command '{one}' for workload '{}': use prepare, run or cleanup",
-                kind.name()
-            ))
-        })?,
-        more => {
-            return Err(CliError::Usage(format!(
-                "too many commands ({}): give one of prepare, run or cleanup",
-                more.join(" ")
-            )))
-        }
-    };
-    if values.float("time") == 0.0 && values.int("events") == 0 {
-        return Err(CliError::Usage(
-            "--time=0 and --events=0 together would run forever: set --time=SECONDS or --events=N"
-                .into(),
-        ));
-    }
-    let envs = values
+    let (job, all) = Job::parse(def, &args, &[OUTPUT])?;
+    let envs = all
         .list("env")
         .iter()
         .map(|s| Spec::parse(s))
         .collect::<Result<Vec<_>, _>>()?;
-    if !envs.is_empty() && command != Command::Run {
+    if !envs.is_empty() && job.command != Command::Run {
         return Err(CliError::Usage(
             "--env runs prepare, run and cleanup in the environment itself: use it with run".into(),
         ));
     }
-    let mut agent_args = vec![kind.name().to_string()];
-    let mut skip_next = false;
-    for a in &args {
-        if skip_next {
-            skip_next = false;
-            continue;
-        }
-        if a == "--env" {
-            skip_next = true;
-            continue;
-        }
-        if a.starts_with("--env=") || Command::parse(a).is_some() {
-            continue;
-        }
-        agent_args.push(a.clone());
-    }
     Ok(Request::Workload(Invocation {
-        kind,
-        command,
-        values,
+        job,
+        json: all.flag("json"),
+        histogram: all.flag("histogram"),
         envs,
-        agent_args,
     }))
 }
 
@@ -316,73 +248,6 @@ fn rename_old_option(arg: &str) -> String {
     arg.to_string()
 }
 
-fn workload_names() -> String {
-    Kind::ALL
-        .iter()
-        .map(|k| k.name())
-        .collect::<Vec<_>>()
-        .join(", ")
-}
-
-/// A finished run: its document and the workload's own text section.
-pub struct Executed {
-    pub doc: ResultDoc,
-    pub text: String,
-    /// Event latencies (ns), for `--histogram`.
-    pub histogram: Option<crate::engine::Histogram>,
-}
-
-/// Executes one invocation in this process. `run` yields a result document
-/// (fingerprinted as environment `env_name` of `env_kind`); `prepare` and
-/// `cleanup` yield none.
-pub fn execute(inv: &Invocation, env_name: &str, env_kind: &str) -> Result<Option<Executed>> {
-    let mut workload = inv.kind.build(&inv.values)?;
-    match inv.command {
-        Command::Prepare => {
-            if inv.kind.needs().disk {
-                workload.prepare()?;
-            } else {
-                eprintln!("virtperf: {} has nothing to prepare", inv.kind.name());
-            }
-            Ok(None)
-        }
-        Command::Cleanup => {
-            if inv.kind.needs().disk {
-                workload.cleanup()?;
-            } else {
-                eprintln!("virtperf: {} has nothing to clean up", inv.kind.name());
-            }
-            Ok(None)
-        }
-        Command::Run => {
-            let engine = EngineOptions::from_values(&inv.values);
-            let started_at = now_rfc3339();
-            let sampler = monitor::Sampler::start();
-            let m = workload.run(&engine)?;
-            let monitor = sampler.finish();
-            let doc = ResultDoc {
-                schema: SCHEMA.to_string(),
-                workload: inv.kind.name().to_string(),
-                params: inv.values.to_params(NOT_PARAMS),
-                env: fingerprint::take(env_name, env_kind),
-                started_at,
-                duration_s: m.duration.as_secs_f64(),
-                events: m.events,
-                metrics: m.metrics,
-                latency_ms: m.latency,
-                fairness: m.fairness,
-                monitor,
-                details: m.details,
-            };
-            Ok(Some(Executed {
-                doc,
-                text: m.text,
-                histogram: m.histogram,
-            }))
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -402,13 +267,13 @@ mod tests {
         ]) else {
             panic!("cpu run did not parse");
         };
-        assert_eq!(inv.kind, Kind::Cpu);
-        assert_eq!(inv.command, Command::Run);
-        assert_eq!(inv.values.int("cpu-max-prime"), 20000);
+        assert_eq!(inv.job.def.name, "cpu");
+        assert_eq!(inv.job.command, Command::Run);
+        assert_eq!(inv.job.values.int("cpu-max-prime"), 20000);
         let Ok(Request::Workload(old)) = req(&["--test=cpu", "--cpu-max-prime=4000", "run"]) else {
             panic!("--test= form did not parse");
         };
-        assert_eq!(old.kind, Kind::Cpu);
+        assert_eq!(old.job.def.name, "cpu");
         let Ok(Request::Workload(v04)) = req(&[
             "--test=cpu",
             "--max-time=60",
@@ -417,32 +282,19 @@ mod tests {
         ]) else {
             panic!("sysbench 0.4 names did not parse");
         };
-        assert_eq!(v04.values.float("time"), 60.0);
-        assert_eq!(v04.values.int("threads"), 4);
+        assert_eq!(v04.job.values.float("time"), 60.0);
+        assert_eq!(v04.job.values.int("threads"), 4);
     }
 
     #[test]
-    fn every_option_table_is_consistent() {
-        // Defaults parse, names are kebab-case and unique per workload.
-        for kind in Kind::ALL {
-            let tables = [COMMON, kind.options()];
-            let _ = options::defaults(&tables);
-            let mut names: Vec<&str> = tables
-                .iter()
-                .flat_map(|t| t.iter())
-                .map(|s| s.name)
-                .collect();
-            for n in &names {
-                assert!(
-                    n.chars()
-                        .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-'),
-                    "{n}"
-                );
-            }
-            let before = names.len();
-            names.sort();
-            names.dedup();
-            assert_eq!(before, names.len(), "duplicate option in {}", kind.name());
-        }
+    fn output_options_stay_out_of_the_job() {
+        let Ok(Request::Workload(inv)) = req(&["cpu", "--json", "--env=host", "--time=1"]) else {
+            panic!("did not parse");
+        };
+        assert!(inv.json);
+        assert_eq!(inv.envs.len(), 1);
+        assert!(!inv.job.values.has("json") && !inv.job.values.has("env"));
+        let params = inv.job.values.to_params(&[]);
+        assert!(!params.contains_key("json") && params.contains_key("time"));
     }
 }

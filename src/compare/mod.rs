@@ -15,7 +15,7 @@ use crate::env::{self, probe, Environment, Spec};
 use crate::report::{self, Format};
 use crate::store::Store;
 use crate::suite::{self, Suite};
-use crate::workload::Kind;
+use crate::workload;
 
 pub const OPTIONS: &[OptionSpec] = &[
     OptionSpec::new(
@@ -93,7 +93,7 @@ fn split_args(args: &[String]) -> (Vec<String>, Vec<String>) {
     let mut i = 0;
     while i < args.len() {
         let a = &args[i];
-        if Kind::from_name(a).is_some() {
+        if workload::find(a).is_some() {
             return (args[..i].to_vec(), args[i..].to_vec());
         }
         // An option taking the next word as its value.
@@ -111,11 +111,7 @@ fn plan(args: &[String]) -> Result<(Plan, bool)> {
     if let Some(extra) = rest.first() {
         return Err(CliError::Usage(format!(
             "compare: '{extra}' is neither an option nor a workload; workloads are {}",
-            Kind::ALL
-                .iter()
-                .map(|k| k.name())
-                .collect::<Vec<_>>()
-                .join(", ")
+            workload::names()
         ))
         .into());
     }
@@ -290,9 +286,9 @@ pub fn main(args: &[String]) -> Result<()> {
                 continue;
             }
             progress.done += plan.suite.entries.len() - pending.len();
-            let invocations: Vec<Vec<String>> = pending
+            let jobs: Vec<workload::Job> = pending
                 .iter()
-                .map(|&k| plan.suite.entries[k].args.clone())
+                .map(|&k| plan.suite.entries[k].job.clone())
                 .collect();
             progress.show(
                 &format!(
@@ -305,32 +301,31 @@ pub fn main(args: &[String]) -> Result<()> {
             let count = plan.specs[ei].count;
             let entries = &plan.suite.entries;
             let mut record_error: Option<anyhow::Error> = None;
-            let outcome =
-                env::run_with(drivers[ei].as_mut(), &invocations, &mut |inst, idx, res| {
-                    if count > 1 {
-                        return;
-                    }
-                    let k = pending[idx];
-                    let r = store.record(
-                        id,
-                        &label,
-                        k,
-                        &entries[k].label,
-                        round,
-                        res.as_ref().map_err(String::as_str),
+            let outcome = env::run_with(drivers[ei].as_mut(), &jobs, &mut |inst, idx, res| {
+                if count > 1 {
+                    return;
+                }
+                let k = pending[idx];
+                let r = store.record(
+                    id,
+                    &label,
+                    k,
+                    &entries[k].label,
+                    round,
+                    res.as_ref().map_err(String::as_str),
+                );
+                if let Err(e) = r {
+                    record_error.get_or_insert(e);
+                }
+                let _ = inst;
+                progress.done += 1;
+                if let Some(next) = pending.get(idx + 1) {
+                    progress.show(
+                        &format!("round {}: {label}: {}", round + 1, entries[*next].label),
+                        total,
                     );
-                    if let Err(e) = r {
-                        record_error.get_or_insert(e);
-                    }
-                    let _ = inst;
-                    progress.done += 1;
-                    if let Some(next) = pending.get(idx + 1) {
-                        progress.show(
-                            &format!("round {}: {label}: {}", round + 1, entries[*next].label),
-                            total,
-                        );
-                    }
-                });
+                }
+            });
             if let Some(e) = record_error {
                 return Err(e.context("writing to the results store"));
             }

@@ -131,6 +131,8 @@ pub struct Values {
     values: BTreeMap<&'static str, Value>,
     /// Names the user set explicitly (the rest are defaults).
     given: Vec<&'static str>,
+    /// The text each explicitly set, non-repeatable option was given as.
+    raw: BTreeMap<&'static str, String>,
 }
 
 impl Values {
@@ -193,10 +195,36 @@ impl Values {
     pub fn set(&mut self, spec: &OptionSpec, raw: &str) -> Result<(), CliError> {
         let value = parse_value(spec, raw)?;
         self.values.insert(spec.name, value);
+        self.raw.insert(spec.name, raw.to_string());
         if !self.given.contains(&spec.name) {
             self.given.push(spec.name);
         }
         Ok(())
+    }
+
+    /// The explicitly set options as (name, text given), in name order:
+    /// enough to rebuild these values against the same tables.
+    pub fn given_texts(&self) -> impl Iterator<Item = (&'static str, &str)> {
+        self.raw.iter().map(|(k, v)| (*k, v.as_str()))
+    }
+
+    /// Only the options `keep` accepts, defaults and given ones alike.
+    pub fn subset(&self, keep: impl Fn(&str) -> bool) -> Values {
+        Values {
+            values: self
+                .values
+                .iter()
+                .filter(|(k, _)| keep(k))
+                .map(|(k, v)| (*k, v.clone()))
+                .collect(),
+            given: self.given.iter().copied().filter(|k| keep(k)).collect(),
+            raw: self
+                .raw
+                .iter()
+                .filter(|(k, _)| keep(k))
+                .map(|(k, v)| (*k, v.clone()))
+                .collect(),
+        }
     }
 
     /// The values as the result document's `params`: snake_case names.

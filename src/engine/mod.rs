@@ -15,7 +15,8 @@ use anyhow::{anyhow, Result};
 pub use histogram::{new_histogram, summarize, Histogram};
 pub use rng::FastRng;
 
-use crate::core::options::Values;
+use crate::core::observer::Observer;
+use crate::core::options::{OptKind, OptionSpec, Values};
 use crate::core::result::Fairness;
 use crate::core::signals;
 
@@ -40,8 +41,79 @@ pub trait Worker: Send {
     }
 }
 
-/// The engine's limits and modes, from the common options.
-#[derive(Debug, Clone)]
+/// The options the engine reads, with sysbench's names and defaults. A
+/// workload accepts the ones its definition names (all of them for the
+/// event-driven workloads).
+pub const OPTIONS: &[OptionSpec] = &[
+    OptionSpec::new(
+        "threads",
+        OptKind::Int {
+            min: 1,
+            max: 100_000,
+        },
+        "1",
+        "number of threads to use",
+    ),
+    OptionSpec::new(
+        "time",
+        OptKind::Float { min: 0.0, max: 1e9 },
+        "10",
+        "limit for total execution time in seconds (0 = no limit)",
+    ),
+    OptionSpec::new(
+        "events",
+        OptKind::Int {
+            min: 0,
+            max: u64::MAX,
+        },
+        "0",
+        "limit for total number of events (0 = no limit)",
+    ),
+    OptionSpec::new(
+        "warmup-time",
+        OptKind::Float { min: 0.0, max: 1e9 },
+        "0",
+        "run events this many seconds with statistics disabled before measuring",
+    ),
+    OptionSpec::new(
+        "rate",
+        OptKind::Float {
+            min: 0.0,
+            max: 1e12,
+        },
+        "0",
+        "average events per second, open loop with Poisson arrivals (0 = unlimited)",
+    ),
+    OptionSpec::new(
+        "report-interval",
+        OptKind::Float { min: 0.0, max: 1e9 },
+        "0",
+        "print interim statistics every N seconds (0 = off)",
+    ),
+    OptionSpec::new(
+        "percentile",
+        OptKind::Float {
+            min: 1.0,
+            max: 100.0,
+        },
+        "95",
+        "latency percentile shown in the summary (all of p50..p99.9 are in --json)",
+    ),
+];
+
+/// Every engine option's name: what an event-driven workload accepts.
+pub const ALL: &[&str] = &[
+    "threads",
+    "time",
+    "events",
+    "warmup-time",
+    "rate",
+    "report-interval",
+    "percentile",
+];
+
+/// The engine's limits and modes, from the engine options.
+#[derive(Clone)]
 pub struct EngineOptions {
     pub threads: usize,
     /// `None`: no time limit.
@@ -53,22 +125,40 @@ pub struct EngineOptions {
     pub rate: f64,
     pub report_interval: Option<Duration>,
     pub percentile: f64,
-    /// Interim lines go to stderr (so that stdout stays a JSON document).
-    pub interim_to_stderr: bool,
+    /// Where interim lines go.
+    pub observer: Arc<dyn Observer>,
+}
+
+impl std::fmt::Debug for EngineOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("EngineOptions")
+            .field("threads", &self.threads)
+            .field("time", &self.time)
+            .field("events", &self.events)
+            .field("warmup", &self.warmup)
+            .field("rate", &self.rate)
+            .field("report_interval", &self.report_interval)
+            .field("percentile", &self.percentile)
+            .finish_non_exhaustive()
+    }
 }
 
 impl EngineOptions {
-    pub fn from_values(v: &Values) -> EngineOptions {
+    /// The engine options among `v`; those a workload does not accept keep
+    /// their defaults.
+    pub fn from_values(v: &Values, observer: Arc<dyn Observer>) -> EngineOptions {
         let secs = |x: f64| (x > 0.0).then(|| Duration::from_secs_f64(x));
+        let float = |name: &str, default: f64| if v.has(name) { v.float(name) } else { default };
+        let int = |name: &str, default: u64| if v.has(name) { v.int(name) } else { default };
         EngineOptions {
-            threads: v.int("threads") as usize,
-            time: secs(v.float("time")),
-            events: Some(v.int("events")).filter(|&n| n > 0),
-            warmup: Duration::from_secs_f64(v.float("warmup-time")),
-            rate: v.float("rate"),
-            report_interval: secs(v.float("report-interval")),
-            percentile: v.float("percentile"),
-            interim_to_stderr: v.flag("json"),
+            threads: int("threads", 1) as usize,
+            time: secs(float("time", 10.0)),
+            events: Some(int("events", 0)).filter(|&n| n > 0),
+            warmup: Duration::from_secs_f64(float("warmup-time", 0.0)),
+            rate: float("rate", 0.0),
+            report_interval: secs(float("report-interval", 0.0)),
+            percentile: float("percentile", 95.0),
+            observer,
         }
     }
 }
@@ -470,11 +560,7 @@ fn report_interim(opts: &EngineOptions, shared: &Shared, start: Instant, every: 
             opts.percentile,
             lat
         );
-        if opts.interim_to_stderr {
-            eprintln!("{line}");
-        } else {
-            println!("{line}");
-        }
+        opts.observer.interim(&line);
         last_events = events;
         tick += 1;
     }
@@ -520,7 +606,7 @@ mod tests {
             rate: 0.0,
             report_interval: None,
             percentile: 95.0,
-            interim_to_stderr: true,
+            observer: Arc::new(crate::core::observer::Silent),
         }
     }
 

@@ -22,6 +22,7 @@ use anyhow::{anyhow, bail, Context, Result};
 use crate::agent::{Message, Plan, PROTOCOL};
 use crate::core::result::{Metric, ResultDoc};
 use crate::core::signals;
+use crate::workload::Job;
 pub use spec::{EnvKind, Spec};
 
 /// A started agent process, as a driver hands it over.
@@ -80,7 +81,7 @@ pub fn driver(spec: &Spec) -> Result<Box<dyn Environment>> {
 pub struct InstanceOutcome {
     /// Launch to agent hello.
     pub ready_after: Duration,
-    /// One per invocation: the document, or why it failed.
+    /// One per job: the document, or why it failed.
     pub results: Vec<std::result::Result<ResultDoc, String>>,
     /// The instance's forwarded port, (host loopback port, port inside).
     pub forwarded: Option<(u16, u16)>,
@@ -243,24 +244,9 @@ impl Drop for Session {
     }
 }
 
-/// How long one invocation may take before the environment is declared hung.
-fn invocation_deadline(args: &[String]) -> Duration {
-    let mut secs = 10.0;
-    for a in args {
-        for key in ["--time=", "--warmup-time="] {
-            if let Some(v) = a.strip_prefix(key) {
-                secs += v.parse::<f64>().unwrap_or(0.0);
-            }
-        }
-    }
-    // Generous: emulated guests run many times slower than the host, and
-    // file workloads prepare their files first.
-    Duration::from_secs_f64(secs * 10.0 + 300.0)
-}
-
-/// Runs `invocations` in every instance of `env`, started together.
-pub fn run(env: &mut dyn Environment, invocations: &[Vec<String>]) -> Result<Vec<InstanceOutcome>> {
-    run_with(env, invocations, &mut |_, _, _| {})
+/// Runs `jobs` in every instance of `env`, started together.
+pub fn run(env: &mut dyn Environment, jobs: &[Job]) -> Result<Vec<InstanceOutcome>> {
+    run_with(env, jobs, &mut |_, _, _| {})
 }
 
 /// Called with (instance, invocation index, outcome) as each result arrives.
@@ -269,7 +255,7 @@ pub type OnResult<'a> = dyn FnMut(usize, usize, &std::result::Result<ResultDoc, 
 /// As `run`, handing every result to `on_result` the moment it arrives.
 pub fn run_with(
     env: &mut dyn Environment,
-    invocations: &[Vec<String>],
+    jobs: &[Job],
     on_result: &mut OnResult,
 ) -> Result<Vec<InstanceOutcome>> {
     env.prepare()?;
@@ -324,7 +310,7 @@ pub fn run_with(
             env_kind: spec.kind.name().to_string(),
             workdir: s.workdir.clone(),
             wait_for_go: together,
-            invocations: invocations.to_vec(),
+            jobs: jobs.iter().map(Job::to_wire).collect(),
         };
         s.send_line(&serde_json::to_string(&plan)?)?;
     }
@@ -345,9 +331,9 @@ pub fn run_with(
     // Instances run concurrently; read each one's stream in turn, every
     // message is buffered by its reader thread meanwhile.
     for (i, s) in sessions.iter_mut().enumerate() {
-        for args in invocations {
+        for job in jobs {
             let msg = s
-                .next(invocation_deadline(args))
+                .next(job.deadline())
                 .map_err(|e| match env.explain_exit(i) {
                     Some(why) => anyhow!("{e:#}: {why}"),
                     None => e,
@@ -441,12 +427,5 @@ mod tests {
         assert_eq!(c.metric("total_time_s"), Some(3.0));
         assert_eq!(c.events, 20);
         assert_eq!(c.env.name, "x");
-    }
-
-    #[test]
-    fn deadlines_grow_with_the_run_time() {
-        let short = invocation_deadline(&["cpu".into(), "--time=1".into()]);
-        let long = invocation_deadline(&["cpu".into(), "--time=300".into()]);
-        assert!(long > short + Duration::from_secs(2000));
     }
 }

@@ -10,6 +10,7 @@ use serde::Serialize;
 use crate::core::result::ResultDoc;
 use crate::stats::{self, Comparison, Ranking, Summary};
 use crate::store::{ComparisonRow, RunRow};
+use crate::workload::MetricDef;
 
 /// Steal above this share of CPU time flags a run.
 pub const STEAL_LIMIT_PCT: f64 = 5.0;
@@ -213,14 +214,15 @@ pub fn analyze(cmp: &ComparisonRow, runs: &[RunRow]) -> Analysis {
         .enumerate()
         .filter(|(_, e)| **e != baseline)
         .map(|(ei, env)| {
-            let ratios: Vec<(String, f64)> = entries
+            let ratios: Vec<(stats::Category, String, f64)> = entries
                 .iter()
-                .flat_map(|e| e.metrics.iter())
-                .filter_map(|m| {
+                .flat_map(|e| e.metrics.iter().map(move |m| (e, m)))
+                .filter_map(|(e, m)| {
+                    let category = metric_def(&e.workload, &m.name)?.category?;
                     m.per_env[ei]
                         .vs_baseline
                         .as_ref()
-                        .map(|c| (m.name.clone(), c.ratio.point))
+                        .map(|c| (category, m.name.clone(), c.ratio.point))
                 })
                 .collect();
             (env.clone(), stats::ranking(&ratios))
@@ -362,14 +364,17 @@ impl Analysis {
     }
 }
 
-/// The metrics `--repeat auto` waits for.
+/// What the workload declares about a metric it produced.
+fn metric_def(workload: &str, metric: &str) -> Option<&'static MetricDef> {
+    crate::workload::find(workload)?.metric(metric)
+}
+
+/// Whether a metric is one of its workload's headline figures: what
+/// `--repeat auto` waits for. A workload this build does not know (an old
+/// store) has every metric counted.
 pub fn is_headline(workload: &str, metric: &str) -> bool {
-    match workload {
-        "cpu" | "threads" | "mutex" => metric == "events_per_sec",
-        "memory" => metric == "mib_per_sec",
-        "fileio" => metric == "reads_per_sec" || metric == "writes_per_sec",
-        "disk" => metric.ends_with("_kib_per_sec"),
-        "microops" => metric.ends_with("_ns"),
-        _ => true,
+    match crate::workload::find(workload) {
+        Some(def) => def.metric(metric).is_some_and(|m| m.headline),
+        None => true,
     }
 }

@@ -3,10 +3,10 @@
 //! correction and the verdict. Imports nothing else of the crate.
 
 mod mannwhitney;
-mod ranking;
+pub mod ranking;
 
 pub use mannwhitney::mann_whitney_p;
-pub use ranking::{ranking, Category, Ranking};
+pub use ranking::{ranking, Category, CategoryValue, Ranking};
 
 use serde::Serialize;
 

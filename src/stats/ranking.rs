@@ -7,8 +7,52 @@
 
 use serde::Serialize;
 
+/// The categories of seed 001's ranking. Workloads say which of their
+/// metrics feed which; this module only does the arithmetic.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub enum Category {
+    /// "Computing power": LINPACK.
+    Computing,
+    /// "Disk I/O": bonnie++'s block write, rewrite and read.
+    DiskIo,
+    /// "Network I/O": netperf's five tests.
+    NetworkIo,
+    /// "Disk read latency", in times slower.
+    DiskLatency,
+    /// "Micro-operations", in times slower.
+    MicroOps,
+}
+
+impl Category {
+    pub const ALL: &'static [Category] = &[
+        Category::Computing,
+        Category::DiskIo,
+        Category::NetworkIo,
+        Category::DiskLatency,
+        Category::MicroOps,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Category::Computing => "computing power (LINPACK)",
+            Category::DiskIo => "disk I/O",
+            Category::NetworkIo => "network I/O",
+            Category::DiskLatency => "disk read latency",
+            Category::MicroOps => "micro-operations",
+        }
+    }
+
+    /// Overhead in percent (throughputs), else times slower (latencies).
+    pub fn is_overhead(self) -> bool {
+        matches!(
+            self,
+            Category::Computing | Category::DiskIo | Category::NetworkIo
+        )
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Category {
+pub struct CategoryValue {
     pub name: &'static str,
     /// Overhead in percent, or times slower.
     pub value: Option<f64>,
@@ -19,62 +63,25 @@ pub struct Category {
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Ranking {
-    pub categories: Vec<Category>,
+    pub categories: Vec<CategoryValue>,
     pub score: Option<f64>,
     /// Categories with no metric in this comparison.
     pub missing: Vec<&'static str>,
 }
 
-const CATEGORIES: &[(&str, bool, &[&str])] = &[
-    ("computing power (LINPACK)", true, &["gflops"]),
-    (
-        "disk I/O",
-        true,
-        &[
-            "put_block_kib_per_sec",
-            "rewrite_kib_per_sec",
-            "get_block_kib_per_sec",
-        ],
-    ),
-    (
-        "network I/O",
-        true,
-        &[
-            "tcp_stream_mbit_per_sec",
-            "tcp_rr_trans_per_sec",
-            "tcp_crr_trans_per_sec",
-            "udp_rr_trans_per_sec",
-            "udp_stream_mbit_per_sec",
-        ],
-    ),
-    ("disk read latency", false, &["get_block_latency_max_ms"]),
-    (
-        "micro-operations",
-        false,
-        &[
-            "getpid_ns",
-            "sysconf_ns",
-            "gettimeofday_ns",
-            "malloc_1m_ns",
-            "malloc_1g_ns",
-            "pipe_echo_ns",
-            "simplemath_ns",
-        ],
-    ),
-];
-
-/// `ratios`: metric name → mean(env) / mean(base), over all of one
-/// environment's metrics (repeated names are averaged).
-pub fn ranking(ratios: &[(String, f64)]) -> Ranking {
+/// `ratios`: (category, metric name, mean(env) / mean(base)) for every
+/// metric of one environment that feeds a category.
+pub fn ranking(ratios: &[(Category, String, f64)]) -> Ranking {
     let mut categories = Vec::new();
     let mut missing = Vec::new();
     let (mut overhead_sum, mut times_sum) = (0.0, 0.0);
     let (mut any_overhead, mut any_times) = (false, false);
-    for (name, is_overhead, metrics) in CATEGORIES {
+    for &category in Category::ALL {
+        let (name, is_overhead) = (category.name(), &category.is_overhead());
         let found: Vec<(String, f64)> = ratios
             .iter()
-            .filter(|(m, r)| metrics.contains(&m.as_str()) && r.is_finite())
-            .cloned()
+            .filter(|(c, _, r)| *c == category && r.is_finite())
+            .map(|(_, m, r)| (m.clone(), *r))
             .collect();
         let value = (!found.is_empty()).then(|| {
             let mean_ratio = found.iter().map(|(_, r)| r).sum::<f64>() / found.len() as f64;
@@ -93,11 +100,11 @@ pub fn ranking(ratios: &[(String, f64)]) -> Ranking {
                 times_sum += v;
                 any_times = true;
             }
-            None => missing.push(*name),
+            None => missing.push(name),
         }
         let mut from: Vec<String> = found.into_iter().map(|(m, _)| m).collect();
         from.dedup();
-        categories.push(Category {
+        categories.push(CategoryValue {
             name,
             value,
             unit: if *is_overhead {
@@ -121,14 +128,14 @@ mod tests {
 
     #[test]
     fn seed_001_arithmetic() {
+        use Category::*;
         let r = ranking(&[
-            ("put_block_kib_per_sec".into(), 0.8),
-            ("rewrite_kib_per_sec".into(), 0.9),
-            ("get_block_kib_per_sec".into(), 1.0),
-            ("get_block_latency_max_ms".into(), 2.0),
-            ("getpid_ns".into(), 6.0),
-            ("simplemath_ns".into(), 1.0),
-            ("events_per_sec".into(), 0.5),
+            (DiskIo, "put_block_kib_per_sec".into(), 0.8),
+            (DiskIo, "rewrite_kib_per_sec".into(), 0.9),
+            (DiskIo, "get_block_kib_per_sec".into(), 1.0),
+            (DiskLatency, "get_block_latency_max_ms".into(), 2.0),
+            (MicroOps, "getpid_ns".into(), 6.0),
+            (MicroOps, "simplemath_ns".into(), 1.0),
         ]);
         let disk = &r.categories[1];
         assert!((disk.value.unwrap() - 10.0).abs() < 1e-9);
@@ -140,7 +147,7 @@ mod tests {
 
     #[test]
     fn no_score_without_both_kinds() {
-        let r = ranking(&[("put_block_kib_per_sec".into(), 0.5)]);
+        let r = ranking(&[(Category::DiskIo, "put_block_kib_per_sec".into(), 0.5)]);
         assert_eq!(r.score, None);
         assert!(r.missing.contains(&"micro-operations"));
     }

@@ -10,20 +10,19 @@ use std::path::Path;
 
 use anyhow::{anyhow, bail, Context, Result};
 
-use crate::cli::{self, Request};
+use crate::workload::Job;
 pub use order::rounds;
 
-/// One invocation of a suite: a label and the arguments as typed after
-/// `virtperf` (workload name first).
-#[derive(Debug, Clone, PartialEq)]
+/// One job of a suite, with its label.
+#[derive(Debug, Clone)]
 pub struct Entry {
     pub label: String,
-    pub args: Vec<String>,
+    pub job: Job,
 }
 
 impl Entry {
     pub fn workload(&self) -> &str {
-        &self.args[0]
+        self.job.def.name
     }
 }
 
@@ -81,12 +80,10 @@ pub fn load(name_or_path: &str) -> Result<Suite> {
 
 /// A suite made of one invocation given on the command line.
 pub fn from_args(args: &[String]) -> Result<Suite> {
-    let label = args.join(" ");
     let entry = Entry {
-        label,
-        args: args.to_vec(),
+        label: args.join(" "),
+        job: Job::from_args(args)?,
     };
-    validate(&entry)?;
     Ok(Suite {
         name: "command-line".into(),
         description: String::new(),
@@ -124,9 +121,9 @@ pub fn parse(name: &str, text: &str) -> Result<Suite> {
         let table = run
             .as_table()
             .ok_or_else(|| anyhow!("run #{}: must be a table", i + 1))?;
-        for entry in expand(table).with_context(|| format!("run #{}", i + 1))? {
-            validate(&entry).with_context(|| format!("run #{} ({})", i + 1, entry.label))?;
-            entries.push(entry);
+        for (label, args) in expand(table).with_context(|| format!("run #{}", i + 1))? {
+            let job = Job::from_args(&args).with_context(|| format!("run #{} ({label})", i + 1))?;
+            entries.push(Entry { label, job });
         }
     }
     Ok(Suite {
@@ -137,8 +134,8 @@ pub fn parse(name: &str, text: &str) -> Result<Suite> {
     })
 }
 
-/// One `[[run]]` table into one entry per point of its sweeps.
-fn expand(table: &toml::Table) -> Result<Vec<Entry>> {
+/// One `[[run]]` table into (label, argv) per point of its sweeps.
+fn expand(table: &toml::Table) -> Result<Vec<(String, Vec<String>)>> {
     let workload = table
         .get("workload")
         .and_then(|v| v.as_str())
@@ -191,7 +188,7 @@ fn expand(table: &toml::Table) -> Result<Vec<Entry>> {
                     let _ = write!(text, " {option}={value}");
                 }
             }
-            Entry { label: text, args }
+            (text, args)
         })
         .collect())
 }
@@ -204,15 +201,6 @@ fn scalar(value: &toml::Value) -> Result<String> {
         toml::Value::Boolean(b) => if *b { "on" } else { "off" }.to_string(),
         other => bail!("{other} is not a number, word or on/off"),
     })
-}
-
-/// Checks an entry the way the command line would, so a typo in a suite is
-/// reported before anything runs.
-fn validate(entry: &Entry) -> Result<()> {
-    match cli::parse_request(&entry.args)? {
-        Request::Workload(_) => Ok(()),
-        _ => bail!("'{}' is not a workload invocation", entry.args.join(" ")),
-    }
 }
 
 #[cfg(test)]
@@ -236,11 +224,9 @@ mod tests {
         .unwrap();
         assert_eq!(suite.repeat, Some(3));
         assert_eq!(suite.entries.len(), 4);
-        assert!(suite
-            .entries
-            .iter()
-            .any(|e| e.args.contains(&"--cpu-max-prime=16000".to_string())
-                && e.args.contains(&"--threads=2".to_string())));
+        assert!(suite.entries.iter().any(
+            |e| e.job.values.int("cpu-max-prime") == 16000 && e.job.values.int("threads") == 2
+        ));
         assert_eq!(suite.entries[0].workload(), "cpu");
         assert!(suite.entries[3].label.contains("cpu-max-prime=16000"));
     }

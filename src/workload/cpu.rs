@@ -9,7 +9,7 @@ use anyhow::Result;
 use crate::core::options::{OptKind, OptionSpec, Values};
 use crate::core::result::Metric;
 use crate::engine::{self, EngineOptions, Worker};
-use crate::workload::{Measurement, Workload};
+use crate::workload::{Measurement, MetricDef, Needs, Workload, WorkloadDef};
 
 pub const OPTIONS: &[OptionSpec] = &[OptionSpec::new(
     "cpu-max-prime",
@@ -20,6 +20,26 @@ pub const OPTIONS: &[OptionSpec] = &[OptionSpec::new(
     "10000",
     "upper limit for primes generator",
 )];
+
+pub const DEF: WorkloadDef = WorkloadDef {
+    name: "cpu",
+    summary: "CPU: prime numbers up to --cpu-max-prime by trial division (sysbench cpu)",
+    options: OPTIONS,
+    engine: engine::ALL,
+    needs: Needs::NONE,
+    metrics: &[MetricDef::new(
+        "events_per_sec",
+        "events/s",
+        true,
+        true,
+        None,
+    )],
+    build,
+};
+
+fn build(values: &Values) -> Result<Box<dyn Workload>> {
+    Ok(Box::new(CpuWorkload::new(values)))
+}
 
 pub struct CpuWorkload {
     max_prime: u64,

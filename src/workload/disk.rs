@@ -12,6 +12,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
 
+use crate::core::observer::Observer;
 use crate::core::options::{CliError, OptKind, OptionSpec, Values};
 use crate::core::result::Metric;
 use crate::core::signals;
@@ -19,7 +20,7 @@ use crate::core::units::Bytes;
 use crate::engine::{new_histogram, EngineOptions, FastRng, Histogram};
 use crate::workload::fileio::data::{AlignedBuf, DataSource};
 use crate::workload::fileio::files;
-use crate::workload::{Measurement, Workload};
+use crate::workload::{Category, Measurement, MetricDef, Needs, Workload, WorkloadDef};
 
 pub const OPTIONS: &[OptionSpec] = &[
     OptionSpec::new(
@@ -77,6 +78,59 @@ pub const OPTIONS: &[OptionSpec] = &[
         "thousands (×1024) of files for the create/stat/delete tests (0 = skip)",
     ),
 ];
+
+pub const DEF: WorkloadDef = WorkloadDef {
+    name: "disk",
+    summary: "Disk: bonnie++-style block write, rewrite, read, seeks and file create/stat/delete",
+    options: OPTIONS,
+    engine: &[],
+    needs: Needs {
+        workdir: Some("disk-dir"),
+        prepare: true,
+        network: false,
+        root: false,
+    },
+    metrics: &[
+        MetricDef::new(
+            "put_block_kib_per_sec",
+            "KiB/s",
+            true,
+            true,
+            Some(Category::DiskIo),
+        ),
+        MetricDef::new(
+            "rewrite_kib_per_sec",
+            "KiB/s",
+            true,
+            true,
+            Some(Category::DiskIo),
+        ),
+        MetricDef::new(
+            "get_block_kib_per_sec",
+            "KiB/s",
+            true,
+            true,
+            Some(Category::DiskIo),
+        ),
+        MetricDef::new("seeks_per_sec", "seeks/s", true, true, None),
+        MetricDef::new(
+            "get_block_latency_max_ms",
+            "ms",
+            false,
+            false,
+            Some(Category::DiskLatency),
+        ),
+        MetricDef::new("*_latency_max_ms", "ms", false, false, None),
+        MetricDef::new("*_latency_p50_ms", "ms", false, false, None),
+        MetricDef::new("*_latency_p99_ms", "ms", false, false, None),
+        MetricDef::new("*_per_sec", "files/s", true, true, None),
+    ],
+    build,
+};
+
+fn build(values: &Values) -> Result<Box<dyn Workload>> {
+    Ok(Box::new(DiskWorkload::new(values)?))
+}
 
 pub struct DiskWorkload {
     dir: PathBuf,
@@ -318,7 +372,7 @@ impl DiskWorkload {
 
 impl Workload for DiskWorkload {
     /// Removes what an interrupted run of any process left behind.
-    fn cleanup(&mut self) -> Result<()> {
+    fn cleanup(&mut self, obs: &dyn Observer) -> Result<()> {
         let mut removed = 0;
         for entry in std::fs::read_dir(&self.dir)? {
             let entry = entry?;
@@ -331,7 +385,7 @@ impl Workload for DiskWorkload {
                 removed += 1;
             }
         }
-        super::progress(format_args!(
+        obs.chatter(&format!(
             "Removed {removed} leftover disk test files and directories"
         ));
         Ok(())

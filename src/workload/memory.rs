@@ -13,7 +13,7 @@ use crate::core::options::{CliError, OptKind, OptionSpec, Values};
 use crate::core::result::Metric;
 use crate::core::units::Bytes;
 use crate::engine::{self, EngineOptions, FastRng, Worker};
-use crate::workload::{Measurement, Workload};
+use crate::workload::{Measurement, MetricDef, Needs, Workload, WorkloadDef};
 
 pub const OPTIONS: &[OptionSpec] = &[
     OptionSpec::new(
@@ -59,6 +59,27 @@ pub const OPTIONS: &[OptionSpec] = &[
         "bytes per STREAM array and thread (default: 4 × the last-level cache, at least 64M)",
     ),
 ];
+
+pub const DEF: WorkloadDef = WorkloadDef {
+    name: "memory",
+    summary:
+        "Memory: sysbench-compatible block transfers, or STREAM bandwidth (--memory-mode=stream)",
+    options: OPTIONS,
+    engine: engine::ALL,
+    needs: Needs::NONE,
+    metrics: &[
+        // In STREAM mode mib_per_sec is the triad figure, so the headline is
+        // one measurement whichever mode ran.
+        MetricDef::new("mib_per_sec", "MiB/s", true, true, None),
+        MetricDef::new("ops_per_sec", "ops/s", true, false, None),
+        MetricDef::new("stream_*", "MiB/s", true, false, None),
+    ],
+    build,
+};
+
+fn build(values: &Values) -> Result<Box<dyn Workload>> {
+    Ok(Box::new(MemoryWorkload::new(values)?))
+}
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Oper {

@@ -1,5 +1,7 @@
-//! Workloads: one file per workload, each declaring its option table and
-//! needs, all implementing one `Workload` trait and chosen by `Kind`.
+//! Workloads: one file or folder per workload, each declaring itself in one
+//! `WorkloadDef` (options, needs, metrics) listed in the registry, all
+//! implementing one `Workload` trait; the typed `Job` (workload, command,
+//! option values) and its execution.
 
 pub mod cpu;
 pub mod disk;
@@ -9,87 +11,24 @@ pub mod microops;
 pub mod mutex;
 pub mod threads;
 
-use std::sync::atomic::{AtomicBool, Ordering};
+mod def;
+mod job;
+mod registry;
+mod run;
+
+pub use crate::stats::ranking::Category;
+pub use def::{MetricDef, Needs, WorkloadDef};
+pub use job::{Job, JobWire};
+pub use registry::{find, names, WORKLOADS};
+pub use run::{execute, Executed};
+
 use std::time::Duration;
 
 use anyhow::Result;
 
-use crate::core::options::{OptionSpec, Values};
+use crate::core::observer::Observer;
 use crate::core::result::{Fairness, Latency, Metric};
 use crate::engine::{self, EngineOptions};
-
-static QUIET: AtomicBool = AtomicBool::new(false);
-
-/// Silences the progress lines of prepare and cleanup ("Creating files for
-/// the test..."): the agent runs those steps itself, and their chatter would
-/// break the host's progress line.
-pub fn set_quiet(quiet: bool) {
-    QUIET.store(quiet, Ordering::Relaxed);
-}
-
-/// Prints a prepare/cleanup progress line on stderr unless quiet.
-pub fn progress(line: std::fmt::Arguments) {
-    if !QUIET.load(Ordering::Relaxed) {
-        eprintln!("{line}");
-    }
-}
-
-/// What a workload needs from the environment it runs in; the runner checks
-/// these before anything starts.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Needs {
-    /// Writes files (under a test directory).
-    pub disk: bool,
-    /// Talks to a network peer.
-    pub network: bool,
-}
-
-/// The categories of seed 001's overhead ranking a metric can feed.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Category {
-    /// "Computing power": LINPACK.
-    Computing,
-    /// "Disk I/O": bonnie++'s block write, rewrite and read.
-    DiskIo,
-    /// "Network I/O": netperf's five tests.
-    NetworkIo,
-    /// "Disk read latency", in times slower.
-    DiskLatency,
-    /// "Micro-operations", in times slower.
-    MicroOps,
-}
-
-/// What a workload declares about one metric it produces.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct MetricDef {
-    /// snake_case, as in the result document.
-    pub name: &'static str,
-    pub unit: &'static str,
-    pub higher_is_better: bool,
-    /// One of the few figures a user reads first (each measurement once:
-    /// not both `x_ns` and `x_cycles`); the family Holm's correction covers.
-    pub headline: bool,
-    /// The seed 001 category it feeds, if any.
-    pub category: Option<Category>,
-}
-
-impl MetricDef {
-    pub const fn new(
-        name: &'static str,
-        unit: &'static str,
-        higher_is_better: bool,
-        headline: bool,
-        category: Option<Category>,
-    ) -> MetricDef {
-        MetricDef {
-            name,
-            unit,
-            higher_is_better,
-            headline,
-            category,
-        }
-    }
-}
 
 /// The sub-command of a single-workload invocation, as in sysbench.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -100,6 +39,14 @@ pub enum Command {
 }
 
 impl Command {
+    pub fn name(self) -> &'static str {
+        match self {
+            Command::Prepare => "prepare",
+            Command::Run => "run",
+            Command::Cleanup => "cleanup",
+        }
+    }
+
     pub fn parse(word: &str) -> Option<Command> {
         match word {
             "prepare" => Some(Command::Prepare),
@@ -143,7 +90,7 @@ impl Measurement {
 /// One workload, built from validated options.
 pub trait Workload {
     /// Creates what the run needs (files); most workloads need nothing.
-    fn prepare(&mut self) -> Result<()> {
+    fn prepare(&mut self, _obs: &dyn Observer) -> Result<()> {
         Ok(())
     }
 
@@ -152,102 +99,7 @@ pub trait Workload {
 
     /// Removes what `prepare` created, including leftovers of an
     /// interrupted run.
-    fn cleanup(&mut self) -> Result<()> {
+    fn cleanup(&mut self, _obs: &dyn Observer) -> Result<()> {
         Ok(())
-    }
-}
-
-/// Every workload virtperf knows.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Kind {
-    Cpu,
-    Memory,
-    Threads,
-    Mutex,
-    Microops,
-    Fileio,
-    Disk,
-}
-
-impl Kind {
-    pub const ALL: &'static [Kind] = &[
-        Kind::Cpu,
-        Kind::Memory,
-        Kind::Threads,
-        Kind::Mutex,
-        Kind::Microops,
-        Kind::Fileio,
-        Kind::Disk,
-    ];
-
-    pub fn name(self) -> &'static str {
-        match self {
-            Kind::Cpu => "cpu",
-            Kind::Memory => "memory",
-            Kind::Threads => "threads",
-            Kind::Mutex => "mutex",
-            Kind::Microops => "microops",
-            Kind::Fileio => "fileio",
-            Kind::Disk => "disk",
-        }
-    }
-
-    pub fn from_name(name: &str) -> Option<Kind> {
-        Kind::ALL.iter().copied().find(|k| k.name() == name)
-    }
-
-    pub fn summary(self) -> &'static str {
-        match self {
-            Kind::Cpu => "CPU: prime numbers up to --cpu-max-prime by trial division (sysbench cpu)",
-            Kind::Memory => {
-                "Memory: sysbench-compatible block transfers, or STREAM bandwidth (--memory-mode=stream)"
-            }
-            Kind::Threads => "Scheduler: threads yielding while holding a few mutexes (sysbench threads)",
-            Kind::Mutex => "Mutex: lock/unlock storms over many mutexes (sysbench mutex)",
-            Kind::Disk => {
-                "Disk: bonnie++-style block write, rewrite, read, seeks and file create/stat/delete"
-            }
-            Kind::Fileio => {
-                "File I/O: sysbench fileio modes on test files (prepare, run, cleanup)"
-            }
-            Kind::Microops => {
-                "Micro-operations in cycles (system calls, faults, pipes, CPUID exits) with a VM-safe TSC timer"
-            }
-        }
-    }
-
-    pub fn options(self) -> &'static [OptionSpec] {
-        match self {
-            Kind::Cpu => cpu::OPTIONS,
-            Kind::Memory => memory::OPTIONS,
-            Kind::Threads => threads::OPTIONS,
-            Kind::Mutex => mutex::OPTIONS,
-            Kind::Microops => microops::OPTIONS,
-            Kind::Fileio => fileio::OPTIONS,
-            Kind::Disk => disk::OPTIONS,
-        }
-    }
-
-    pub fn needs(self) -> Needs {
-        match self {
-            Kind::Fileio | Kind::Disk => Needs {
-                disk: true,
-                network: false,
-            },
-            _ => Needs::default(),
-        }
-    }
-
-    /// Builds the workload from its validated options.
-    pub fn build(self, values: &Values) -> Result<Box<dyn Workload>> {
-        Ok(match self {
-            Kind::Cpu => Box::new(cpu::CpuWorkload::new(values)),
-            Kind::Memory => Box::new(memory::MemoryWorkload::new(values)?),
-            Kind::Threads => Box::new(threads::ThreadsWorkload::new(values)),
-            Kind::Mutex => Box::new(mutex::MutexWorkload::new(values)),
-            Kind::Microops => Box::new(microops::MicroopsWorkload::new(values)?),
-            Kind::Fileio => Box::new(fileio::FileioWorkload::new(values)?),
-            Kind::Disk => Box::new(disk::DiskWorkload::new(values)?),
-        })
     }
 }

@@ -9,7 +9,7 @@ use anyhow::Result;
 use crate::core::options::{OptKind, OptionSpec, Values};
 use crate::core::result::Metric;
 use crate::engine::{self, EngineOptions, FastRng, Worker};
-use crate::workload::{Measurement, Workload};
+use crate::workload::{Measurement, MetricDef, Needs, Workload, WorkloadDef};
 
 pub const OPTIONS: &[OptionSpec] = &[
     OptionSpec::new(
@@ -40,6 +40,24 @@ pub const OPTIONS: &[OptionSpec] = &[
         "number of empty loops to do outside mutex lock",
     ),
 ];
+
+pub const DEF: WorkloadDef = WorkloadDef {
+    name: "mutex",
+    summary: "Mutex: lock/unlock storms over many mutexes (sysbench mutex)",
+    options: OPTIONS,
+    engine: engine::ALL,
+    needs: Needs::NONE,
+    metrics: &[
+        // A fixed amount of work per thread: the time it takes is the figure.
+        MetricDef::new("total_time_s", "s", false, true, None),
+        MetricDef::new("events_per_sec", "events/s", true, false, None),
+    ],
+    build,
+};
+
+fn build(values: &Values) -> Result<Box<dyn Workload>> {
+    Ok(Box::new(MutexWorkload::new(values)))
+}
 
 pub struct MutexWorkload {
     num: usize,

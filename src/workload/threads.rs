@@ -10,7 +10,7 @@ use anyhow::Result;
 use crate::core::options::{OptKind, OptionSpec, Values};
 use crate::core::result::Metric;
 use crate::engine::{self, EngineOptions, Worker};
-use crate::workload::{Measurement, Workload};
+use crate::workload::{Measurement, MetricDef, Needs, Workload, WorkloadDef};
 
 pub const OPTIONS: &[OptionSpec] = &[
     OptionSpec::new(
@@ -32,6 +32,23 @@ pub const OPTIONS: &[OptionSpec] = &[
         "number of locks per thread",
     ),
 ];
+
+pub const DEF: WorkloadDef = WorkloadDef {
+    name: "threads",
+    summary: "Scheduler: threads yielding while holding a few mutexes (sysbench threads)",
+    options: OPTIONS,
+    engine: engine::ALL,
+    needs: Needs::NONE,
+    metrics: &[
+        MetricDef::new("events_per_sec", "events/s", true, true, None),
+        MetricDef::new("total_time_s", "s", false, false, None),
+    ],
+    build,
+};
+
+fn build(values: &Values) -> Result<Box<dyn Workload>> {
+    Ok(Box::new(ThreadsWorkload::new(values)))
+}
 
 pub struct ThreadsWorkload {
     yields: u64,

@@ -17,12 +17,13 @@ use std::time::Instant;
 
 use anyhow::{anyhow, bail, Result};
 
+use crate::core::observer::Observer;
 use crate::core::options::{CliError, OptKind, OptionSpec, Values};
 use crate::core::result::Metric;
 use crate::core::signals;
 use crate::core::units::Bytes;
 use crate::engine::{self, new_histogram, EngineOptions, FastRng, Histogram, Worker};
-use crate::workload::{Measurement, Workload};
+use crate::workload::{Measurement, MetricDef, Needs, Workload, WorkloadDef};
 use data::{AlignedBuf, DataSource};
 
 pub const OPTIONS: &[OptionSpec] = &[
@@ -129,6 +130,31 @@ pub const OPTIONS: &[OptionSpec] = &[
         "random: incompressible blocks; zero: sysbench's zero-filled blocks",
     ),
 ];
+
+pub const DEF: WorkloadDef = WorkloadDef {
+    name: "fileio",
+    summary: "File I/O: sysbench fileio modes on test files (prepare, run, cleanup)",
+    options: OPTIONS,
+    engine: engine::ALL,
+    needs: Needs {
+        workdir: Some("file-dir"),
+        prepare: true,
+        network: false,
+        root: false,
+    },
+    metrics: &[
+        MetricDef::new("reads_per_sec", "ops/s", true, true, None),
+        MetricDef::new("writes_per_sec", "ops/s", true, true, None),
+        MetricDef::new("fsyncs_per_sec", "ops/s", true, false, None),
+        MetricDef::new("read_mib_per_sec", "MiB/s", true, false, None),
+        MetricDef::new("written_mib_per_sec", "MiB/s", true, false, None),
+    ],
+    build,
+};
+
+fn build(values: &Values) -> Result<Box<dyn Workload>> {
+    Ok(Box::new(FileioWorkload::new(values)?))
+}
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Mode {
@@ -367,30 +393,30 @@ fn pwrite_all(file: &File, buf: &[u8], offset: u64) -> std::io::Result<()> {
 }
 
 impl Workload for FileioWorkload {
-    fn prepare(&mut self) -> Result<()> {
+    fn prepare(&mut self, obs: &dyn Observer) -> Result<()> {
         let cfg = &self.cfg;
         if cfg.mode == Some(Mode::SeqWr) {
             // The sequential write test creates its files itself.
             files::remove_all(&cfg.dir)?;
             return Ok(());
         }
-        super::progress(format_args!(
+        obs.chatter(&format!(
             "{} files, {}KiB each, {}MiB total\nCreating files for the test...",
             cfg.num,
             cfg.file_size / 1024,
             cfg.total() >> 20
         ));
         let (written, secs) = create_files(cfg)?;
-        super::progress(format_args!(
+        obs.chatter(&format!(
             "{written} bytes written in {secs:.2} seconds ({:.2} MiB/sec).",
             written as f64 / (1024.0 * 1024.0) / secs.max(1e-9)
         ));
         Ok(())
     }
 
-    fn cleanup(&mut self) -> Result<()> {
+    fn cleanup(&mut self, obs: &dyn Observer) -> Result<()> {
         let n = files::remove_all(&self.cfg.dir)?;
-        super::progress(format_args!("Removing test files... {n} removed"));
+        obs.chatter(&format!("Removing test files... {n} removed"));
         Ok(())
     }
 
@@ -972,7 +998,7 @@ mod tests {
 
     fn cfg(args: &[&str]) -> Config {
         let args: Vec<String> = args.iter().map(|s| s.to_string()).collect();
-        let (v, _) = options::parse(&[crate::cli::COMMON, OPTIONS], &args, "fileio").unwrap();
+        let (v, _) = options::parse(&[crate::engine::OPTIONS, OPTIONS], &args, "fileio").unwrap();
         Config::from_values(&v).unwrap()
     }
 
@@ -1055,14 +1081,14 @@ mod tests {
             .iter()
             .map(|s| s.to_string())
             .collect();
-        let (v, _) = options::parse(&[crate::cli::COMMON, OPTIONS], &args, "fileio").unwrap();
+        let (v, _) = options::parse(&[crate::engine::OPTIONS, OPTIONS], &args, "fileio").unwrap();
         let err = Config::from_values(&v).unwrap_err().to_string();
         assert!(err.contains("--file-total-size"), "{err}");
         let args: Vec<String> = ["--file-extra-flags=direct", "--file-block-size=1000"]
             .iter()
             .map(|s| s.to_string())
             .collect();
-        let (v, _) = options::parse(&[crate::cli::COMMON, OPTIONS], &args, "fileio").unwrap();
+        let (v, _) = options::parse(&[crate::engine::OPTIONS, OPTIONS], &args, "fileio").unwrap();
         let err = Config::from_values(&v).unwrap_err().to_string();
         assert!(err.contains("multiple of 512"), "{err}");
     }

@@ -12,7 +12,7 @@ use anyhow::Result;
 use crate::core::options::{CliError, OptKind, OptionSpec, Values};
 use crate::core::result::Metric;
 use crate::engine::EngineOptions;
-use crate::workload::{Measurement, Workload};
+use crate::workload::{Category, Measurement, MetricDef, Needs, Workload, WorkloadDef};
 use ops::Op;
 use timer::Timer;
 
@@ -43,6 +43,32 @@ pub const OPTIONS: &[OptionSpec] = &[
     ),
 ];
 
+pub const DEF: WorkloadDef = WorkloadDef {
+    name: "microops",
+    summary: "Micro-operations in cycles (system calls, faults, pipes, CPUID exits) with a VM-safe TSC timer",
+    options: OPTIONS,
+    engine: &[],
+    needs: Needs::NONE,
+    metrics: &[
+    // Seed 001's micro-operations, then every other operation.
+    MetricDef::new("getpid_ns", "ns", false, true, Some(Category::MicroOps)),
+    MetricDef::new("sysconf_ns", "ns", false, true, Some(Category::MicroOps)),
+    MetricDef::new("gettimeofday_ns", "ns", false, true, Some(Category::MicroOps)),
+    MetricDef::new("malloc_1m_ns", "ns", false, true, Some(Category::MicroOps)),
+    MetricDef::new("malloc_1g_ns", "ns", false, true, Some(Category::MicroOps)),
+    MetricDef::new("pipe_echo_ns", "ns", false, true, Some(Category::MicroOps)),
+    MetricDef::new("simplemath_ns", "ns", false, true, Some(Category::MicroOps)),
+    MetricDef::new("*_ns", "ns", false, true, None),
+    // The same measurements in cycles: not counted again.
+    MetricDef::new("*_cycles", "cycles", false, false, None),
+],
+    build,
+};
+
+fn build(values: &Values) -> Result<Box<dyn Workload>> {
+    Ok(Box::new(MicroopsWorkload::new(values)?))
+}
+
 pub struct MicroopsWorkload {
     ops: Vec<Op>,
     repeats: u64,
@@ -72,14 +98,6 @@ impl MicroopsWorkload {
                 })
                 .collect::<Result<Vec<_>, _>>()?
         };
-        if values.int("threads") > 1 {
-            return Err(CliError::InvalidValue {
-                name: "threads".into(),
-                value: values.int("threads").to_string(),
-                allowed: "1: microops times one operation at a time".into(),
-            }
-            .into());
-        }
         Ok(MicroopsWorkload {
             ops,
             repeats: values.int("repeats"),

@@ -1,0 +1,108 @@
+//! The single-workload form: runs one job in this process, or in each
+//! `--env` environment through its agent, and prints a sysbench-style text
+//! summary or one JSON document per result.
+
+use std::sync::Arc;
+
+use anyhow::Result;
+
+use super::{summary, Invocation};
+use crate::core::observer::{Observer, Terminal};
+use crate::core::result::ResultDoc;
+use crate::core::signals;
+use crate::env;
+use crate::workload;
+
+/// Runs the invocation where it asks and prints what came back.
+pub fn main(inv: &Invocation) -> Result<()> {
+    if inv.envs.is_empty() {
+        in_process(inv)
+    } else {
+        in_envs(inv)
+    }
+}
+
+fn in_process(inv: &Invocation) -> Result<()> {
+    // With --json, stdout carries the document: interim lines go to stderr.
+    let observer: Arc<dyn Observer> = Arc::new(Terminal::new(inv.json));
+    let Some(done) = workload::execute(&inv.job, "host", "host", observer)? else {
+        return Ok(());
+    };
+    if inv.json {
+        println!("{}", serde_json::to_string(&done.doc)?);
+    } else {
+        print!(
+            "{}",
+            summary::render(&done.doc, &done.text, inv.percentile())
+        );
+        if let (true, Some(h)) = (inv.histogram, &done.histogram) {
+            print!("{}", summary::render_histogram(h));
+        }
+    }
+    Ok(())
+}
+
+/// The job in each environment, one result per instance (and the summed
+/// throughput of simultaneous instances).
+fn in_envs(inv: &Invocation) -> Result<()> {
+    let observer = Terminal::new(true);
+    let mut failed = Vec::new();
+    for spec in &inv.envs {
+        let outcome = env::driver(spec)
+            .and_then(|mut e| env::run(e.as_mut(), std::slice::from_ref(&inv.job)));
+        let instances = match outcome {
+            Ok(i) => i,
+            Err(e) => {
+                if e.downcast_ref::<signals::Interrupted>().is_some() {
+                    return Err(e);
+                }
+                observer.note(&format!("{}: {e:#}", spec.label));
+                failed.push(spec.label.clone());
+                continue;
+            }
+        };
+        let mut docs = Vec::new();
+        for inst in instances {
+            for r in inst.results {
+                match r {
+                    Ok(doc) => docs.push(doc),
+                    Err(msg) => {
+                        observer.note(&format!("{}: {msg}", spec.label));
+                        failed.push(spec.label.clone());
+                    }
+                }
+            }
+        }
+        let combined = (docs.len() > 1)
+            .then(|| env::combine(&format!("{} (sum of {})", spec.label, docs.len()), &docs))
+            .flatten();
+        for doc in docs.iter().chain(combined.iter()) {
+            if inv.json {
+                println!("{}", serde_json::to_string(doc)?);
+            } else {
+                print!(
+                    "{}",
+                    summary::render(doc, &metrics_text(doc), inv.percentile())
+                );
+                println!();
+            }
+        }
+    }
+    if failed.is_empty() {
+        Ok(())
+    } else {
+        anyhow::bail!("failed in: {}", failed.join(", "))
+    }
+}
+
+/// The headline figures of a document that came back from an agent.
+fn metrics_text(doc: &ResultDoc) -> String {
+    let mut out = String::from("Results:\n");
+    for m in &doc.metrics {
+        out.push_str(&format!(
+            "    {:<32} {:>14.2} {}\n",
+            m.name, m.value, m.unit
+        ));
+    }
+    out
+}

@@ -1,0 +1,130 @@
+//! What a workload declares about itself, in one place: its name and summary,
+//! the options it accepts, what it needs from the environment it runs in, the
+//! metrics it produces with their metadata, and how to build it. Help, option
+//! checks, the agent's work directory, headline metrics and seed 001's
+//! categories all come from here, so nothing else names a workload.
+
+use anyhow::Result;
+
+use super::Workload;
+use crate::core::options::{OptionSpec, Values};
+use crate::stats::ranking::Category;
+
+/// What a workload needs from the environment it runs in; checked before
+/// anything starts.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Needs {
+    /// The option naming the directory it writes into; an agent points it at
+    /// the environment's scratch space unless the user gave one.
+    pub workdir: Option<&'static str>,
+    /// Has prepare and cleanup steps, which an agent runs around each run.
+    pub prepare: bool,
+    /// Talks to a network peer.
+    pub network: bool,
+    /// Must run as root.
+    pub root: bool,
+}
+
+impl Needs {
+    /// Nothing beyond a CPU and memory.
+    pub const NONE: Needs = Needs {
+        workdir: None,
+        prepare: false,
+        network: false,
+        root: false,
+    };
+}
+
+/// What a workload declares about one metric it produces.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct MetricDef {
+    /// snake_case, as in the result document; a leading or trailing `*`
+    /// stands for any text (`*_ns`: every operation's time).
+    pub name: &'static str,
+    pub unit: &'static str,
+    pub higher_is_better: bool,
+    /// One of the few figures a user reads first, each measurement once (not
+    /// both `x_ns` and `x_cycles`): the family of the verdict's correction.
+    pub headline: bool,
+    /// The seed 001 category it feeds, if any.
+    pub category: Option<Category>,
+}
+
+impl MetricDef {
+    pub const fn new(
+        name: &'static str,
+        unit: &'static str,
+        higher_is_better: bool,
+        headline: bool,
+        category: Option<Category>,
+    ) -> MetricDef {
+        MetricDef {
+            name,
+            unit,
+            higher_is_better,
+            headline,
+            category,
+        }
+    }
+
+    /// Whether a produced metric's name is this one.
+    pub fn matches(&self, name: &str) -> bool {
+        if let Some(suffix) = self.name.strip_prefix('*') {
+            name.ends_with(suffix)
+        } else if let Some(prefix) = self.name.strip_suffix('*') {
+            name.starts_with(prefix)
+        } else {
+            name == self.name
+        }
+    }
+}
+
+/// One workload, as the registry lists it.
+pub struct WorkloadDef {
+    pub name: &'static str,
+    pub summary: &'static str,
+    /// The workload's own options.
+    pub options: &'static [OptionSpec],
+    /// The engine options it accepts (`engine::ALL` for event-driven
+    /// workloads); the others are refused with a message saying so.
+    pub engine: &'static [&'static str],
+    pub needs: Needs,
+    /// Every metric it produces; the first that matches a name wins.
+    pub metrics: &'static [MetricDef],
+    /// Builds it from validated options.
+    pub build: fn(&Values) -> Result<Box<dyn Workload>>,
+}
+
+impl WorkloadDef {
+    /// The option tables a job of this workload is parsed against.
+    pub fn option_tables(&self) -> (Vec<OptionSpec>, &'static [OptionSpec]) {
+        let engine = crate::engine::OPTIONS
+            .iter()
+            .filter(|o| self.engine.contains(&o.name))
+            .copied()
+            .collect();
+        (engine, self.options)
+    }
+
+    /// Whether `name` is one of this workload's options (engine ones included).
+    pub fn accepts(&self, name: &str) -> bool {
+        self.engine.contains(&name) || self.options.iter().any(|o| o.name == name)
+    }
+
+    /// The declaration of a metric it produced.
+    pub fn metric(&self, name: &str) -> Option<&'static MetricDef> {
+        self.metrics.iter().find(|m| m.matches(name))
+    }
+}
+
+impl std::fmt::Debug for WorkloadDef {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "WorkloadDef({})", self.name)
+    }
+}
+
+impl PartialEq for WorkloadDef {
+    fn eq(&self, other: &WorkloadDef) -> bool {
+        self.name == other.name
+    }
+}

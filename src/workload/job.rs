@@ -1,0 +1,262 @@
+//! The typed job: which workload, which command, and its validated option
+//! values. Built from argv (the command line, a suite entry) or from the
+//! wire (an agent's plan), always validated against the workload's own
+//! option tables; the host reads deadlines from its typed values.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use super::def::WorkloadDef;
+use super::{registry, Command};
+use crate::core::options::{self, CliError, OptionSpec, Values};
+
+/// One workload invocation, validated.
+#[derive(Debug, Clone)]
+pub struct Job {
+    pub def: &'static WorkloadDef,
+    pub command: Command,
+    /// The workload's options and the engine options it accepts.
+    pub values: Values,
+}
+
+/// A job as it crosses the agent protocol: the options given explicitly, as
+/// text, to be validated again on the other side.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct JobWire {
+    pub workload: String,
+    pub command: String,
+    pub options: BTreeMap<String, String>,
+}
+
+impl Job {
+    /// Parses `args` (options and at most one command word) for `def`.
+    /// `extra` are tables of options that are not the job's (the command
+    /// line's `--json`); their values come back beside the job.
+    pub fn parse(
+        def: &'static WorkloadDef,
+        args: &[String],
+        extra: &[&[OptionSpec]],
+    ) -> Result<(Job, Values), CliError> {
+        let (engine, own) = def.option_tables();
+        let mut tables: Vec<&[OptionSpec]> = vec![&engine, own];
+        tables.extend_from_slice(extra);
+        let (all, positionals) =
+            options::parse(&tables, args, def.name).map_err(|e| refused_engine_option(def, e))?;
+        let command = match positionals.as_slice() {
+            [] => Command::Run,
+            [one] => Command::parse(one).ok_or_else(|| {
+                CliError::Usage(format!(
+                    "unknown command '{one}' for workload '{}': use prepare, run or cleanup",
+                    def.name
+                ))
+            })?,
+            more => {
+                return Err(CliError::Usage(format!(
+                    "too many commands ({}): give one of prepare, run or cleanup",
+                    more.join(" ")
+                )))
+            }
+        };
+        let job = Job {
+            def,
+            command,
+            values: all.subset(|name| def.accepts(name)),
+        };
+        job.check()?;
+        Ok((job, all))
+    }
+
+    /// A job from argv with the workload's name first (`cpu --time=2`), as
+    /// suites write them.
+    pub fn from_args(args: &[String]) -> Result<Job, CliError> {
+        let (name, rest) = args
+            .split_first()
+            .ok_or_else(|| CliError::Usage("an empty invocation: name a workload".into()))?;
+        let def = lookup(name)?;
+        Ok(Job::parse(def, rest, &[])?.0)
+    }
+
+    /// Cross-option checks every job passes, wherever it was built.
+    fn check(&self) -> Result<(), CliError> {
+        let v = &self.values;
+        if v.has("time") && v.has("events") && v.float("time") == 0.0 && v.int("events") == 0 {
+            return Err(CliError::Usage(
+                "--time=0 and --events=0 together would run forever: set --time=SECONDS or --events=N"
+                    .into(),
+            ));
+        }
+        Ok(())
+    }
+
+    pub fn to_wire(&self) -> JobWire {
+        JobWire {
+            workload: self.def.name.to_string(),
+            command: self.command.name().to_string(),
+            options: self
+                .values
+                .given_texts()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
+        }
+    }
+
+    /// Validates a job that came over the wire exactly as a typed one.
+    pub fn from_wire(wire: &JobWire) -> Result<Job, CliError> {
+        let def = lookup(&wire.workload)?;
+        let command = Command::parse(&wire.command).ok_or_else(|| {
+            CliError::Usage(format!(
+                "unknown command '{}': use prepare, run or cleanup",
+                wire.command
+            ))
+        })?;
+        let mut args: Vec<String> = wire
+            .options
+            .iter()
+            .map(|(k, v)| format!("--{k}={v}"))
+            .collect();
+        args.push(command.name().to_string());
+        Ok(Job::parse(def, &args, &[])?.0)
+    }
+
+    /// The same job with another command.
+    pub fn with_command(&self, command: Command) -> Job {
+        Job {
+            command,
+            ..self.clone()
+        }
+    }
+
+    /// Points the workload's work directory at `dir` unless the user named one.
+    pub fn with_workdir(&self, dir: &str) -> Result<Job, CliError> {
+        let mut job = self.clone();
+        if let Some(option) = self.def.needs.workdir {
+            if !dir.is_empty() && !job.values.was_given(option) {
+                let spec = self
+                    .def
+                    .options
+                    .iter()
+                    .find(|o| o.name == option)
+                    .expect("the registry test checks the workdir option exists");
+                job.values.set(spec, dir)?;
+            }
+        }
+        Ok(job)
+    }
+
+    /// How long the job may take in an environment before it is declared
+    /// hung: generous, since emulated guests run many times slower than the
+    /// host and file workloads prepare their files first.
+    pub fn deadline(&self) -> Duration {
+        let v = &self.values;
+        let secs = |name: &str| if v.has(name) { v.float(name) } else { 0.0 };
+        let base = 10.0 + secs("time") + secs("warmup-time");
+        Duration::from_secs_f64(base * 10.0 + 300.0)
+    }
+
+    /// The job as a command line, for labels and messages.
+    pub fn args(&self) -> Vec<String> {
+        let mut out = vec![self.def.name.to_string()];
+        out.extend(self.values.given_texts().map(|(k, v)| format!("--{k}={v}")));
+        out
+    }
+}
+
+fn lookup(name: &str) -> Result<&'static WorkloadDef, CliError> {
+    registry::find(name).ok_or_else(|| {
+        CliError::Usage(format!(
+            "unknown workload '{name}': choose one of {}. Run 'virtperf --help' for usage",
+            registry::names()
+        ))
+    })
+}
+
+/// An engine option given to a workload the engine does not drive gets a
+/// message saying so, rather than "unknown option".
+fn refused_engine_option(def: &WorkloadDef, err: CliError) -> CliError {
+    match &err {
+        CliError::UnknownOption { name, .. } if crate::engine::ALL.contains(&name.as_str()) => {
+            CliError::Usage(format!(
+                "--{name} does not apply to {}: it runs a fixed amount of work, not under the engine's limits; leave --{name} out (run 'virtperf {} help' for its options)",
+                def.name, def.name
+            ))
+        }
+        _ => err,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn s(v: &[&str]) -> Vec<String> {
+        v.iter().map(|x| x.to_string()).collect()
+    }
+
+    #[test]
+    fn a_job_survives_the_wire() {
+        let job = Job::from_args(&s(&["fileio", "--file-dir", "run", "--time", "600"])).unwrap();
+        // Two-word options keep their values, even one equal to a command.
+        assert_eq!(job.values.text("file-dir"), "run");
+        assert_eq!(job.values.float("time"), 600.0);
+        let wire = job.to_wire();
+        let json = serde_json::to_string(&wire).unwrap();
+        let back = Job::from_wire(&serde_json::from_str(&json).unwrap()).unwrap();
+        assert_eq!(back.values.text("file-dir"), "run");
+        assert_eq!(back.command, Command::Run);
+        assert_eq!(back.def.name, "fileio");
+        // The deadline comes from the typed value, however it was written.
+        assert!(back.deadline() > Duration::from_secs(6000));
+    }
+
+    #[test]
+    fn the_wire_is_validated_like_the_command_line() {
+        let mut wire = Job::from_args(&s(&["cpu"])).unwrap().to_wire();
+        wire.options.insert("threads".into(), "0".into());
+        assert!(Job::from_wire(&wire)
+            .unwrap_err()
+            .to_string()
+            .contains("--threads"));
+        wire.options.clear();
+        wire.workload = "gpu".into();
+        assert!(Job::from_wire(&wire)
+            .unwrap_err()
+            .to_string()
+            .contains("unknown workload"));
+    }
+
+    #[test]
+    fn engine_options_are_refused_where_the_engine_does_not_drive() {
+        let err = Job::from_args(&s(&["disk", "--time=5"]))
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("--time does not apply to disk"), "{err}");
+        let err = Job::from_args(&s(&["microops", "--rate=10"]))
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("--rate does not apply to microops"), "{err}");
+        assert!(Job::from_args(&s(&["cpu", "--time=5"])).is_ok());
+    }
+
+    #[test]
+    fn the_workdir_is_added_only_where_needed_and_not_given() {
+        let job = Job::from_args(&s(&["disk", "--disk-direct=on"])).unwrap();
+        let moved = job.with_workdir("/scratch").unwrap();
+        assert_eq!(moved.values.text("disk-dir"), "/scratch");
+        let given = Job::from_args(&s(&["fileio", "--file-dir=/x"])).unwrap();
+        assert_eq!(
+            given
+                .with_workdir("/scratch")
+                .unwrap()
+                .values
+                .text("file-dir"),
+            "/x"
+        );
+        let cpu = Job::from_args(&s(&["cpu"])).unwrap();
+        assert_eq!(
+            cpu.with_workdir("/scratch").unwrap().to_wire(),
+            cpu.to_wire()
+        );
+    }
+}

@@ -1,0 +1,80 @@
+//! Executes one job in this process: `prepare` and `cleanup` run the
+//! workload's own steps, `run` measures once and wraps the measurement in a
+//! result document fingerprinted where it ran.
+
+use std::sync::Arc;
+
+use anyhow::Result;
+
+use super::{Command, Job};
+use crate::core::observer::Observer;
+use crate::core::result::{ResultDoc, SCHEMA};
+use crate::core::time::now_rfc3339;
+use crate::engine::{self, EngineOptions};
+use crate::sys::{fingerprint, monitor};
+
+/// Options that shape the run's output, not the measurement: not in `params`.
+const NOT_PARAMS: &[&str] = &["report-interval"];
+
+/// A finished run: its document and the workload's own text section.
+pub struct Executed {
+    pub doc: ResultDoc,
+    pub text: String,
+    /// Event latencies (ns), for `--histogram`.
+    pub histogram: Option<engine::Histogram>,
+}
+
+/// Executes `job` here. `run` yields a result document (fingerprinted as
+/// environment `env_name` of `env_kind`); `prepare` and `cleanup` yield none.
+pub fn execute(
+    job: &Job,
+    env_name: &str,
+    env_kind: &str,
+    observer: Arc<dyn Observer>,
+) -> Result<Option<Executed>> {
+    let mut workload = (job.def.build)(&job.values)?;
+    match job.command {
+        Command::Prepare => {
+            if job.def.needs.prepare {
+                workload.prepare(observer.as_ref())?;
+            } else {
+                observer.note(&format!("{} has nothing to prepare", job.def.name));
+            }
+            Ok(None)
+        }
+        Command::Cleanup => {
+            if job.def.needs.prepare {
+                workload.cleanup(observer.as_ref())?;
+            } else {
+                observer.note(&format!("{} has nothing to clean up", job.def.name));
+            }
+            Ok(None)
+        }
+        Command::Run => {
+            let engine = EngineOptions::from_values(&job.values, observer);
+            let started_at = now_rfc3339();
+            let sampler = monitor::Sampler::start();
+            let m = workload.run(&engine)?;
+            let monitor = sampler.finish();
+            let doc = ResultDoc {
+                schema: SCHEMA.to_string(),
+                workload: job.def.name.to_string(),
+                params: job.values.to_params(NOT_PARAMS),
+                env: fingerprint::take(env_name, env_kind),
+                started_at,
+                duration_s: m.duration.as_secs_f64(),
+                events: m.events,
+                metrics: m.metrics,
+                latency_ms: m.latency,
+                fairness: m.fairness,
+                monitor,
+                details: m.details,
+            };
+            Ok(Some(Executed {
+                doc,
+                text: m.text,
+                histogram: m.histogram,
+            }))
+        }
+    }
+}
