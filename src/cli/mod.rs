@@ -77,7 +77,7 @@ pub fn usage() -> String {
         "virtperf {} — measures what virtualization costs\n\n\
          Usage:\n  virtperf <workload> [prepare|run|cleanup|help] [--option=value ...] [--json] [--env SPEC]...\n  \
          virtperf compare [--suite quick|standard|FILE] [--baseline SPEC] [--env SPEC]... [--repeat N|auto] [--out DIR] [WORKLOAD ...]\n  \
-         virtperf report [RUN|DIR] [--format table|markdown|csv|json|html] [--out FILE]\n  \
+         virtperf report [RUN|DIR] [--format FORMAT] [--out FILE]\n  \
          virtperf envs [--env SPEC]...      which environments this machine can run, and why not\n  \
          virtperf help | --help | --version\n\n\
          Workloads (`virtperf <workload> help` lists a workload's options):\n",
@@ -179,8 +179,9 @@ pub fn parse_request(args: &[String]) -> Result<Request, CliError> {
             .repeatable()];
             if args.iter().any(|a| a == "--help" || a == "-h") {
                 return Ok(Request::Help(format!(
-                    "virtperf envs [--env SPEC]...\n\nLists the environments this machine can run (host, docker, podman, qemu) and, where it cannot, why.\n\n{}",
-                    options::render_help("Options", ENVS)
+                    "virtperf envs [--env SPEC]...\n\nLists the environments this machine can run and, where it cannot, why.\n\n{}\n{}",
+                    options::render_help("Options", ENVS),
+                    crate::env::help()
                 )));
             }
             let (values, rest) = options::parse(&[ENVS], &args, "envs")?;

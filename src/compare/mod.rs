@@ -12,7 +12,7 @@ use anyhow::{anyhow, bail, Context, Result};
 use crate::core::options::{self, CliError, OptKind, OptionSpec};
 use crate::core::signals;
 use crate::env::{self, probe, Environment, Spec};
-use crate::report::{self, Format};
+use crate::report::{self, Exporter};
 use crate::store::Store;
 use crate::suite::{self, Suite};
 use crate::workload;
@@ -53,9 +53,9 @@ pub const OPTIONS: &[OptionSpec] = &[
     ),
     OptionSpec::new(
         "format",
-        OptKind::Choice(&["table", "markdown", "csv", "json", "html"]),
+        OptKind::Text,
         "table",
-        "what to print at the end (an HTML report is always written to --out)",
+        "what to print at the end: a format 'virtperf report --help' lists (an HTML report is always written to --out)",
     ),
 ];
 
@@ -70,7 +70,7 @@ pub fn help() -> String {
          Examples:\n  virtperf compare\n  virtperf compare --env host --env docker:cpus=0.5 --repeat 3 cpu --time=2\n  \
          virtperf compare --suite standard --env qemu:smp=2 --repeat auto --budget 7200\n",
         options::render_help("Options", OPTIONS)
-    )
+    ) + &format!("\nFormats: {}\n\n{}", report::format_names(), env::help())
 }
 
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -85,7 +85,7 @@ struct Plan {
     repeat: Repeat,
     budget: Duration,
     out: PathBuf,
-    format: Format,
+    format: &'static dyn Exporter,
 }
 
 /// Splits compare's own options from a trailing workload invocation.
@@ -168,7 +168,7 @@ fn plan(args: &[String]) -> Result<(Plan, bool)> {
             repeat,
             budget: Duration::from_secs_f64(v.float("budget")),
             out: PathBuf::from(v.text("out")),
-            format: Format::parse(v.text("format")).expect("validated choice"),
+            format: report::exporter(v.text("format"))?,
         },
         v.flag("resume"),
     ))
@@ -416,9 +416,9 @@ pub fn main(args: &[String]) -> Result<()> {
     let cmp = store.comparison(id)?.expect("exists");
     let analysis = report::analyze(&cmp, &store.runs(id)?);
     let html = plan.out.join(format!("comparison-{id}.html"));
-    std::fs::write(&html, Format::Html.exporter().render(&analysis))
+    std::fs::write(&html, report::html().render(&analysis))
         .with_context(|| format!("writing {}", html.display()))?;
-    print!("{}", plan.format.exporter().render(&analysis));
+    print!("{}", plan.format.render(&analysis));
     eprintln!("virtperf: report written to {}", html.display());
     if failed.iter().any(|&f| f) {
         bail!("some environments failed; their errors are in the report");
@@ -429,9 +429,9 @@ pub fn main(args: &[String]) -> Result<()> {
 pub const REPORT_OPTIONS: &[OptionSpec] = &[
     OptionSpec::new(
         "format",
-        OptKind::Choice(&["table", "markdown", "csv", "json", "html"]),
+        OptKind::Text,
         "table",
-        "output format",
+        "output format (see below)",
     ),
     OptionSpec::new(
         "out",
@@ -443,12 +443,12 @@ pub const REPORT_OPTIONS: &[OptionSpec] = &[
 
 pub fn report_help() -> String {
     format!(
-        "virtperf report [RUN|DIR] [--format table|markdown|csv|json|html] [--out FILE]\n\n\
+        "virtperf report [RUN|DIR] [--format FORMAT] [--out FILE]\n\n\
          Renders a stored comparison: RUN is a comparison number in ./virtperf-results, DIR a\n\
          results directory (its newest comparison), DIR/N a number in DIR. Default: the newest in\n\
          ./virtperf-results.\n\n{}",
         options::render_help("Options", REPORT_OPTIONS)
-    )
+    ) + &format!("\nFormats: {}\n", report::format_names())
 }
 
 /// `virtperf report ...`
@@ -487,8 +487,7 @@ pub fn report_main(args: &[String]) -> Result<()> {
     }
     .ok_or_else(|| anyhow!("report: no such comparison in {}", dir.display()))?;
     let analysis = report::analyze(&cmp, &store.runs(cmp.id)?);
-    let format = Format::parse(v.text("format")).expect("validated choice");
-    let text = format.exporter().render(&analysis);
+    let text = report::exporter(v.text("format"))?.render(&analysis);
     match v.text("out") {
         "" => print!("{text}"),
         path => std::fs::write(path, text).with_context(|| format!("--out {path}"))?,

@@ -10,7 +10,56 @@ use std::time::Duration;
 
 use anyhow::{anyhow, bail, Context, Result};
 
-use super::{EnvKind, Environment, Launched, Spec};
+use super::def::{Check, DriverDef, EnvOption};
+use super::{Environment, Launched, Spec};
+
+const OPTIONS: &[EnvOption] = &[
+    EnvOption::new("cpus", Check::Positive, "CPU limit, e.g. 0.5 or 2"),
+    EnvOption::new("memory", Check::Size, "memory limit, e.g. 512m or 2g"),
+    EnvOption::new("cpuset", Check::Text, "CPUs to pin to, e.g. 0-1"),
+    EnvOption::new(
+        "image",
+        Check::Text,
+        "your image, with virtperf mounted in (default: an image of only the binary)",
+    ),
+    EnvOption::new(
+        "storage",
+        Check::Choice(&["overlay", "volume", "tmpfs"]),
+        "where file tests write",
+    ),
+    EnvOption::new(
+        "network",
+        Check::Choice(&["bridge", "host"]),
+        "the container's network",
+    ),
+];
+
+pub const DOCKER: DriverDef = DriverDef {
+    name: "docker",
+    summary: "a Docker container holding only the static binary (no registry needed)",
+    target: None,
+    options: OPTIONS,
+    probe_by_default: true,
+    build: |spec| Ok(Box::new(DockerEnvironment::new(spec.clone())?)),
+    probe: |spec| probe(spec.driver.name),
+};
+
+pub const PODMAN: DriverDef = DriverDef {
+    name: "podman",
+    summary: "a Podman container, as docker",
+    target: None,
+    options: OPTIONS,
+    probe_by_default: true,
+    build: |spec| Ok(Box::new(DockerEnvironment::new(spec.clone())?)),
+    probe: |spec| probe(spec.driver.name),
+};
+
+fn probe(cli: &str) -> (bool, String) {
+    match engine_version(cli) {
+        Ok(v) => (true, format!("engine {v}")),
+        Err(e) => (false, format!("{e:#}")),
+    }
+}
 
 pub struct DockerEnvironment {
     spec: Spec,
@@ -27,7 +76,7 @@ pub struct DockerEnvironment {
 
 impl DockerEnvironment {
     pub fn new(spec: Spec) -> Result<DockerEnvironment> {
-        let cli = if spec.kind == EnvKind::Podman {
+        let cli = if spec.driver.name == PODMAN.name {
             "podman"
         } else {
             "docker"

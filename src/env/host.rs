@@ -5,7 +5,27 @@ use std::process::{Command, Stdio};
 
 use anyhow::{Context, Result};
 
+use super::def::DriverDef;
 use super::{Environment, Launched, Spec};
+
+pub const DEF: DriverDef = DriverDef {
+    name: "host",
+    summary: "this machine: the agent as a child process of this binary",
+    target: None,
+    options: &[],
+    probe_by_default: true,
+    build: |spec| Ok(Box::new(HostEnvironment::new(spec.clone()))),
+    probe: |_| {
+        (
+            true,
+            format!(
+                "{} CPUs, hypervisor {}",
+                crate::sys::fingerprint::online_cpus(),
+                crate::sys::fingerprint::hypervisor_signature().unwrap_or_else(|| "none".into())
+            ),
+        )
+    },
+};
 
 pub struct HostEnvironment {
     spec: Spec,

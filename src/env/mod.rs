@@ -4,6 +4,7 @@
 //! agent protocol over it, starts `count=N` instances together, enforces
 //! deadlines, and always cleans up.
 
+pub mod def;
 pub mod docker;
 pub mod host;
 pub mod probe;
@@ -23,7 +24,35 @@ use crate::agent::{Message, Plan, PROTOCOL};
 use crate::core::result::{Metric, ResultDoc};
 use crate::core::signals;
 use crate::workload::Job;
-pub use spec::{EnvKind, Spec};
+pub use def::DriverDef;
+pub use spec::Spec;
+
+/// Every environment driver, one line each.
+pub static DRIVERS: &[&DriverDef] = &[
+    &host::DEF,
+    &docker::DOCKER,
+    &docker::PODMAN,
+    &qemu::DEF,
+    &ssh::DEF,
+];
+
+/// The driver of that name.
+pub fn find_driver(name: &str) -> Option<&'static DriverDef> {
+    DRIVERS.iter().copied().find(|d| d.name == name)
+}
+
+/// `--env` help, generated from the drivers.
+pub fn help() -> String {
+    let mut out =
+        String::from("Environments (--env SPEC; every spec also takes count=N and name=LABEL):\n");
+    for d in DRIVERS {
+        out.push_str(&format!("  {}\n      {}\n", d.usage(), d.summary));
+        for o in d.options {
+            out.push_str(&format!("      {:<16} {}\n", o.key, o.help));
+        }
+    }
+    out
+}
 
 /// A started agent process, as a driver hands it over.
 pub struct Launched {
@@ -66,14 +95,7 @@ pub trait Environment {
 
 /// Builds the driver for a spec.
 pub fn driver(spec: &Spec) -> Result<Box<dyn Environment>> {
-    Ok(match spec.kind {
-        EnvKind::Host => Box::new(host::HostEnvironment::new(spec.clone())),
-        EnvKind::Docker | EnvKind::Podman => {
-            Box::new(docker::DockerEnvironment::new(spec.clone())?)
-        }
-        EnvKind::Qemu => Box::new(qemu::QemuEnvironment::new(spec.clone())?),
-        EnvKind::Ssh => Box::new(ssh::SshEnvironment::new(spec.clone())),
-    })
+    (spec.driver.build)(spec)
 }
 
 /// What one instance produced.
@@ -307,7 +329,7 @@ pub fn run_with(
         let plan = Plan {
             protocol: PROTOCOL,
             env_name: s.label.clone(),
-            env_kind: spec.kind.name().to_string(),
+            env_kind: spec.driver.name.to_string(),
             workdir: s.workdir.clone(),
             wait_for_go: together,
             jobs: jobs.iter().map(Job::to_wire).collect(),

@@ -3,8 +3,7 @@
 
 use std::fmt::Write as _;
 
-use super::qemu::{self, QemuEnvironment};
-use super::{docker, EnvKind, Environment, Spec};
+use super::{Spec, DRIVERS};
 
 /// One environment's verdict.
 pub struct Probe {
@@ -13,45 +12,8 @@ pub struct Probe {
     pub detail: String,
 }
 
-fn spec(text: &str) -> Spec {
-    Spec::parse(text).expect("built-in spec parses")
-}
-
 pub fn probe(s: &Spec) -> Probe {
-    let (available, detail) = match s.kind {
-        EnvKind::Host => (
-            true,
-            format!(
-                "{} CPUs, hypervisor {}",
-                crate::sys::fingerprint::online_cpus(),
-                crate::sys::fingerprint::hypervisor_signature().unwrap_or_else(|| "none".into())
-            ),
-        ),
-        EnvKind::Docker | EnvKind::Podman => match docker::engine_version(s.kind.name()) {
-            Ok(v) => (true, format!("engine {v}")),
-            Err(e) => (false, format!("{e:#}")),
-        },
-        EnvKind::Qemu => {
-            if qemu::which(qemu::QEMU).is_none() {
-                (
-                    false,
-                    format!("{} not found: apt-get install qemu-system-x86", qemu::QEMU),
-                )
-            } else {
-                match QemuEnvironment::new(s.clone()).and_then(|mut e| {
-                    e.prepare()?;
-                    Ok(e)
-                }) {
-                    Ok(e) => (true, format!("accelerator {}", e.accel_name())),
-                    Err(err) => (false, format!("{err:#}")),
-                }
-            }
-        }
-        EnvKind::Ssh => match super::ssh::SshEnvironment::new(s.clone()).check() {
-            Ok(()) => (true, "reachable".into()),
-            Err(e) => (false, format!("{e:#}")),
-        },
-    };
+    let (available, detail) = (s.driver.probe)(s);
     Probe {
         spec: s.clone(),
         available,
@@ -59,9 +21,13 @@ pub fn probe(s: &Spec) -> Probe {
     }
 }
 
-/// host, docker, podman and qemu, plus the given targets.
+/// Every driver that is tried by default, plus the given targets.
 pub fn probe_all(extra: &[Spec]) -> Vec<Probe> {
-    let mut specs = vec![spec("host"), spec("docker"), spec("podman"), spec("qemu")];
+    let mut specs: Vec<Spec> = DRIVERS
+        .iter()
+        .filter(|d| d.probe_by_default)
+        .map(|d| Spec::parse(d.name).expect("a bare driver name parses"))
+        .collect();
     specs.extend(extra.iter().cloned());
     specs.iter().map(probe).collect()
 }

@@ -5,48 +5,13 @@
 
 use std::collections::BTreeMap;
 
+use super::def::DriverDef;
 use crate::core::options::CliError;
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum EnvKind {
-    Host,
-    Docker,
-    Podman,
-    Qemu,
-    Ssh,
-}
-
-impl EnvKind {
-    pub fn name(self) -> &'static str {
-        match self {
-            EnvKind::Host => "host",
-            EnvKind::Docker => "docker",
-            EnvKind::Podman => "podman",
-            EnvKind::Qemu => "qemu",
-            EnvKind::Ssh => "ssh",
-        }
-    }
-
-    /// Options each kind accepts (besides count and name).
-    fn options(self) -> &'static [&'static str] {
-        match self {
-            EnvKind::Host => &[],
-            EnvKind::Docker | EnvKind::Podman => {
-                &["cpus", "memory", "cpuset", "image", "storage", "network"]
-            }
-            EnvKind::Qemu => &[
-                "smp", "memory", "accel", "cpu", "kernel", "modules", "cache", "disk", "net",
-                "port",
-            ],
-            EnvKind::Ssh => &["host-key-check", "identity", "known-hosts"],
-        }
-    }
-}
 
 /// A parsed `--env` value.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Spec {
-    pub kind: EnvKind,
+    pub driver: &'static DriverDef,
     pub label: String,
     pub count: usize,
     /// `USER@HOST` and port for ssh.
@@ -67,21 +32,19 @@ impl Spec {
             Some((k, r)) => (k, r),
             None => (text, ""),
         };
-        let kind = match kind_word {
-            "host" => EnvKind::Host,
-            "docker" => EnvKind::Docker,
-            "podman" => EnvKind::Podman,
-            "qemu" => EnvKind::Qemu,
-            "ssh" => EnvKind::Ssh,
-            other => {
-                return Err(bad(format!(
-                    "unknown environment '{other}': use host, docker, podman, qemu or ssh:USER@HOST[:PORT]"
-                )))
-            }
-        };
+        let driver = super::find_driver(kind_word).ok_or_else(|| {
+            bad(format!(
+                "unknown environment '{kind_word}': use {} (see 'virtperf envs --help')",
+                super::DRIVERS
+                    .iter()
+                    .map(|d| d.usage())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ))
+        })?;
         let mut pairs = rest;
         let mut target = None;
-        if kind == EnvKind::Ssh {
+        if driver.target.is_some() {
             let (dest, tail) = match rest.split_once(',') {
                 Some((d, t)) => (d, t),
                 None => (rest, ""),
@@ -134,27 +97,31 @@ impl Spec {
                     }
                     label = Some(v.to_string());
                 }
-                k if kind.options().contains(&k) => {
-                    opts.insert(k.to_string(), v.to_string());
-                }
-                other => {
-                    let allowed: Vec<&str> = kind
-                        .options()
-                        .iter()
-                        .copied()
-                        .chain(["count", "name"])
-                        .collect();
-                    return Err(bad(format!(
-                        "unknown option '{other}' for {}: use {}",
-                        kind.name(),
-                        allowed.join(", ")
-                    )));
-                }
+                k => match driver.option(k) {
+                    Some(option) => {
+                        if let Some(why) = option.check.refuse(k, v) {
+                            return Err(bad(why));
+                        }
+                        opts.insert(k.to_string(), v.to_string());
+                    }
+                    None => {
+                        let allowed: Vec<&str> = driver
+                            .options
+                            .iter()
+                            .map(|o| o.key)
+                            .chain(["count", "name"])
+                            .collect();
+                        return Err(bad(format!(
+                            "unknown option '{k}' for {}: use {}",
+                            driver.name,
+                            allowed.join(", ")
+                        )));
+                    }
+                },
             }
         }
-        validate(kind, &opts).map_err(bad)?;
         Ok(Spec {
-            kind,
+            driver,
             label: label.unwrap_or_else(|| text.to_string()),
             count,
             target,
@@ -164,57 +131,6 @@ impl Spec {
     }
 }
 
-fn validate(kind: EnvKind, opts: &BTreeMap<String, String>) -> Result<(), String> {
-    let choice = |key: &str, allowed: &[&str]| -> Result<(), String> {
-        match opts.get(key) {
-            Some(v) if !allowed.contains(&v.as_str()) => {
-                Err(format!("{key}={v}: use {}", allowed.join(" or ")))
-            }
-            _ => Ok(()),
-        }
-    };
-    let positive = |key: &str| -> Result<(), String> {
-        match opts.get(key) {
-            Some(v) if !v.parse::<f64>().is_ok_and(|x| x > 0.0) => {
-                Err(format!("{key}={v}: expected a positive number"))
-            }
-            _ => Ok(()),
-        }
-    };
-    let size = |key: &str| -> Result<(), String> {
-        match opts.get(key) {
-            Some(v) if crate::core::units::Bytes::parse(v).is_err() => {
-                Err(format!("{key}={v}: expected a size such as 512m or 2g"))
-            }
-            _ => Ok(()),
-        }
-    };
-    match kind {
-        EnvKind::Docker | EnvKind::Podman => {
-            positive("cpus")?;
-            size("memory")?;
-            choice("storage", &["overlay", "volume", "tmpfs"])?;
-            choice("network", &["bridge", "host"])?;
-        }
-        EnvKind::Qemu => {
-            positive("smp")?;
-            size("memory")?;
-            size("disk")?;
-            choice("accel", &["auto", "kvm", "tcg"])?;
-            choice("cache", &["none", "writeback"])?;
-            choice("net", &["user", "none"])?;
-            if let Some(v) = opts.get("port") {
-                if !v.parse::<u16>().is_ok_and(|p| p > 0) {
-                    return Err(format!("port={v}: expected a TCP port, 1 to 65535"));
-                }
-            }
-        }
-        EnvKind::Ssh => choice("host-key-check", &["on", "off"])?,
-        EnvKind::Host => {}
-    }
-    Ok(())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -222,7 +138,7 @@ mod tests {
     #[test]
     fn parses_every_kind() {
         let d = Spec::parse("docker:cpus=0.5,memory=2g,count=2,name=small").unwrap();
-        assert_eq!(d.kind, EnvKind::Docker);
+        assert_eq!(d.driver.name, "docker");
         assert_eq!(d.count, 2);
         assert_eq!(d.label, "small");
         assert_eq!(d.opt("cpus"), Some("0.5"));
@@ -230,7 +146,7 @@ mod tests {
         assert_eq!(q.label, "qemu:smp=2,memory=2g,accel=tcg");
         let s = Spec::parse("ssh:bench@10.0.0.2:2222,host-key-check=off").unwrap();
         assert_eq!(s.target, Some(("bench@10.0.0.2".into(), Some(2222))));
-        assert_eq!(Spec::parse("host").unwrap().kind, EnvKind::Host);
+        assert_eq!(Spec::parse("host").unwrap().driver.name, "host");
     }
 
     #[test]

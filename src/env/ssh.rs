@@ -10,7 +10,30 @@ use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
 
+use super::def::{Check, DriverDef, EnvOption};
 use super::{Environment, Launched, Spec};
+
+pub const DEF: DriverDef = DriverDef {
+    name: "ssh",
+    summary:
+        "any machine reachable by ssh: the binary is copied to a temporary directory and removed",
+    target: Some("USER@HOST[:PORT]"),
+    options: &[
+        EnvOption::new(
+            "host-key-check",
+            Check::Choice(&["on", "off"]),
+            "check the host key (default on)",
+        ),
+        EnvOption::new("identity", Check::Text, "the private key file"),
+        EnvOption::new("known-hosts", Check::Text, "the known_hosts file"),
+    ],
+    probe_by_default: false,
+    build: |spec| Ok(Box::new(SshEnvironment::new(spec.clone()))),
+    probe: |spec| match SshEnvironment::new(spec.clone()).check() {
+        Ok(()) => (true, "reachable".into()),
+        Err(e) => (false, format!("{e:#}")),
+    },
+};
 
 pub struct SshEnvironment {
     spec: Spec,

@@ -19,6 +19,10 @@ fn opt(x: Option<f64>) -> String {
 }
 
 impl Exporter for CsvExporter {
+    fn name(&self) -> &'static str {
+        "csv"
+    }
+
     fn extension(&self) -> &'static str {
         "csv"
     }

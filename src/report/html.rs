@@ -366,6 +366,10 @@ fn sweeps(a: &Analysis) -> Vec<(String, String, Vec<&EntryAnalysis>)> {
 }
 
 impl Exporter for HtmlExporter {
+    fn name(&self) -> &'static str {
+        "html"
+    }
+
     fn extension(&self) -> &'static str {
         "html"
     }

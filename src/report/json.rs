@@ -5,6 +5,10 @@ use super::{Analysis, Exporter};
 pub struct JsonExporter;
 
 impl Exporter for JsonExporter {
+    fn name(&self) -> &'static str {
+        "json"
+    }
+
     fn extension(&self) -> &'static str {
         "json"
     }

@@ -17,6 +17,10 @@ fn cell(s: &str) -> String {
 }
 
 impl Exporter for MarkdownExporter {
+    fn name(&self) -> &'static str {
+        "markdown"
+    }
+
     fn extension(&self) -> &'static str {
         "md"
     }

@@ -12,47 +12,53 @@ pub use analysis::{analyze, Analysis};
 
 use std::fmt::Write as _;
 
+use crate::core::options::CliError;
 use crate::stats::{Comparison, Verdict};
 
 /// Renders an analysis in one format.
-pub trait Exporter {
+pub trait Exporter: Sync {
+    /// The `--format` word.
+    fn name(&self) -> &'static str;
     fn render(&self, a: &Analysis) -> String;
     /// File extension for `--out` defaults.
     fn extension(&self) -> &'static str;
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Format {
-    Table,
-    Markdown,
-    Csv,
-    Json,
-    Html,
+/// Every format, one line each.
+pub static EXPORTERS: &[&dyn Exporter] = &[
+    &table::TableExporter,
+    &markdown::MarkdownExporter,
+    &csv::CsvExporter,
+    &json::JsonExporter,
+    &html::HtmlExporter,
+];
+
+/// "table, markdown, ...", for help and messages.
+pub fn format_names() -> String {
+    EXPORTERS
+        .iter()
+        .map(|e| e.name())
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
-impl Format {
-    pub const NAMES: &'static [&'static str] = &["table", "markdown", "csv", "json", "html"];
-
-    pub fn parse(word: &str) -> Option<Format> {
-        Some(match word {
-            "table" => Format::Table,
-            "markdown" | "md" => Format::Markdown,
-            "csv" => Format::Csv,
-            "json" => Format::Json,
-            "html" => Format::Html,
-            _ => return None,
+/// The exporter for `--format NAME` (`md` is markdown too).
+pub fn exporter(name: &str) -> Result<&'static dyn Exporter, CliError> {
+    let name = if name == "md" { "markdown" } else { name };
+    EXPORTERS
+        .iter()
+        .copied()
+        .find(|e| e.name() == name)
+        .ok_or_else(|| CliError::InvalidValue {
+            name: "format".into(),
+            value: name.into(),
+            allowed: format!("one of {}", format_names()),
         })
-    }
+}
 
-    pub fn exporter(self) -> Box<dyn Exporter> {
-        match self {
-            Format::Table => Box::new(table::TableExporter),
-            Format::Markdown => Box::new(markdown::MarkdownExporter),
-            Format::Csv => Box::new(csv::CsvExporter),
-            Format::Json => Box::new(json::JsonExporter),
-            Format::Html => Box::new(html::HtmlExporter),
-        }
-    }
+/// The self-contained HTML page `compare` always writes.
+pub fn html() -> &'static dyn Exporter {
+    &html::HtmlExporter
 }
 
 /// A number with as many decimals as its size warrants.
@@ -239,8 +245,8 @@ mod tests {
             "{}",
             u[0].best_p
         );
-        for f in [Format::Table, Format::Markdown, Format::Html, Format::Json] {
-            assert!(f.exporter().render(&a).contains("--repeat 7 or more"));
+        for f in ["table", "markdown", "html", "json"].map(|n| exporter(n).unwrap()) {
+            assert!(f.render(&a).contains("--repeat 7 or more"));
         }
         // With 7 runs a side the same separation is significant.
         let mut more = runs.clone();
@@ -267,7 +273,7 @@ mod tests {
 
     #[test]
     fn csv_is_pinned() {
-        let csv = Format::Csv.exporter().render(&fixture());
+        let csv = exporter("csv").unwrap().render(&fixture());
         let lines: Vec<&str> = csv.lines().collect();
         assert_eq!(lines.len(), 3);
         assert_eq!(
@@ -284,7 +290,7 @@ mod tests {
 
     #[test]
     fn markdown_is_pinned() {
-        let md = Format::Markdown.exporter().render(&fixture());
+        let md = exporter("markdown").unwrap().render(&fixture());
         assert!(md.starts_with("# virtperf comparison #7\n"));
         assert!(md.contains("| events_per_sec (events/s) | host | 5 | 100.0 | [99.1, 100.9] | 0.7% | baseline |  |  |  |"), "{md}");
         assert!(
@@ -304,9 +310,9 @@ mod tests {
     #[test]
     fn every_format_flags_noisy_runs() {
         let a = fixture();
-        assert!(Format::Table.exporter().render(&a).contains("steal 9.0%"));
-        assert!(Format::Html.exporter().render(&a).contains("steal 9.0%"));
-        assert!(Format::Json.exporter().render(&a).contains("steal 9.0%"));
-        assert!(Format::Csv.exporter().render(&a).contains(",true"));
+        assert!(exporter("table").unwrap().render(&a).contains("steal 9.0%"));
+        assert!(exporter("html").unwrap().render(&a).contains("steal 9.0%"));
+        assert!(exporter("json").unwrap().render(&a).contains("steal 9.0%"));
+        assert!(exporter("csv").unwrap().render(&a).contains(",true"));
     }
 }

@@ -8,6 +8,10 @@ use super::{comparison_cells, num, run_lines, Analysis, Cells, Exporter};
 pub struct TableExporter;
 
 impl Exporter for TableExporter {
+    fn name(&self) -> &'static str {
+        "table"
+    }
+
     fn extension(&self) -> &'static str {
         "txt"
     }

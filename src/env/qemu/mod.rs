@@ -17,7 +17,66 @@ use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, bail, Context, Result};
 
+use super::def::{Check, DriverDef, EnvOption};
 use super::{Environment, Launched, Spec};
+
+pub const DEF: DriverDef = DriverDef {
+    name: "qemu",
+    summary:
+        "a QEMU VM booting this machine's kernel with virtperf as init (KVM if it works, else TCG)",
+    target: None,
+    options: &[
+        EnvOption::new("smp", Check::Positive, "virtual CPUs"),
+        EnvOption::new("memory", Check::Size, "guest memory, e.g. 2g"),
+        EnvOption::new(
+            "accel",
+            Check::Choice(&["auto", "kvm", "tcg"]),
+            "accelerator (auto tries KVM, falls back to TCG)",
+        ),
+        EnvOption::new("cpu", Check::Text, "QEMU's -cpu model"),
+        EnvOption::new(
+            "kernel",
+            Check::Text,
+            "guest kernel (default: the host's, from /boot)",
+        ),
+        EnvOption::new("modules", Check::Text, "the kernel's modules directory"),
+        EnvOption::new(
+            "cache",
+            Check::Choice(&["none", "writeback"]),
+            "scratch disk cache mode",
+        ),
+        EnvOption::new("disk", Check::Size, "scratch disk size, e.g. 8g"),
+        EnvOption::new(
+            "net",
+            Check::Choice(&["user", "none"]),
+            "user-mode NIC, or none",
+        ),
+        EnvOption::new(
+            "port",
+            Check::Port,
+            "the guest port forwarded from host loopback (5201)",
+        ),
+    ],
+    probe_by_default: true,
+    build: |spec| Ok(Box::new(QemuEnvironment::new(spec.clone())?)),
+    probe,
+};
+
+fn probe(spec: &Spec) -> (bool, String) {
+    if which(QEMU).is_none() {
+        return (
+            false,
+            format!("{QEMU} not found: apt-get install qemu-system-x86"),
+        );
+    }
+    match QemuEnvironment::new(spec.clone()).and_then(|mut e| {
+        e.prepare()?;
+        Ok(e)
+    }) {
+        Ok(e) => (true, format!("accelerator {}", e.accel_name())),
+        Err(err) => (false, format!("{err:#}")),
+    }
+}
 use crate::core::units::Bytes;
 
 pub struct QemuEnvironment {
