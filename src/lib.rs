@@ -1,8 +1,29 @@
 //! virtperf: measures what virtualization costs. One benchmark suite runs on the
 //! host, in containers and in VMs, and each environment is compared against the
 //! baseline with confidence intervals and significance.
+//!
+//! Layers, from the bottom; each imports only layers below it, and modules on
+//! one line are peers that do not import each other (`tests/layers.rs`
+//! checks this on every `crate::` path):
+//!
+//! ```text
+//! core      result document, option tables and values, observer, units, signals, time
+//! stats     pure statistics, naming no metric  |  sys   fingerprint, monitors
+//! engine    threads, --time/--events, barrier start, HDR latency, --rate, warm-up
+//! workload  the Workload trait, WorkloadDef and the registry, the typed Job, execution
+//! agent     runs jobs inside an environment  |  suite   TOML suites into jobs, run order
+//! env       the Environment trait, one file per driver, the driver registry
+//! store     the results store (SQLite)
+//! analysis  summaries, comparisons, verdicts, categories, ranking, flags
+//! report    one exporter per format and their registry
+//! compare   the scheduler: rounds, rotation, resume, auto-repeat, progress
+//! cli       argv into typed requests; help generated from the registries
+//! ```
+//!
+//! `main.rs` only wires: `cli` is imported by nothing else.
 
 pub mod agent;
+pub mod analysis;
 pub mod cli;
 pub mod compare;
 pub mod core;

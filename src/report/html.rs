@@ -6,8 +6,8 @@
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
-use super::analysis::{is_headline, EntryAnalysis};
 use super::{comparison_cells, num, Analysis, Cells, Exporter};
+use crate::analysis::{is_headline, EntryAnalysis};
 use crate::stats::Verdict;
 
 pub struct HtmlExporter;

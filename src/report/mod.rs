@@ -1,14 +1,13 @@
 //! Reports of a comparison: one exporter per format behind one trait, all
 //! rendering the same `Analysis`.
 
-pub mod analysis;
 mod csv;
 mod html;
 mod json;
 mod markdown;
 mod table;
 
-pub use analysis::{analyze, Analysis};
+pub use crate::analysis::{analyze, Analysis};
 
 use std::fmt::Write as _;
 
