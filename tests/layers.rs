@@ -146,7 +146,7 @@ fn the_layer_list_matches_lib_rs() {
     for layer in LAYERS.iter().flat_map(|l| l.iter()) {
         if *layer != "import" {
             assert!(
-                lib.contains(&format!("{layer}")),
+                lib.contains(&format!("//! {layer} ")),
                 "{layer} missing from lib.rs's doc"
             );
         }
