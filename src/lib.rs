@@ -8,10 +8,12 @@
 //!
 //! ```text
 //! core      result document, option tables and values, observer, units, signals, time
-//! stats     pure statistics, naming no metric  |  sys   fingerprint, monitors
+//! stats     pure statistics, naming no metric          (peer of sys)
+//! sys       fingerprint, monitors
 //! engine    threads, --time/--events, barrier start, HDR latency, --rate, warm-up
 //! workload  the Workload trait, WorkloadDef and the registry, the typed Job, execution
-//! agent     runs jobs inside an environment  |  suite   TOML suites into jobs, run order
+//! agent     runs jobs inside an environment            (peer of suite)
+//! suite     TOML suites into jobs, sweeps, run order
 //! env       the Environment trait, one file per driver, the driver registry
 //! store     the results store (SQLite)
 //! analysis  summaries, comparisons, verdicts, categories, ranking, flags
