@@ -1,0 +1,209 @@
+//! What `virtperf compare` was asked to do: its options and help, the
+//! suite (or a one-off workload given after the options), the environments
+//! with the baseline first and distinct labels, and how many rounds.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use anyhow::Result;
+
+use super::schedule::Repeat;
+use crate::core::observer::Observer;
+use crate::core::options::{self, CliError, OptKind, OptionSpec};
+use crate::env::{self, probe, Spec};
+use crate::report::{self, Exporter};
+use crate::suite::{self, Suite};
+use crate::workload;
+
+pub const OPTIONS: &[OptionSpec] = &[
+    OptionSpec::new(
+        "suite",
+        OptKind::Text,
+        "quick",
+        "built-in suite (quick, standard, seed000-esxi-hyperv, seed002-qemu-docker, seed004-kvm-sysbench) or a TOML file",
+    ),
+    OptionSpec::new("baseline", OptKind::Text, "host", "the environment the others are compared with"),
+    OptionSpec::new(
+        "env",
+        OptKind::Text,
+        "",
+        "an environment to compare (repeatable; default: every one `virtperf envs` finds available)",
+    )
+    .repeatable(),
+    OptionSpec::new(
+        "repeat",
+        OptKind::Text,
+        "5",
+        "repetitions per environment, or auto: until every headline metric's 95% CI is within ±2% of its mean (at least 3, within --budget)",
+    ),
+    OptionSpec::new(
+        "budget",
+        OptKind::Float { min: 1.0, max: 1e7 },
+        "3600",
+        "seconds --repeat auto may spend",
+    ),
+    OptionSpec::new("out", OptKind::Text, "virtperf-results", "results directory (SQLite store and reports)"),
+    OptionSpec::new(
+        "resume",
+        OptKind::Bool,
+        "off",
+        "continue the newest unfinished comparison in --out, skipping what is done",
+    ),
+    OptionSpec::new(
+        "format",
+        OptKind::Text,
+        "table",
+        "what to print at the end: a format 'virtperf report --help' lists (an HTML report is always written to --out)",
+    ),
+];
+
+pub fn help() -> String {
+    format!(
+        "virtperf compare [options] [WORKLOAD [workload options]]\n\n\
+         Runs a suite (or one workload given after the options) on the baseline and on every\n\
+         environment, --repeat times with the order rotated, stores every result in\n\
+         --out/results.db as it arrives, and reports each environment against the baseline:\n\
+         ratio with a bootstrap 95% CI, overhead or times slower, Mann–Whitney U with Holm\n\
+         correction, and a verdict. Writes --out/comparison-N.html.\n\n{}\n\
+         Examples:\n  virtperf compare\n  virtperf compare --env host --env docker:cpus=0.5 --repeat 3 cpu --time=2\n  \
+         virtperf compare --suite standard --env qemu:smp=2 --repeat auto --budget 7200\n",
+        options::render_help("Options", OPTIONS)
+    ) + &format!("\nFormats: {}\n\n{}", report::format_names(), env::help())
+}
+
+pub struct Plan {
+    pub suite: Suite,
+    pub specs: Vec<Spec>,
+    pub repeat: Repeat,
+    pub budget: Duration,
+    pub out: PathBuf,
+    pub format: &'static dyn Exporter,
+}
+
+/// Splits compare's own options from a trailing workload invocation.
+pub fn split_args(args: &[String]) -> (Vec<String>, Vec<String>) {
+    let mut i = 0;
+    while i < args.len() {
+        let a = &args[i];
+        if workload::find(a).is_some() {
+            return (args[..i].to_vec(), args[i..].to_vec());
+        }
+        // An option taking the next word as its value.
+        if a.starts_with("--") && !a.contains('=') && !matches!(a.as_str(), "--resume") {
+            i += 1;
+        }
+        i += 1;
+    }
+    (args.to_vec(), Vec::new())
+}
+
+pub fn plan(args: &[String], observer: &dyn Observer) -> Result<(Plan, bool)> {
+    let (own, workload) = split_args(args);
+    let (v, rest) = options::parse(&[OPTIONS], &own, "compare")?;
+    if let Some(extra) = rest.first() {
+        return Err(CliError::Usage(format!(
+            "compare: '{extra}' is neither an option nor a workload; workloads are {}",
+            workload::names()
+        ))
+        .into());
+    }
+    let suite = if workload.is_empty() {
+        suite::load(v.text("suite")).map_err(|e| CliError::Usage(format!("{e:#}")))?
+    } else {
+        suite::from_args(&workload).map_err(|e| CliError::Usage(format!("{e:#}")))?
+    };
+    let repeat = match v.text("repeat") {
+        "auto" => Repeat::Auto,
+        n => match n.parse::<usize>() {
+            Ok(k) if (1..=1000).contains(&k) => Repeat::Fixed(k),
+            _ => {
+                return Err(CliError::InvalidValue {
+                    name: "repeat".into(),
+                    value: n.into(),
+                    allowed: "a whole number from 1 to 1000, or auto".into(),
+                }
+                .into())
+            }
+        },
+    };
+    let baseline = Spec::parse(v.text("baseline"))?;
+    let mut others: Vec<Spec> = v
+        .list("env")
+        .iter()
+        .map(|s| Spec::parse(s))
+        .collect::<Result<_, _>>()?;
+    if v.list("env").is_empty() {
+        observer.note("looking for available environments (virtperf envs)...");
+        others = probe::available()
+            .into_iter()
+            .filter(|s| s.label != baseline.label)
+            .collect();
+    }
+    // The baseline named again among --env is the baseline itself; an A/A
+    // check names the second one (host:name=host-b).
+    others.retain(|s| s.label != baseline.label);
+    let mut specs = vec![baseline];
+    for mut s in others {
+        // Two environments may be the same kind (an A/A check): keep labels apart.
+        let base = s.label.clone();
+        let mut k = 2;
+        while specs.iter().any(|x| x.label == s.label) {
+            s.label = format!("{base} ({k})");
+            k += 1;
+        }
+        specs.push(s);
+    }
+    Ok((
+        Plan {
+            suite,
+            specs,
+            repeat,
+            budget: Duration::from_secs_f64(v.float("budget")),
+            out: PathBuf::from(v.text("out")),
+            format: report::exporter(v.text("format"))?,
+        },
+        v.flag("resume"),
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn plan_quiet(args: &[String]) -> Result<(Plan, bool)> {
+        plan(args, &crate::core::observer::Silent)
+    }
+
+    fn s(v: &[&str]) -> Vec<String> {
+        v.iter().map(|x| x.to_string()).collect()
+    }
+
+    #[test]
+    fn a_trailing_workload_is_split_off() {
+        let (own, wl) = split_args(&s(&["--env", "host", "--repeat", "3", "cpu", "--time=2"]));
+        assert_eq!(own, s(&["--env", "host", "--repeat", "3"]));
+        assert_eq!(wl, s(&["cpu", "--time=2"]));
+        let (own, wl) = split_args(&s(&["--resume", "--out=x"]));
+        assert_eq!(own.len(), 2);
+        assert!(wl.is_empty());
+    }
+
+    #[test]
+    fn same_kind_twice_gets_distinct_labels() {
+        let (p, _) = plan_quiet(&s(&[
+            "--env",
+            "host",
+            "--env",
+            "host:name=host-b",
+            "cpu",
+            "--time=1",
+        ]))
+        .unwrap();
+        let labels: Vec<_> = p.specs.iter().map(|s| s.label.clone()).collect();
+        assert_eq!(labels, vec!["host", "host-b"]);
+        let (p, _) = plan_quiet(&s(&["--env", "docker", "--env", "docker", "cpu"])).unwrap();
+        let labels: Vec<_> = p.specs.iter().map(|s| s.label.clone()).collect();
+        assert_eq!(labels, vec!["host", "docker", "docker (2)"]);
+        assert!(plan_quiet(&s(&["--repeat", "zero", "--env", "host", "cpu"])).is_err());
+    }
+}

@@ -1,0 +1,566 @@
+//! The comparison scheduler: rounds over every environment with the starting
+//! environment rotated, only what the store does not hold yet (so `--resume`
+//! finishes an interrupted comparison), every result stored the moment it
+//! arrives, an environment that fails reported and skipped while the others
+//! carry on, simultaneous instances combined into one summed result, and
+//! `--repeat auto` adding rounds until the headline metrics are precise or
+//! the budget is spent. Environments are reached through an `Executor`, so
+//! all of this is tested with a scripted one in milliseconds.
+
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
+
+use anyhow::Result;
+
+use crate::core::observer::{Observer, Progress};
+use crate::core::result::ResultDoc;
+use crate::core::signals;
+use crate::env::{self, Environment, InstanceOutcome, OnResult};
+use crate::store::Store;
+use crate::suite::{self, Suite};
+use crate::workload::Job;
+
+/// How many rounds.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Repeat {
+    Fixed(usize),
+    /// Until every headline metric is precise to ±2%, at least 3 rounds.
+    Auto,
+}
+
+/// Runs jobs in the environments of a comparison.
+pub trait Executor {
+    /// Runs `jobs` in environment `env` (an index into the comparison's
+    /// environments), handing each instance's result to `on_result` as it
+    /// arrives; returns every instance's outcome.
+    fn run(
+        &mut self,
+        env: usize,
+        jobs: &[Job],
+        on_result: &mut OnResult,
+    ) -> Result<Vec<InstanceOutcome>>;
+}
+
+/// The real thing: one driver per environment.
+pub struct Drivers(pub Vec<Box<dyn Environment>>);
+
+impl Executor for Drivers {
+    fn run(
+        &mut self,
+        env: usize,
+        jobs: &[Job],
+        on_result: &mut OnResult,
+    ) -> Result<Vec<InstanceOutcome>> {
+        env::run_with(self.0[env].as_mut(), jobs, on_result)
+    }
+}
+
+/// One environment of the comparison, as the scheduler sees it.
+#[derive(Debug, Clone)]
+pub struct EnvSlot {
+    pub label: String,
+    /// Simultaneous instances (`count=N`).
+    pub count: usize,
+}
+
+/// How the scheduling went.
+#[derive(Debug, Default, PartialEq)]
+pub struct Outcome {
+    pub rounds: usize,
+    pub interrupted: bool,
+    /// Environments that failed and were skipped from then on.
+    pub failed: Vec<String>,
+    /// Why `--repeat auto` stopped, when it did.
+    pub stopped_because: Option<String>,
+}
+
+pub struct Schedule<'a> {
+    pub comparison: i64,
+    pub suite: &'a Suite,
+    pub envs: &'a [EnvSlot],
+    pub repeat: Repeat,
+    pub budget: Duration,
+    pub store: &'a Store,
+    pub observer: &'a dyn Observer,
+}
+
+impl Schedule<'_> {
+    pub fn run(&self, executor: &mut dyn Executor) -> Result<Outcome> {
+        let entries = &self.suite.entries;
+        let n_envs = self.envs.len();
+        let mut out = Outcome::default();
+        let mut failed = vec![false; n_envs];
+        let rounds_max = match self.repeat {
+            Repeat::Fixed(n) => n,
+            Repeat::Auto => 1000,
+        };
+        let total = match self.repeat {
+            Repeat::Fixed(n) => Some(n * n_envs * entries.len()),
+            Repeat::Auto => None,
+        };
+        let mut eta = Eta::default();
+        let mut done = 0usize;
+        let started = Instant::now();
+        'rounds: for (round, order) in suite::rounds(n_envs, rounds_max).into_iter().enumerate() {
+            out.rounds = round + 1;
+            for ei in order {
+                if failed[ei] {
+                    continue;
+                }
+                let slot = &self.envs[ei];
+                let pending: Vec<usize> = (0..entries.len())
+                    .filter(|&k| {
+                        !self
+                            .store
+                            .done(self.comparison, &slot.label, k, round)
+                            .unwrap_or(false)
+                    })
+                    .collect();
+                done += entries.len() - pending.len();
+                if pending.is_empty() {
+                    continue;
+                }
+                let jobs: Vec<Job> = pending.iter().map(|&k| entries[k].job.clone()).collect();
+                let show = |done: usize, k: usize, eta: &Eta| {
+                    self.observer.progress(&Progress {
+                        done,
+                        total,
+                        text: format!("round {}: {}: {}", round + 1, slot.label, entries[k].label),
+                        eta_s: total.and_then(|t| eta.left(self.envs, entries.len(), t, done)),
+                    })
+                };
+                show(done, pending[0], &eta);
+                let mut record_error: Option<anyhow::Error> = None;
+                let mut last = Instant::now();
+                let outcome = executor.run(ei, &jobs, &mut |_inst, idx, res| {
+                    eta.add(&slot.label, last.elapsed());
+                    last = Instant::now();
+                    if slot.count > 1 {
+                        return;
+                    }
+                    if let Err(e) = self.record(&slot.label, pending[idx], round, res) {
+                        record_error.get_or_insert(e);
+                    }
+                    done += 1;
+                    if let Some(&next) = pending.get(idx + 1) {
+                        show(done, next, &eta);
+                    }
+                });
+                if let Some(e) = record_error {
+                    return Err(e.context("writing to the results store"));
+                }
+                match outcome {
+                    Ok(instances) if slot.count > 1 => {
+                        for (idx, &k) in pending.iter().enumerate() {
+                            let docs: Vec<ResultDoc> = instances
+                                .iter()
+                                .filter_map(|i| i.results.get(idx).and_then(|r| r.as_ref().ok()))
+                                .cloned()
+                                .collect();
+                            let res = if docs.len() == slot.count {
+                                Ok(env::combine(&slot.label, &docs).expect("non-empty"))
+                            } else {
+                                Err(format!(
+                                    "{} of {} instances failed",
+                                    slot.count - docs.len(),
+                                    slot.count
+                                ))
+                            };
+                            self.record(&slot.label, k, round, &res)?;
+                            done += 1;
+                        }
+                    }
+                    Ok(_) => {}
+                    Err(e) if e.downcast_ref::<signals::Interrupted>().is_some() => {
+                        out.interrupted = true;
+                        break 'rounds;
+                    }
+                    Err(e) => {
+                        self.observer.note(&format!(
+                            "{} failed: {e:#}; carrying on with the others",
+                            slot.label
+                        ));
+                        for &k in &pending {
+                            if !self.store.done(self.comparison, &slot.label, k, round)? {
+                                self.record(&slot.label, k, round, &Err(format!("{e:#}")))?;
+                            }
+                        }
+                        failed[ei] = true;
+                        out.failed.push(slot.label.clone());
+                    }
+                }
+            }
+            if self.repeat == Repeat::Auto && round + 1 >= 3 {
+                let cmp = self.store.comparison(self.comparison)?.expect("exists");
+                let a = crate::analysis::analyze(&cmp, &self.store.runs(self.comparison)?);
+                if a.precise_enough(0.02) {
+                    out.stopped_because = Some(format!(
+                        "every headline metric is within ±2% after {} rounds",
+                        round + 1
+                    ));
+                    break;
+                }
+                if started.elapsed() > self.budget {
+                    out.stopped_because = Some(format!(
+                        "--budget of {:.0} s spent after {} rounds; some metrics are less precise than ±2%",
+                        self.budget.as_secs_f64(),
+                        round + 1
+                    ));
+                    break;
+                }
+            }
+        }
+        self.observer.progress_done();
+        Ok(out)
+    }
+
+    fn record(
+        &self,
+        env: &str,
+        entry: usize,
+        round: usize,
+        res: &std::result::Result<ResultDoc, String>,
+    ) -> Result<()> {
+        self.store.record(
+            self.comparison,
+            env,
+            entry,
+            &self.suite.entries[entry].label,
+            round,
+            res.as_ref().map_err(String::as_str),
+        )
+    }
+}
+
+/// Time left, from each environment's own measured run times: an emulated
+/// VM's runs take many times the host's, so one average over all would run
+/// low while the slow environment is still ahead.
+#[derive(Default)]
+struct Eta {
+    per_env: BTreeMap<String, (Duration, u32)>,
+}
+
+impl Eta {
+    fn add(&mut self, env: &str, took: Duration) {
+        let e = self.per_env.entry(env.to_string()).or_default();
+        e.0 += took;
+        e.1 += 1;
+    }
+
+    /// Seconds left when `done` of `total` runs are finished, spread evenly
+    /// over the environments; `None` until every environment has a run.
+    fn left(&self, envs: &[EnvSlot], per_round: usize, total: usize, done: usize) -> Option<f64> {
+        let mean = |label: &str| {
+            self.per_env
+                .get(label)
+                .map(|(t, n)| t.as_secs_f64() / f64::from(*n))
+        };
+        let round_s: f64 = envs
+            .iter()
+            .map(|e| mean(&e.label).map(|m| m * per_round as f64))
+            .sum::<Option<f64>>()?;
+        let runs_per_round = (per_round * envs.len()).max(1) as f64;
+        Some(round_s * total.saturating_sub(done) as f64 / runs_per_round)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::core::observer::{Event, Recording};
+    use crate::core::result::{Metric, SCHEMA};
+    use crate::env::InstanceOutcome;
+
+    /// An environment scripted by a function of (env, entry label, round,
+    /// instance): a value for the run's one metric, or an error.
+    struct Scripted<F> {
+        script: F,
+        envs: Vec<EnvSlot>,
+        rounds_seen: BTreeMap<usize, usize>,
+        calls: Vec<(usize, usize)>,
+        /// Interrupt (as Ctrl-C would) on this call number.
+        interrupt_at: Option<usize>,
+    }
+
+    type Script = fn(&str, &str, usize, usize) -> std::result::Result<f64, String>;
+
+    impl Scripted<Script> {
+        fn new(envs: &[EnvSlot], script: Script) -> Scripted<Script> {
+            Scripted {
+                script,
+                envs: envs.to_vec(),
+                rounds_seen: BTreeMap::new(),
+                calls: Vec::new(),
+                interrupt_at: None,
+            }
+        }
+    }
+
+    fn doc(env: &str, v: f64) -> ResultDoc {
+        ResultDoc {
+            schema: SCHEMA.into(),
+            workload: "cpu".into(),
+            params: Default::default(),
+            env: crate::core::result::EnvInfo {
+                name: env.into(),
+                ..Default::default()
+            },
+            started_at: String::new(),
+            duration_s: 1.0,
+            events: 1,
+            metrics: vec![Metric::new("events_per_sec", v, "events/s", true)],
+            latency_ms: None,
+            fairness: None,
+            monitor: Default::default(),
+            details: serde_json::Value::Null,
+        }
+    }
+
+    impl Executor for Scripted<Script> {
+        fn run(
+            &mut self,
+            env: usize,
+            jobs: &[Job],
+            on_result: &mut OnResult,
+        ) -> Result<Vec<InstanceOutcome>> {
+            self.calls.push((env, jobs.len()));
+            if self.interrupt_at == Some(self.calls.len()) {
+                return Err(signals::Interrupted.into());
+            }
+            // The round this environment is in: how often it has run.
+            let round = *self
+                .rounds_seen
+                .entry(env)
+                .and_modify(|r| *r += 1)
+                .or_insert(0);
+            let slot = self.envs[env].clone();
+            let mut outcomes = Vec::new();
+            for inst in 0..slot.count {
+                let mut results = Vec::new();
+                for (idx, job) in jobs.iter().enumerate() {
+                    let label = job.args().join(" ");
+                    let res = (self.script)(&slot.label, &label, round, inst)
+                        .map(|v| doc(&slot.label, v));
+                    if let Err(e) = &res {
+                        if e == "die" {
+                            anyhow::bail!("{} died", slot.label);
+                        }
+                    }
+                    on_result(inst, idx, &res);
+                    results.push(res);
+                }
+                outcomes.push(InstanceOutcome {
+                    ready_after: Duration::ZERO,
+                    results,
+                    forwarded: None,
+                });
+            }
+            Ok(outcomes)
+        }
+    }
+
+    fn suite(n: usize) -> Suite {
+        Suite {
+            name: "t".into(),
+            description: String::new(),
+            repeat: None,
+            entries: (0..n)
+                .map(|i| {
+                    let args: Vec<String> =
+                        vec!["cpu".into(), format!("--cpu-max-prime={}", 100 + i)];
+                    crate::suite::Entry {
+                        label: args.join(" "),
+                        job: Job::from_args(&args).unwrap(),
+                    }
+                })
+                .collect(),
+        }
+    }
+
+    fn slots(spec: &[(&str, usize)]) -> Vec<EnvSlot> {
+        spec.iter()
+            .map(|(l, c)| EnvSlot {
+                label: l.to_string(),
+                count: *c,
+            })
+            .collect()
+    }
+
+    struct World {
+        _dir: tempfile::TempDir,
+        store: Store,
+        id: i64,
+        suite: Suite,
+        envs: Vec<EnvSlot>,
+        recording: Recording,
+    }
+
+    fn world(entries: usize, envs: &[(&str, usize)]) -> World {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path()).unwrap();
+        let envs = slots(envs);
+        let labels: Vec<String> = envs.iter().map(|e| e.label.clone()).collect();
+        let id = store
+            .begin("2026-11-23T00:00:00Z", "t", &labels[0], &labels, &[])
+            .unwrap();
+        World {
+            _dir: dir,
+            store,
+            id,
+            suite: suite(entries),
+            envs,
+            recording: Recording::default(),
+        }
+    }
+
+    fn schedule(w: &World, repeat: Repeat) -> Schedule<'_> {
+        Schedule {
+            comparison: w.id,
+            suite: &w.suite,
+            envs: &w.envs,
+            repeat,
+            budget: Duration::from_secs(3600),
+            store: &w.store,
+            observer: &w.recording,
+        }
+    }
+
+    #[test]
+    fn rounds_rotate_and_every_result_is_stored() {
+        let w = world(2, &[("host", 1), ("vm", 1), ("ct", 1)]);
+        let mut ex = Scripted::new(&w.envs, |env, _, round, _| {
+            Ok(if env == "host" { 100.0 } else { 50.0 } + round as f64)
+        });
+        let out = schedule(&w, Repeat::Fixed(3)).run(&mut ex).unwrap();
+        assert_eq!(out.rounds, 3);
+        assert!(!out.interrupted && out.failed.is_empty());
+        // Round r starts with environment r: host first, then vm, then ct.
+        let order: Vec<usize> = ex.calls.iter().map(|c| c.0).collect();
+        assert_eq!(order, vec![0, 1, 2, 1, 2, 0, 2, 0, 1]);
+        let runs = w.store.runs(w.id).unwrap();
+        assert_eq!(runs.len(), 2 * 3 * 3);
+        assert!(runs.iter().all(|r| r.doc.is_some()));
+        // Progress counted every run and ended its line.
+        let events = w.recording.events();
+        assert!(matches!(events.last(), Some(Event::ProgressDone)));
+        assert!(events
+            .iter()
+            .any(|e| matches!(e, Event::Progress(p) if p.total == Some(18))));
+    }
+
+    #[test]
+    fn a_failing_environment_is_reported_and_the_others_carry_on() {
+        let w = world(2, &[("host", 1), ("broken", 1)]);
+        let mut ex = Scripted::new(&w.envs, |env, _, _, _| {
+            if env == "broken" {
+                Err("die".into())
+            } else {
+                Ok(1.0)
+            }
+        });
+        let out = schedule(&w, Repeat::Fixed(3)).run(&mut ex).unwrap();
+        assert_eq!(out.failed, vec!["broken".to_string()]);
+        let runs = w.store.runs(w.id).unwrap();
+        let host_ok = runs
+            .iter()
+            .filter(|r| r.env == "host" && r.doc.is_some())
+            .count();
+        assert_eq!(host_ok, 6, "host ran every round");
+        let broken: Vec<_> = runs.iter().filter(|r| r.env == "broken").collect();
+        assert_eq!(broken.len(), 2, "one failed round recorded, then skipped");
+        assert!(broken
+            .iter()
+            .all(|r| r.error.as_deref().unwrap().contains("broken died")));
+        assert!(w
+            .recording
+            .events()
+            .iter()
+            .any(|e| matches!(e, Event::Note(n) if n.contains("carrying on"))));
+    }
+
+    #[test]
+    fn an_interrupted_comparison_resumes_with_only_what_is_left() {
+        let w = world(2, &[("host", 1), ("vm", 1)]);
+        let mut ex = Scripted::new(&w.envs, |_, _, _, _| Ok(1.0));
+        ex.interrupt_at = Some(4);
+        let out = schedule(&w, Repeat::Fixed(3)).run(&mut ex).unwrap();
+        assert!(out.interrupted);
+        let kept = w.store.runs(w.id).unwrap().len();
+        assert_eq!(kept, 6, "three environment turns finished before Ctrl-C");
+        // Resume: a fresh executor is asked only for what is missing.
+        let mut again = Scripted::new(&w.envs, |_, _, _, _| Ok(2.0));
+        let out = schedule(&w, Repeat::Fixed(3)).run(&mut again).unwrap();
+        assert!(!out.interrupted);
+        assert_eq!(again.calls.len(), 3, "{:?}", again.calls);
+        assert!(again.calls.iter().all(|c| c.1 == 2));
+        assert_eq!(w.store.runs(w.id).unwrap().len(), 12);
+    }
+
+    #[test]
+    fn simultaneous_instances_are_summed_into_one_result() {
+        let w = world(1, &[("host", 1), ("pair", 2)]);
+        let mut ex = Scripted::new(&w.envs, |env, _, _, inst| {
+            Ok(if env == "pair" {
+                10.0 + inst as f64
+            } else {
+                5.0
+            })
+        });
+        schedule(&w, Repeat::Fixed(2)).run(&mut ex).unwrap();
+        let runs = w.store.runs(w.id).unwrap();
+        let pair: Vec<f64> = runs
+            .iter()
+            .filter(|r| r.env == "pair")
+            .map(|r| r.doc.as_ref().unwrap().metric("events_per_sec").unwrap())
+            .collect();
+        assert_eq!(pair, vec![21.0, 21.0]);
+    }
+
+    #[test]
+    fn one_failed_instance_fails_the_combined_run() {
+        let w = world(1, &[("host", 1), ("pair", 2)]);
+        let mut ex = Scripted::new(&w.envs, |env, _, _, inst| {
+            if env == "pair" && inst == 1 {
+                Err("no".into())
+            } else {
+                Ok(1.0)
+            }
+        });
+        schedule(&w, Repeat::Fixed(1)).run(&mut ex).unwrap();
+        let runs = w.store.runs(w.id).unwrap();
+        let pair = runs.iter().find(|r| r.env == "pair").unwrap();
+        assert_eq!(pair.error.as_deref(), Some("1 of 2 instances failed"));
+    }
+
+    #[test]
+    fn repeat_auto_stops_when_precise_and_otherwise_at_the_budget() {
+        // Steady values: precise after the minimum of three rounds.
+        let w = world(1, &[("host", 1), ("vm", 1)]);
+        let mut ex = Scripted::new(&w.envs, |_, _, _, _| Ok(100.0));
+        let out = schedule(&w, Repeat::Auto).run(&mut ex).unwrap();
+        assert_eq!(out.rounds, 3);
+        assert!(out.stopped_because.unwrap().contains("within ±2%"));
+        // Wildly varying values never get precise: the budget stops them.
+        let w = world(1, &[("host", 1), ("vm", 1)]);
+        let mut ex = Scripted::new(&w.envs, |_, _, round, _| {
+            Ok(if round % 2 == 0 { 10.0 } else { 1000.0 })
+        });
+        let mut s = schedule(&w, Repeat::Auto);
+        s.budget = Duration::ZERO;
+        let out = s.run(&mut ex).unwrap();
+        assert_eq!(out.rounds, 3);
+        assert!(out.stopped_because.unwrap().contains("--budget"));
+    }
+
+    #[test]
+    fn the_eta_uses_each_environments_own_run_time() {
+        let envs = slots(&[("host", 1), ("tcg", 1)]);
+        let mut eta = Eta::default();
+        assert_eq!(eta.left(&envs, 2, 8, 2), None);
+        eta.add("host", Duration::from_secs(1));
+        eta.add("tcg", Duration::from_secs(19));
+        // A round: 2 runs × 1 s + 2 runs × 19 s = 40 s for 4 runs; 4 left.
+        let left = eta.left(&envs, 2, 8, 4).unwrap();
+        assert!((left - 40.0).abs() < 1e-9, "{left}");
+    }
+}
