@@ -1,0 +1,164 @@
+//! Golden files for every exporter: one fixed analysis (three environments,
+//! throughput and latency metrics, seed 001 categories, a flagged run, a
+//! failed run and a hostile environment name) rendered in each format and
+//! compared with `tests/golden/report.<format>`. After an intended change,
+//! regenerate with `UPDATE_GOLDEN=1 cargo test --test golden` and review the
+//! diff.
+
+use std::path::Path;
+
+use virtperf::analysis::analyze;
+use virtperf::core::result::{EnvInfo, Metric, Monitor, ResultDoc, SCHEMA};
+use virtperf::report::EXPORTERS;
+use virtperf::store::{ComparisonRow, RunRow};
+
+const ENVS: [&str; 3] = ["host", "docker", "qemu <b>&\"x\""];
+
+fn doc(env: &str, workload: &str, metrics: Vec<Metric>, steal: f64) -> ResultDoc {
+    ResultDoc {
+        schema: SCHEMA.into(),
+        workload: workload.into(),
+        params: serde_json::json!({"threads": 1})
+            .as_object()
+            .unwrap()
+            .clone(),
+        env: EnvInfo {
+            name: env.into(),
+            kind: env.split(' ').next().unwrap().into(),
+            kernel: "6.1.0-test".into(),
+            cpu_model: "Test CPU".into(),
+            cpus: 2,
+            ..EnvInfo::default()
+        },
+        started_at: "2026-11-23T00:00:00Z".into(),
+        duration_s: 1.0,
+        events: 100,
+        metrics,
+        latency_ms: None,
+        fairness: None,
+        monitor: Monitor {
+            cpu_steal_pct: steal,
+            ..Monitor::default()
+        },
+        details: serde_json::Value::Null,
+    }
+}
+
+fn runs() -> Vec<RunRow> {
+    let mut runs = Vec::new();
+    // Deterministic jitter: a small, fixed pattern per round.
+    let jitter = [1.0, 1.01, 0.99, 1.005, 0.995];
+    for (round, j) in jitter.iter().enumerate() {
+        for (ei, env) in ENVS.iter().enumerate() {
+            let speed = [1.0, 0.97, 0.05][ei];
+            let slow = [1.0, 1.4, 4.0][ei];
+            let cpu = doc(
+                env,
+                "cpu",
+                vec![Metric::new(
+                    "events_per_sec",
+                    1500.0 * speed * j,
+                    "events/s",
+                    true,
+                )],
+                if ei == 1 && round == 2 { 9.0 } else { 0.0 },
+            );
+            runs.push(RunRow {
+                env: env.to_string(),
+                entry: 0,
+                label: "cpu cpu-max-prime=20000".into(),
+                round,
+                doc: Some(cpu),
+                error: None,
+            });
+            let disk = doc(
+                env,
+                "disk",
+                vec![
+                    Metric::new("put_block_kib_per_sec", 170000.0 * speed * j, "KiB/s", true),
+                    Metric::new("rewrite_kib_per_sec", 90000.0 * speed / j, "KiB/s", true),
+                    Metric::new("get_block_kib_per_sec", 250000.0 * speed * j, "KiB/s", true),
+                    Metric::new("get_block_latency_max_ms", 2.0 * slow * j, "ms", false),
+                ],
+                0.0,
+            );
+            let failed = ei == 2 && round == 4;
+            runs.push(RunRow {
+                env: env.to_string(),
+                entry: 1,
+                label: "disk disk-file-size=256M".into(),
+                round,
+                doc: (!failed).then_some(disk),
+                error: failed.then(|| "qemu: no answer from the agent within 600 s".into()),
+            });
+            let micro = doc(
+                env,
+                "microops",
+                vec![
+                    Metric::new("getpid_ns", 160.0 * slow * j, "ns", false),
+                    Metric::new("getpid_cycles", 420.0 * slow * j, "cycles", false),
+                ],
+                0.0,
+            );
+            runs.push(RunRow {
+                env: env.to_string(),
+                entry: 2,
+                label: "microops ops=getpid".into(),
+                round,
+                doc: Some(micro),
+                error: None,
+            });
+        }
+    }
+    runs
+}
+
+#[test]
+fn every_exporter_matches_its_golden_file() {
+    let cmp = ComparisonRow {
+        id: 3,
+        started_at: "2026-11-23T00:00:00Z".into(),
+        suite: "golden".into(),
+        baseline: "host".into(),
+        envs: ENVS.iter().map(|s| s.to_string()).collect(),
+        args: vec![],
+        finished: true,
+    };
+    let analysis = analyze(&cmp, &runs());
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/golden");
+    let update = std::env::var_os("UPDATE_GOLDEN").is_some();
+    let mut differ = Vec::new();
+    for exporter in EXPORTERS {
+        let text = exporter.render(&analysis);
+        let path = dir.join(format!("report.{}", exporter.name()));
+        if update {
+            std::fs::write(&path, &text).unwrap();
+            continue;
+        }
+        let want = std::fs::read_to_string(&path).unwrap_or_else(|_| {
+            panic!(
+                "{} is missing: run UPDATE_GOLDEN=1 cargo test --test golden",
+                path.display()
+            )
+        });
+        if want != text {
+            let line = want
+                .lines()
+                .zip(text.lines())
+                .position(|(a, b)| a != b)
+                .unwrap_or(want.lines().count().min(text.lines().count()));
+            differ.push(format!(
+                "{}: first difference at line {}:\n  golden: {:?}\n  now:    {:?}",
+                exporter.name(),
+                line + 1,
+                want.lines().nth(line).unwrap_or(""),
+                text.lines().nth(line).unwrap_or("")
+            ));
+        }
+    }
+    assert!(
+        differ.is_empty(),
+        "reports differ from tests/golden (if intended: UPDATE_GOLDEN=1 cargo test --test golden, then review the diff):\n{}",
+        differ.join("\n")
+    );
+}
