@@ -1,0 +1,171 @@
+//! One measured run and its result: metrics, per-operation latency and
+//! the text summary as sysbench prints it.
+
+use super::*;
+
+pub(super) fn run_test(cfg: &Config, mode: Mode, engine: &EngineOptions) -> Result<Measurement> {
+    let (test_files, guard) = open_files(cfg, mode)?;
+    let shared = Arc::new(Shared {
+        cfg: cfg.clone(),
+        mode,
+        files: test_files,
+        gen: Mutex::new(Generator {
+            position: 0,
+            current_file: 0,
+            fsynced_file: 0,
+            req_performed: 0,
+            is_dirty: false,
+            busy: vec![None; engine.threads],
+        }),
+    });
+    let req_size = cfg.request_size() as usize;
+    let (outcome, stats) = if cfg.io == IoMode::Async {
+        let workers = (0..engine.threads)
+            .map(|tid| uring::UringWorker::new(Arc::clone(&shared), tid, req_size))
+            .collect::<Result<Vec<_>>>()?;
+        let (outcome, workers) = engine::run(engine, workers)?;
+        let stats = workers
+            .into_iter()
+            .map(|mut w| std::mem::replace(&mut w.stats, OpStats::new()))
+            .collect::<Vec<_>>();
+        (outcome, stats)
+    } else {
+        let workers = (0..engine.threads)
+            .map(|tid| SyncWorker {
+                shared: Arc::clone(&shared),
+                tid,
+                rng: FastRng::new(0xf11e + tid as u64),
+                buf: AlignedBuf::zeroed(req_size),
+                source: DataSource::new(req_size, cfg.random_data, 0xda7a + tid as u64),
+                stats: OpStats::new(),
+            })
+            .collect();
+        let (outcome, workers) = engine::run(engine, workers)?;
+        (
+            outcome,
+            workers.into_iter().map(|w| w.stats).collect::<Vec<_>>(),
+        )
+    };
+    // Files created by seqwr stay for later runs, like sysbench's.
+    guard.disarm();
+    let mut total = OpStats::new();
+    for s in &stats {
+        total.merge(s);
+    }
+    Ok(measurement(cfg, mode, engine, &outcome, &total))
+}
+
+pub(super) fn measurement(
+    cfg: &Config,
+    mode: Mode,
+    engine: &EngineOptions,
+    outcome: &engine::Outcome,
+    t: &OpStats,
+) -> Measurement {
+    let secs = outcome.duration.as_secs_f64().max(1e-9);
+    let mib = |b: u64| b as f64 / (1024.0 * 1024.0);
+    let mut m = Measurement::from_outcome(outcome, engine.percentile);
+    m.events = t.reads + t.writes + t.fsyncs;
+    if cfg.io == IoMode::Async {
+        // Engine events are submissions; the honest latency is each
+        // operation's submission-to-completion time.
+        let mut all = new_histogram();
+        for h in [&t.read_hist, &t.write_hist, &t.fsync_hist] {
+            all.add(h).expect("same bounds");
+        }
+        m.latency = Some(engine::summarize(&all, engine.percentile));
+        m.histogram = Some(all);
+    }
+    m.metrics = vec![
+        Metric::new("reads_per_sec", t.reads as f64 / secs, "ops/s", true),
+        Metric::new("writes_per_sec", t.writes as f64 / secs, "ops/s", true),
+        Metric::new("fsyncs_per_sec", t.fsyncs as f64 / secs, "ops/s", true),
+        Metric::new("read_mib_per_sec", mib(t.bytes_read) / secs, "MiB/s", true),
+        Metric::new(
+            "written_mib_per_sec",
+            mib(t.bytes_written) / secs,
+            "MiB/s",
+            true,
+        ),
+    ];
+    let per_op = |h: &Histogram| {
+        if h.is_empty() {
+            serde_json::Value::Null
+        } else {
+            serde_json::to_value(engine::summarize(h, engine.percentile)).unwrap_or_default()
+        }
+    };
+    m.details = serde_json::json!({
+        "latency_ms_by_op": {
+            "read": per_op(&t.read_hist),
+            "write": per_op(&t.write_hist),
+            "fsync": per_op(&t.fsync_hist),
+        },
+        "reads": t.reads, "writes": t.writes, "fsyncs": t.fsyncs,
+        "bytes_read": t.bytes_read, "bytes_written": t.bytes_written,
+    });
+    let p = engine.percentile;
+    let lat_line = |name: &str, h: &Histogram| {
+        if h.is_empty() {
+            String::new()
+        } else {
+            let s = engine::summarize(h, p);
+            format!(
+                "  {name:<6} latency (ms): min {:.3}  avg {:.3}  p50 {:.3}  p{} {:.3}  p99 {:.3}  max {:.3}\n",
+                s.min,
+                s.avg,
+                s.p50,
+                p,
+                s.selected.map(|x| x.1).unwrap_or(s.p95),
+                s.p99,
+                s.max
+            )
+        }
+    };
+    m.text = format!(
+        "Extra file open flags: {}\n{} files, {} each\n{} total file size\nBlock size {}\n{}Using {} I/O mode{}\nDoing {} test\n\nFile operations:\n    reads/s:                      {:.2}\n    writes/s:                     {:.2}\n    fsyncs/s:                     {:.2}\n\nThroughput:\n    read, MiB/s:                  {:.2}\n    written, MiB/s:               {:.2}\n\nLatency by operation:\n{}{}{}",
+        flags_text(cfg),
+        cfg.num,
+        Bytes(cfg.file_size),
+        Bytes(cfg.total()),
+        Bytes(cfg.block),
+        if cfg.fsync_freq > 0 {
+            format!("Periodic FSYNC enabled, calling fsync() each {} requests.\n", cfg.fsync_freq)
+        } else {
+            String::new()
+        },
+        match cfg.io {
+            IoMode::Sync => "synchronous",
+            IoMode::Async => "asynchronous (io_uring)",
+            IoMode::Mmap => "mmaped",
+        },
+        if cfg.validate { ", with checksum validation" } else { "" },
+        mode.describe(),
+        t.reads as f64 / secs,
+        t.writes as f64 / secs,
+        t.fsyncs as f64 / secs,
+        mib(t.bytes_read) / secs,
+        mib(t.bytes_written) / secs,
+        lat_line("read", &t.read_hist),
+        lat_line("write", &t.write_hist),
+        lat_line("fsync", &t.fsync_hist),
+    );
+    m
+}
+
+pub(super) fn flags_text(cfg: &Config) -> String {
+    let mut f = Vec::new();
+    if cfg.open_flags & libc::O_SYNC == libc::O_SYNC {
+        f.push("sync");
+    } else if cfg.open_flags & libc::O_DSYNC != 0 {
+        f.push("dsync");
+    }
+    if cfg.direct {
+        f.push("direct");
+    }
+    if f.is_empty() {
+        "(none)".into()
+    } else {
+        f.join(" ")
+    }
+}

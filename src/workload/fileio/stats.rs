@@ -1,0 +1,61 @@
+//! Per-operation counts and latencies of one worker thread.
+
+use super::*;
+
+/// Per-operation counts and latencies of one thread.
+pub struct OpStats {
+    pub reads: u64,
+    pub writes: u64,
+    pub fsyncs: u64,
+    pub bytes_read: u64,
+    pub bytes_written: u64,
+    pub read_hist: Histogram,
+    pub write_hist: Histogram,
+    pub fsync_hist: Histogram,
+}
+
+impl OpStats {
+    pub(super) fn new() -> OpStats {
+        OpStats {
+            reads: 0,
+            writes: 0,
+            fsyncs: 0,
+            bytes_read: 0,
+            bytes_written: 0,
+            read_hist: new_histogram(),
+            write_hist: new_histogram(),
+            fsync_hist: new_histogram(),
+        }
+    }
+
+    pub fn record(&mut self, op: Op, bytes: u64, ns: u64) {
+        let ns = ns.max(1);
+        match op {
+            Op::Read => {
+                self.reads += 1;
+                self.bytes_read += bytes;
+                self.read_hist.saturating_record(ns);
+            }
+            Op::Write => {
+                self.writes += 1;
+                self.bytes_written += bytes;
+                self.write_hist.saturating_record(ns);
+            }
+            Op::Fsync => {
+                self.fsyncs += 1;
+                self.fsync_hist.saturating_record(ns);
+            }
+        }
+    }
+
+    pub(super) fn merge(&mut self, other: &OpStats) {
+        self.reads += other.reads;
+        self.writes += other.writes;
+        self.fsyncs += other.fsyncs;
+        self.bytes_read += other.bytes_read;
+        self.bytes_written += other.bytes_written;
+        self.read_hist.add(&other.read_hist).expect("same bounds");
+        self.write_hist.add(&other.write_hist).expect("same bounds");
+        self.fsync_hist.add(&other.fsync_hist).expect("same bounds");
+    }
+}
