@@ -49,7 +49,7 @@ fn in_envs(inv: &Invocation) -> Result<()> {
     let mut failed = Vec::new();
     for spec in &inv.envs {
         let outcome = env::driver(spec)
-            .and_then(|mut e| env::run(e.as_mut(), std::slice::from_ref(&inv.job)));
+            .and_then(|mut e| env::run(e.as_mut(), std::slice::from_ref(&inv.job), &observer));
         let instances = match outcome {
             Ok(i) => i,
             Err(e) => {

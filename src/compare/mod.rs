@@ -81,7 +81,10 @@ pub fn main(args: &[String]) -> Result<()> {
         store: &store,
         observer: &observer,
     }
-    .run(&mut Drivers(drivers))?;
+    .run(&mut Drivers {
+        drivers,
+        observer: &observer,
+    })?;
     if let Some(why) = &outcome.stopped_because {
         observer.note(why);
     }

@@ -42,16 +42,19 @@ pub trait Executor {
 }
 
 /// The real thing: one driver per environment.
-pub struct Drivers(pub Vec<Box<dyn Environment>>);
+pub struct Drivers<'a> {
+    pub drivers: Vec<Box<dyn Environment>>,
+    pub observer: &'a dyn Observer,
+}
 
-impl Executor for Drivers {
+impl Executor for Drivers<'_> {
     fn run(
         &mut self,
         env: usize,
         jobs: &[Job],
         on_result: &mut OnResult,
     ) -> Result<Vec<InstanceOutcome>> {
-        env::run_with(self.0[env].as_mut(), jobs, on_result)
+        env::run_with(self.drivers[env].as_mut(), jobs, self.observer, on_result)
     }
 }
 

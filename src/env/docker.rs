@@ -12,6 +12,7 @@ use anyhow::{anyhow, bail, Context, Result};
 
 use super::def::{Check, DriverDef, EnvOption};
 use super::{Environment, Launched, Spec};
+use crate::core::observer::Observer;
 
 const OPTIONS: &[EnvOption] = &[
     EnvOption::new("cpus", Check::Positive, "CPU limit, e.g. 0.5 or 2"),
@@ -228,7 +229,7 @@ impl Environment for DockerEnvironment {
         &self.spec
     }
 
-    fn prepare(&mut self) -> Result<()> {
+    fn prepare(&mut self, _obs: &dyn Observer) -> Result<()> {
         engine_version(self.cli)?;
         if let Some(img) = self.spec.opt("image") {
             self.image = img.to_string();

@@ -21,6 +21,7 @@ use std::time::{Duration, Instant};
 use anyhow::{anyhow, bail, Context, Result};
 
 use crate::agent::{Message, Plan, PROTOCOL};
+use crate::core::observer::Observer;
 use crate::core::result::{Metric, ResultDoc};
 use crate::core::signals;
 use crate::workload::Job;
@@ -74,8 +75,9 @@ pub struct Launched {
 pub trait Environment {
     fn spec(&self) -> &Spec;
 
-    /// One-time set-up shared by all instances (an image, an initramfs).
-    fn prepare(&mut self) -> Result<()> {
+    /// One-time set-up shared by all instances (an image, an initramfs);
+    /// what the user should know (a fallback taken) goes to `obs`.
+    fn prepare(&mut self, _obs: &dyn Observer) -> Result<()> {
         Ok(())
     }
 
@@ -267,8 +269,12 @@ impl Drop for Session {
 }
 
 /// Runs `jobs` in every instance of `env`, started together.
-pub fn run(env: &mut dyn Environment, jobs: &[Job]) -> Result<Vec<InstanceOutcome>> {
-    run_with(env, jobs, &mut |_, _, _| {})
+pub fn run(
+    env: &mut dyn Environment,
+    jobs: &[Job],
+    obs: &dyn Observer,
+) -> Result<Vec<InstanceOutcome>> {
+    run_with(env, jobs, obs, &mut |_, _, _| {})
 }
 
 /// Called with (instance, invocation index, outcome) as each result arrives.
@@ -278,9 +284,10 @@ pub type OnResult<'a> = dyn FnMut(usize, usize, &std::result::Result<ResultDoc, 
 pub fn run_with(
     env: &mut dyn Environment,
     jobs: &[Job],
+    obs: &dyn Observer,
     on_result: &mut OnResult,
 ) -> Result<Vec<InstanceOutcome>> {
-    env.prepare()?;
+    env.prepare(obs)?;
     let spec = env.spec().clone();
     let mut sessions = Vec::with_capacity(spec.count);
     for i in 0..spec.count {
@@ -309,12 +316,12 @@ pub fn run_with(
                     );
                 }
                 if !own_sha.is_empty() && !sha256.is_empty() && sha256 != own_sha {
-                    eprintln!(
-                        "virtperf: note: {} runs a different virtperf build (sha256 {}…) than this one ({}…)",
+                    obs.note(&format!(
+                        "note: {} runs a different virtperf build (sha256 {}…) than this one ({}…)",
                         s.label,
                         &sha256[..12.min(sha256.len())],
                         &own_sha[..12.min(own_sha.len())]
-                    );
+                    ));
                 }
                 ready_after.push(s.launched_at.elapsed());
             }

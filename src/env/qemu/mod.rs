@@ -19,6 +19,7 @@ use anyhow::{anyhow, bail, Context, Result};
 
 use super::def::{Check, DriverDef, EnvOption};
 use super::{Environment, Launched, Spec};
+use crate::core::observer::{Observer, Silent};
 
 pub const DEF: DriverDef = DriverDef {
     name: "qemu",
@@ -70,7 +71,7 @@ fn probe(spec: &Spec) -> (bool, String) {
         );
     }
     match QemuEnvironment::new(spec.clone()).and_then(|mut e| {
-        e.prepare()?;
+        e.prepare(&Silent)?;
         Ok(e)
     }) {
         Ok(e) => (true, format!("accelerator {}", e.accel_name())),
@@ -220,7 +221,7 @@ impl Environment for QemuEnvironment {
         &self.spec
     }
 
-    fn prepare(&mut self) -> Result<()> {
+    fn prepare(&mut self, obs: &dyn Observer) -> Result<()> {
         if self.dir.is_some() {
             return Ok(());
         }
@@ -259,8 +260,8 @@ impl Environment for QemuEnvironment {
             _ => {
                 let works = *KVM_WORKS.get_or_init(|| self.probe_kvm());
                 if !works {
-                    eprintln!(
-                        "virtperf: qemu: KVM did not boot a guest here (nested KVM fails on this machine); using TCG emulation"
+                    obs.note(
+                        "qemu: KVM did not boot a guest here (nested KVM fails on this machine); using TCG emulation",
                     );
                 }
                 if works {
@@ -338,9 +339,9 @@ pub fn which(program: &str) -> Option<PathBuf> {
 /// Boot-to-agent time of one TCG guest, for `virtperf envs` and benches.
 pub fn time_boot(spec: &Spec) -> Result<Duration> {
     let mut env = QemuEnvironment::new(spec.clone())?;
-    env.prepare()?;
+    env.prepare(&Silent)?;
     let started = Instant::now();
-    let outcome = super::run(&mut env, &[])?;
+    let outcome = super::run(&mut env, &[], &Silent)?;
     Ok(outcome
         .first()
         .map(|o| o.ready_after)
