@@ -207,6 +207,10 @@ struct Series {
     batch: u64,
     /// Under `Schedule::Time`: batches per pass. Under `Passes`: in total.
     batches: u64,
+    /// Under `Schedule::Time`: the wall time each pass should give it.
+    slice: f64,
+    /// Wall time spent in its slices so far, untimed parts included.
+    wall: f64,
     samples: Vec<f64>,
     pass_results: Vec<f64>,
 }
@@ -288,10 +292,12 @@ impl MicroopsWorkload {
         scratch: &mut Scratch,
         time: Option<Duration>,
     ) -> Result<(Vec<Series>, Schedule)> {
-        let series = |op: Op, batch: u64, batches: u64| Series {
+        let series = |op: Op, batch: u64, batches: u64, slice: f64| Series {
             op,
             batch,
             batches,
+            slice,
+            wall: 0.0,
             samples: Vec::new(),
             pass_results: Vec::new(),
         };
@@ -314,7 +320,7 @@ impl MicroopsWorkload {
                         } else {
                             op.defaults().1
                         };
-                        series(op, batch_of(op), repeats)
+                        series(op, batch_of(op), repeats, 0.0)
                     })
                     .collect();
                 let most = list.iter().map(|s| s.batches).max().unwrap_or(1);
@@ -343,7 +349,7 @@ impl MicroopsWorkload {
                 cost *= grow as f64;
             }
             let per_pass = ((slice / cost).round() as u64).max(1);
-            list.push(series(op, batch, per_pass));
+            list.push(series(op, batch, per_pass, slice));
         }
         Ok((list, Schedule::Time(time)))
     }
@@ -367,8 +373,17 @@ impl Workload for MicroopsWorkload {
                     continue;
                 }
                 let from = s.samples.len();
+                let t = Instant::now();
                 s.op.measure_into(&timer, s.batch, n, &mut scratch, &mut s.samples)?;
+                s.wall += t.elapsed().as_secs_f64();
                 s.pass_results.push(median(&s.samples[from..]));
+                if let Schedule::Time(_) = schedule {
+                    // The warm-up's estimate of a batch's cost can be far
+                    // off (malloc's thresholds move, the host changes
+                    // state): steer the next slice by what the run saw.
+                    let cost = s.wall / s.samples.len() as f64;
+                    s.batches = ((s.slice / cost).round() as u64).max(1);
+                }
             }
             passes += 1;
             let done = match schedule {
