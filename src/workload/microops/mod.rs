@@ -4,14 +4,18 @@
 //!
 //! **Passes.** The selected operations are measured in passes: every
 //! operation in turn, a slice of timed batches each, again and again until
-//! `--time` is spent (a pass lasts about [`PASS_SECONDS`]; each operation gets
-//! the same wall time per pass, from a short untimed warm-up that measures
-//! what one batch costs). A slow stretch of the host then falls on all
+//! the common `--time` is spent (a pass lasts about [`PASS_SECONDS`]; each
+//! operation gets the same wall time per pass: its batches per pass come from
+//! a short untimed warm-up, then from what its slices actually cost, untimed
+//! setup included; a batch grows only if a long `--time` would otherwise
+//! keep more than a million samples). A slow stretch of the host then falls on all
 //! operations alike instead of on one operation's whole sample. A *pass
 //! result* is the median of one operation's batches in one pass, so one
 //! interrupt does not move it. With `--repeats=N` (or `--time=0`) the run is
 //! a fixed count instead: N batches per operation, spread evenly over up to
-//! [`MAX_COUNT_PASSES`] passes.
+//! [`MAX_COUNT_PASSES`] passes. Defaults: `--time=10` gives about 100 passes,
+//! and the whole default run (all operations, with the timer's calibration
+//! and the warm-ups) lasts about 10.5 s.
 //!
 //! **Figures.** Per operation: the median and p99 of all its batches (ticks
 //! per operation), and the modes of its pass results ([`modes`]): when the
@@ -26,7 +30,8 @@
 //! trimming a tenth at each end keeps a few wild passes (a compile stealing
 //! the CPU for a whole slice) out of it, as the median would. It is read
 //! as "the mean cost over this run's mixture of host states", and the modes
-//! beside it say whether there was a mixture.
+//! beside it say whether there was a mixture; `compare` can flag an
+//! operation whose `multimodal` is true as it flags a noisy run.
 //!
 //! **Result document.** `details.<op>` for each measured operation:
 //! ```text
