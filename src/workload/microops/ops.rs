@@ -92,12 +92,13 @@ impl Op {
         }
     }
 
-    /// (batch, repeats) when the user sets neither.
+    /// (batch, repeats) when the user sets neither; the repeats count only
+    /// where the run is not spread over `--time`. A batch takes at least
+    /// some microseconds, so the timer's own cost is small beside it.
     pub fn defaults(self) -> (u64, u64) {
         match self {
-            Op::Getpid | Op::Sysconf | Op::Gettimeofday | Op::ClockGettime | Op::FutexWake => {
-                (100, 1000)
-            }
+            Op::Getpid | Op::Sysconf | Op::FutexWake => (100, 1000),
+            Op::Gettimeofday | Op::ClockGettime => (1000, 1000),
             Op::Cpuid => (20, 1000),
             Op::Malloc1m | Op::Malloc1g => (1, 500),
             Op::PipeEcho => (1, 200),
@@ -109,9 +110,23 @@ impl Op {
     }
 
     /// Net ticks per operation, one value per repeat.
+    #[cfg(test)]
     pub fn measure(self, timer: &Timer, batch: u64, repeats: u64) -> Result<Vec<f64>> {
         let mut samples = Vec::with_capacity(repeats as usize);
-        let mut guard = Scratch::default();
+        self.measure_into(timer, batch, repeats, &mut Scratch::default(), &mut samples)?;
+        Ok(samples)
+    }
+
+    /// Appends `repeats` samples (net ticks per operation) to `samples`;
+    /// `scratch` lives across calls, so a run's passes share one temp file.
+    pub fn measure_into(
+        self,
+        timer: &Timer,
+        batch: u64,
+        repeats: u64,
+        guard: &mut Scratch,
+        samples: &mut Vec<f64>,
+    ) -> Result<()> {
         for _ in 0..repeats {
             if crate::core::signals::interrupted() {
                 return Err(crate::core::signals::Interrupted.into());
@@ -197,7 +212,7 @@ impl Op {
             };
             samples.push(ticks as f64 / batch as f64);
         }
-        Ok(samples)
+        Ok(())
     }
 }
 
@@ -400,7 +415,7 @@ fn ctx_switch(timer: &Timer, batch: u64) -> Result<u64> {
 
 /// A temporary directory with one file, for open_close; removed on drop.
 #[derive(Default)]
-struct Scratch {
+pub struct Scratch {
     dir: Option<PathBuf>,
     path: Option<CString>,
 }
