@@ -4,6 +4,7 @@
 pub mod cpu;
 pub mod disk;
 pub mod fileio;
+pub mod linpack;
 pub mod memory;
 pub mod microops;
 pub mod mutex;
@@ -167,6 +168,7 @@ pub enum Kind {
     Microops,
     Fileio,
     Disk,
+    Linpack,
 }
 
 impl Kind {
@@ -178,6 +180,7 @@ impl Kind {
         Kind::Microops,
         Kind::Fileio,
         Kind::Disk,
+        Kind::Linpack,
     ];
 
     pub fn name(self) -> &'static str {
@@ -189,6 +192,7 @@ impl Kind {
             Kind::Microops => "microops",
             Kind::Fileio => "fileio",
             Kind::Disk => "disk",
+            Kind::Linpack => "linpack",
         }
     }
 
@@ -210,6 +214,9 @@ impl Kind {
             Kind::Fileio => {
                 "File I/O: sysbench fileio modes on test files (prepare, run, cleanup)"
             }
+            Kind::Linpack => {
+                "LINPACK: dense LU solve with partial pivoting (faer), GFLOPS and HPL's residual check, Intel lininput files"
+            }
             Kind::Microops => {
                 "Micro-operations in cycles (system calls, faults, pipes, CPUID exits) with a VM-safe TSC timer"
             }
@@ -225,6 +232,7 @@ impl Kind {
             Kind::Microops => microops::OPTIONS,
             Kind::Fileio => fileio::OPTIONS,
             Kind::Disk => disk::OPTIONS,
+            Kind::Linpack => linpack::OPTIONS,
         }
     }
 
@@ -248,6 +256,7 @@ impl Kind {
             Kind::Microops => Box::new(microops::MicroopsWorkload::new(values)?),
             Kind::Fileio => Box::new(fileio::FileioWorkload::new(values)?),
             Kind::Disk => Box::new(disk::DiskWorkload::new(values)?),
+            Kind::Linpack => Box::new(linpack::LinpackWorkload::new(values)?),
         })
     }
 }
