@@ -158,18 +158,10 @@ impl Workload for LinpackWorkload {
         };
         let isa = fingerprint::linalg_isa();
         let text = render(&self.plan, &trials, threads, isa);
-        let failed: Vec<&Trial> = trials.iter().filter(|t| !t.residual.passed()).collect();
-        if !failed.is_empty() {
+        if let Err(e) = verdict(&trials) {
+            // The table shows which trial failed; the error carries the gist.
             eprint!("{text}");
-            let which: Vec<String> = failed
-                .iter()
-                .map(|t| format!("N={} residual(norm) {:.3e}", t.test.size, t.residual.scaled))
-                .collect();
-            bail!(
-                "LINPACK residual checks FAILED (must be below {}): {}",
-                solve::THRESHOLD,
-                which.join(", ")
-            );
+            return Err(e);
         }
         Ok(measurement(
             &self.plan, &trials, text, self.seed, threads, isa,
@@ -190,6 +182,24 @@ impl LinpackWorkload {
         }
         Ok(out)
     }
+}
+
+/// Ok if every trial passed HPL's check, else an error naming the failures
+/// (the run exits non-zero).
+fn verdict(trials: &[Trial]) -> Result<()> {
+    let failed: Vec<String> = trials
+        .iter()
+        .filter(|t| !t.residual.passed())
+        .map(|t| format!("N={} residual(norm) {:.3e}", t.test.size, t.residual.scaled))
+        .collect();
+    if failed.is_empty() {
+        return Ok(());
+    }
+    bail!(
+        "LINPACK residual checks FAILED (must be below {}): {}",
+        solve::THRESHOLD,
+        failed.join(", ")
+    )
 }
 
 /// The best trial of each distinct (size, LDA, alignment), in plan order.
@@ -412,6 +422,13 @@ mod tests {
             "Size   LDA    Align. Time(s)    GFlops   Residual     Residual(norm) Check"
         ));
         assert_eq!(text.matches(" pass\n").count(), 4, "{text}");
+        assert!(verdict(&trials).is_ok());
+        let bad = [trial(100, 0.001, 1.0), trial(100, 0.001, 40.0)];
+        let e = verdict(&bad).unwrap_err().to_string();
+        assert!(
+            e.contains("FAILED") && e.contains("N=100 residual(norm) 4.000e1"),
+            "{e}"
+        );
         let failed = render(&plan, &[trial(100, 0.001, 40.0)], 1, "sse2");
         assert!(failed.contains("FAIL\n") && failed.contains("Residual checks FAILED"));
     }
