@@ -284,6 +284,18 @@ fn measurement(
     }
 }
 
+/// C's `%e`: 1.124326e-02, as Intel's table prints residuals.
+fn sci(x: f64) -> String {
+    let s = format!("{x:.6e}");
+    match s.split_once('e') {
+        Some((m, e)) => {
+            let (sign, digits) = e.strip_prefix('-').map_or(("+", e), |d| ("-", d));
+            format!("{m}e{sign}{digits:0>2}")
+        }
+        None => s, // NaN, inf
+    }
+}
+
 /// The text section, laid out as Intel's LINPACK prints it.
 fn render(plan: &plan::Plan, trials: &[Trial], threads: usize, isa: &str) -> String {
     let mut out = String::from("Intel(R) LINPACK-style benchmark (faer)\n\n");
@@ -320,14 +332,14 @@ fn render(plan: &plan::Plan, trials: &[Trial], threads: usize, isa: &str) -> Str
     out.push_str("Size   LDA    Align. Time(s)    GFlops   Residual     Residual(norm) Check\n");
     for t in trials {
         out.push_str(&format!(
-            "{:<6} {:<6} {:<6} {:<10.3} {:<8.4} {:<12.6e} {:<14.6e} {}\n",
+            "{:<6} {:<6} {:<6} {:<10.3} {:<8.4} {:<12} {:<14} {}\n",
             t.test.size,
             t.test.lda,
             t.test.align_kib,
             t.time.as_secs_f64(),
             t.gflops(),
-            t.residual.norm,
-            t.residual.scaled,
+            sci(t.residual.norm),
+            sci(t.residual.scaled),
             if t.residual.passed() { "pass" } else { "FAIL" }
         ));
     }
@@ -378,6 +390,14 @@ mod tests {
                 scaled,
             },
         }
+    }
+
+    #[test]
+    fn residuals_print_like_c() {
+        assert_eq!(sci(0.01124326), "1.124326e-02");
+        assert_eq!(sci(9.298118e-13), "9.298118e-13");
+        assert_eq!(sci(123.0), "1.230000e+02");
+        assert_eq!(sci(f64::NAN), "NaN");
     }
 
     #[test]
