@@ -82,6 +82,11 @@ pub struct EnvInfo {
     /// connection) to its agent's hello, as the host measured it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ready_s: Option<f64>,
+    /// The instruction set the dense linear-algebra kernels (faer) dispatch
+    /// to on this CPU: "avx512", "avx2+fma" or "sse2". A guest whose CPUID
+    /// hides AVX computes more slowly for that reason alone.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub linalg_isa: Option<String>,
     /// Network interfaces with an IPv4 address, loopback excepted.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub net: Vec<NetInterface>,

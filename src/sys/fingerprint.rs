@@ -24,6 +24,7 @@ pub fn take(name: &str, kind: &str) -> EnvInfo {
         virtperf_version: env!("CARGO_PKG_VERSION").to_string(),
         binary_sha256: binary_sha256().unwrap_or_default(),
         ready_s: None,
+        linalg_isa: Some(linalg_isa().to_string()),
         net: net_interfaces(),
     }
 }
@@ -121,6 +122,36 @@ pub fn online_cpus() -> u32 {
         .unwrap_or(1)
 }
 
+/// The instruction set faer's matrix kernels choose on this CPU, detected
+/// at run time as faer itself does: AVX-512F, else AVX2 with FMA, else the
+/// x86-64 baseline SSE2.
+pub fn linalg_isa() -> &'static str {
+    #[cfg(target_arch = "x86_64")]
+    {
+        if std::arch::is_x86_feature_detected!("avx512f") {
+            "avx512"
+        } else if std::arch::is_x86_feature_detected!("avx2")
+            && std::arch::is_x86_feature_detected!("fma")
+        {
+            "avx2+fma"
+        } else {
+            "sse2"
+        }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    "generic"
+}
+
+/// The memory this process may use: the smaller of MemTotal and the
+/// cgroup's limit; `None` if neither can be read.
+pub fn memory_limit() -> Option<u64> {
+    let total = Some(mem_total()).filter(|&m| m > 0);
+    match (total, cgroup_limits().memory_limit) {
+        (Some(t), Some(c)) => Some(t.min(c)),
+        (t, c) => t.or(c),
+    }
+}
+
 fn mem_total() -> u64 {
     fs::read_to_string("/proc/meminfo")
         .ok()
@@ -182,5 +213,15 @@ mod tests {
         assert!(!env.kernel.is_empty());
         assert_eq!(env.binary_sha256.len(), 64);
         assert!(!env.hypervisor.is_empty());
+        assert!(["avx512", "avx2+fma", "sse2"].contains(&env.linalg_isa.as_deref().unwrap()));
+        assert!(memory_limit().unwrap() <= env.memory_bytes);
+    }
+
+    #[test]
+    fn documents_without_the_isa_still_parse() {
+        let mut env = serde_json::to_value(take("host", "host")).unwrap();
+        env.as_object_mut().unwrap().remove("linalg_isa");
+        let back: EnvInfo = serde_json::from_value(env).unwrap();
+        assert_eq!(back.linalg_isa, None);
     }
 }

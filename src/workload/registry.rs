@@ -2,7 +2,7 @@
 //! workload is its own file or folder plus one line here.
 
 use super::def::WorkloadDef;
-use super::{cpu, disk, fileio, memory, microops, mutex, threads};
+use super::{cpu, disk, fileio, linpack, memory, microops, mutex, threads};
 
 pub static WORKLOADS: &[&WorkloadDef] = &[
     &cpu::DEF,
@@ -12,6 +12,7 @@ pub static WORKLOADS: &[&WorkloadDef] = &[
     &microops::DEF,
     &fileio::DEF,
     &disk::DEF,
+    &linpack::DEF,
 ];
 
 /// The workload of that name.

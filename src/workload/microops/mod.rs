@@ -641,7 +641,7 @@ mod tests {
             rate: 0.0,
             report_interval: None,
             percentile: 95.0,
-            interim_to_stderr: false,
+            observer: std::sync::Arc::new(crate::core::observer::Silent),
         };
         let m = w.run(&engine).unwrap();
         let passes = m.details["passes"]["count"].as_u64().unwrap();
