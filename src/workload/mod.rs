@@ -7,6 +7,7 @@ pub mod fileio;
 pub mod memory;
 pub mod microops;
 pub mod mutex;
+pub mod net;
 pub mod threads;
 
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -167,6 +168,7 @@ pub enum Kind {
     Microops,
     Fileio,
     Disk,
+    Net,
 }
 
 impl Kind {
@@ -178,6 +180,7 @@ impl Kind {
         Kind::Microops,
         Kind::Fileio,
         Kind::Disk,
+        Kind::Net,
     ];
 
     pub fn name(self) -> &'static str {
@@ -189,6 +192,7 @@ impl Kind {
             Kind::Microops => "microops",
             Kind::Fileio => "fileio",
             Kind::Disk => "disk",
+            Kind::Net => "net",
         }
     }
 
@@ -210,6 +214,9 @@ impl Kind {
             Kind::Fileio => {
                 "File I/O: sysbench fileio modes on test files (prepare, run, cleanup)"
             }
+            Kind::Net => {
+                "Network: netperf's TCP_STREAM, TCP_MAERTS, TCP_RR, TCP_CRR, UDP_RR, UDP_STREAM against 'virtperf serve'"
+            }
             Kind::Microops => {
                 "Micro-operations in cycles (system calls, faults, pipes, CPUID exits) with a VM-safe TSC timer"
             }
@@ -225,6 +232,7 @@ impl Kind {
             Kind::Microops => microops::OPTIONS,
             Kind::Fileio => fileio::OPTIONS,
             Kind::Disk => disk::OPTIONS,
+            Kind::Net => net::OPTIONS,
         }
     }
 
@@ -233,6 +241,10 @@ impl Kind {
             Kind::Fileio | Kind::Disk => Needs {
                 disk: true,
                 network: false,
+            },
+            Kind::Net => Needs {
+                disk: false,
+                network: true,
             },
             _ => Needs::default(),
         }
@@ -248,6 +260,7 @@ impl Kind {
             Kind::Microops => Box::new(microops::MicroopsWorkload::new(values)?),
             Kind::Fileio => Box::new(fileio::FileioWorkload::new(values)?),
             Kind::Disk => Box::new(disk::DiskWorkload::new(values)?),
+            Kind::Net => Box::new(net::NetWorkload::new(values)?),
         })
     }
 }
