@@ -481,3 +481,78 @@ fn serve_and_net_on_loopback_and_a_clean_stop_on_ctrl_c() {
     // The port is free again.
     assert!(TcpListener::bind(("127.0.0.1", port)).is_ok());
 }
+
+/// Whether a container engine answers (skips, printing why, otherwise).
+fn engine_ok(cli: &str) -> bool {
+    let ok = Std::new(cli)
+        .args(["version", "--format", "{{.Server.Version}}"])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    ok || !skip(&format!("no reachable {cli} engine"))
+}
+
+#[test]
+fn all_six_tests_run_in_containers_against_a_host_server_on_loopback() {
+    let engines: Vec<&str> = ["docker", "podman"]
+        .into_iter()
+        .filter(|e| engine_ok(e))
+        .collect();
+    if engines.is_empty() {
+        return;
+    }
+    let port = free_port();
+    let mut server = Std::new(bin())
+        .args(["serve", "--port", &port.to_string()])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    wait_listening(&mut server);
+    let host = format!("--net-host=127.0.0.1:{port}");
+    let mut failures = Vec::new();
+    for test in [
+        "tcp_stream",
+        "tcp_maerts",
+        "tcp_rr",
+        "tcp_crr",
+        "udp_rr",
+        "udp_stream",
+    ] {
+        let mut cmd = virtperf();
+        cmd.args([
+            "net",
+            &host,
+            &format!("--net-test={test}"),
+            "--time=0.5",
+            "--json",
+        ]);
+        for e in &engines {
+            cmd.args(["--env", &format!("{e}:network=host")]);
+        }
+        let out = cmd.timeout(Duration::from_secs(300)).output().unwrap();
+        if !out.status.success() {
+            failures.push(format!("{test}: {}", String::from_utf8_lossy(&out.stderr)));
+            continue;
+        }
+        let docs: Vec<Value> = String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        assert_eq!(docs.len(), engines.len(), "{test}");
+        let headline = match test {
+            "tcp_stream" | "tcp_maerts" | "udp_stream" => format!("{test}_mbit_per_sec"),
+            _ => format!("{test}_trans_per_sec"),
+        };
+        for (doc, engine) in docs.iter().zip(&engines) {
+            assert!(
+                doc["env"]["name"].as_str().unwrap().starts_with(engine),
+                "{doc}"
+            );
+            assert_eq!(doc["details"]["server"], format!("127.0.0.1:{port}"));
+            assert!(metric(doc, &headline) > 0.0, "{engine} {test}: {doc}");
+        }
+    }
+    let _ = server.kill();
+    let _ = server.wait();
+    assert!(failures.is_empty(), "{failures:#?}");
+}
