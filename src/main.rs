@@ -36,6 +36,7 @@ fn run(args: &[String]) -> anyhow::Result<()> {
         Request::Agent => virtperf::agent::main()?,
         Request::Compare(args) => virtperf::compare::main(&args)?,
         Request::Report(args) => virtperf::compare::report_main(&args)?,
+        Request::Serve(args) => virtperf::workload::net::server::main(&args)?,
         Request::Envs(specs) => print!("{}", virtperf::env::probe::report(&specs)),
         Request::Workload(inv) => cli::single::main(&inv)?,
     }

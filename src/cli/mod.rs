@@ -70,6 +70,8 @@ pub enum Request {
     Compare(Vec<String>),
     /// `virtperf report ...`
     Report(Vec<String>),
+    /// `virtperf serve ...` (its own arguments)
+    Serve(Vec<String>),
 }
 
 pub fn usage() -> String {
@@ -79,6 +81,7 @@ pub fn usage() -> String {
          virtperf compare [--suite quick|standard|FILE] [--baseline SPEC] [--env SPEC]... [--repeat N|auto] [--out DIR] [WORKLOAD ...]\n  \
          virtperf report [RUN|DIR] [--format FORMAT] [--out FILE]\n  \
          virtperf envs [--env SPEC]...      which environments this machine can run, and why not\n  \
+         virtperf serve [--bind ADDR] [--port N]   the server for `virtperf net`\n  \
          virtperf help | --help | --version\n\n\
          Workloads (`virtperf <workload> help` lists a workload's options):\n",
         env!("CARGO_PKG_VERSION")
@@ -152,6 +155,7 @@ pub fn parse_request(args: &[String]) -> Result<Request, CliError> {
         "help" => return Ok(Request::Help(usage())),
         "version" => return Ok(Request::Version),
         "agent" => return Ok(Request::Agent),
+        "serve" => return Ok(Request::Serve(args)),
         "compare" | "report" => {
             if args
                 .iter()

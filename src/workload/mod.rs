@@ -10,6 +10,7 @@ pub mod linpack;
 pub mod memory;
 pub mod microops;
 pub mod mutex;
+pub mod net;
 pub mod threads;
 
 mod def;

@@ -2,7 +2,7 @@
 //! workload is its own file or folder plus one line here.
 
 use super::def::WorkloadDef;
-use super::{cpu, disk, fileio, linpack, memory, microops, mutex, threads};
+use super::{cpu, disk, fileio, linpack, memory, microops, mutex, net, threads};
 
 pub static WORKLOADS: &[&WorkloadDef] = &[
     &cpu::DEF,
@@ -13,6 +13,7 @@ pub static WORKLOADS: &[&WorkloadDef] = &[
     &fileio::DEF,
     &disk::DEF,
     &linpack::DEF,
+    &net::DEF,
 ];
 
 /// The workload of that name.

@@ -1,0 +1,748 @@
+//! `virtperf serve`: the network-test server. One port, TCP and UDP, for
+//! control and data; it never opens another port and never dials out. It is
+//! bounded: sessions at once, streams per session, test duration, message
+//! sizes, and an idle timeout on every socket, so a vanished client frees
+//! its threads by itself. `Server::start` runs it in-process (the client uses
+//! that when no server is running on loopback; the host side of an
+//! environment run can too), `virtperf serve` runs it until Ctrl-C.
+
+use std::collections::HashMap;
+use std::io::{self, Read, Write};
+use std::net::{IpAddr, Shutdown, SocketAddr, TcpListener, TcpStream, UdpSocket};
+use std::os::fd::AsRawFd;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use anyhow::Result;
+
+use super::protocol::{
+    self, Control, Direction, Hello, ProtocolError, ServerResults, Test, MAX_DURATION_S,
+    MAX_MESSAGE_BYTES, MAX_SESSIONS, MAX_STREAMS, MAX_UDP_BYTES, TAG_CONTROL, TAG_CRR, TAG_DATA,
+    UDP_HELLO, VERSION,
+};
+use super::sock::{self, Buffers};
+use crate::core::options::{self, CliError, OptKind, OptionSpec};
+use crate::core::signals;
+
+/// How long a socket may sit silent before the server gives up on it.
+const IDLE: Duration = Duration::from_secs(30);
+/// How often blocked loops look at the stop flag.
+const TICK: Duration = Duration::from_millis(100);
+/// Socket buffers a client may ask for.
+const MAX_BUFFER: u64 = 256 << 20;
+
+pub const SERVE_OPTIONS: &[OptionSpec] = &[
+    OptionSpec::new(
+        "bind",
+        OptKind::Text,
+        "127.0.0.1",
+        "address to listen on (loopback unless you say otherwise; 0.0.0.0 for all)",
+    ),
+    OptionSpec::new(
+        "port",
+        OptKind::Int { min: 1, max: 65535 },
+        "12866",
+        "the one TCP and UDP port for control and data",
+    ),
+];
+
+/// Why the server could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum StartError {
+    #[error("{proto} port {port} on {ip} is in use: stop what holds it or choose another --port")]
+    InUse {
+        proto: &'static str,
+        ip: IpAddr,
+        port: u16,
+    },
+    #[error("cannot listen on {addr}: {err}")]
+    Other { addr: SocketAddr, err: io::Error },
+}
+
+/// One client's test, from its hello to its results.
+struct Session {
+    hello: Hello,
+    bytes_received: Mutex<Vec<u64>>,
+    maerts_elapsed_s: Mutex<Vec<f64>>,
+    retransmits: AtomicU64,
+    udp_datagrams: AtomicU64,
+    udp_bytes: AtomicU64,
+    udp_out_of_order: AtomicU64,
+    data_conns: AtomicU64,
+    data_threads: Mutex<Vec<JoinHandle<()>>>,
+    done: AtomicBool,
+}
+
+struct Shared {
+    stop: AtomicBool,
+    sessions: Mutex<HashMap<u64, Arc<Session>>>,
+    control_threads: Mutex<Vec<JoinHandle<()>>>,
+}
+
+/// A running server; `stop` (or dropping it) ends it.
+pub struct Server {
+    addr: SocketAddr,
+    shared: Arc<Shared>,
+    threads: Vec<JoinHandle<()>>,
+}
+
+impl Server {
+    /// Listens on `addr` (TCP and UDP; port 0 picks a free port for both).
+    pub fn start(addr: SocketAddr) -> Result<Server, StartError> {
+        let (listener, udp) = bind_both(addr)?;
+        let addr = listener
+            .local_addr()
+            .map_err(|err| StartError::Other { addr, err })?;
+        udp.set_read_timeout(Some(TICK))
+            .map_err(|err| StartError::Other { addr, err })?;
+        let shared = Arc::new(Shared {
+            stop: AtomicBool::new(false),
+            sessions: Mutex::new(HashMap::new()),
+            control_threads: Mutex::new(Vec::new()),
+        });
+        let s1 = shared.clone();
+        let s2 = shared.clone();
+        let threads = vec![
+            std::thread::spawn(move || accept_loop(listener, s1)),
+            std::thread::spawn(move || udp_loop(udp, s2)),
+        ];
+        Ok(Server {
+            addr,
+            shared,
+            threads,
+        })
+    }
+
+    /// The address it listens on (with the real port when 0 was asked for).
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    pub fn port(&self) -> u16 {
+        self.addr.port()
+    }
+
+    /// Stops accepting, ends every session and waits for its threads.
+    pub fn stop(mut self) {
+        self.shutdown();
+    }
+
+    fn shutdown(&mut self) {
+        self.shared.stop.store(true, Ordering::SeqCst);
+        for t in self.threads.drain(..) {
+            let _ = t.join();
+        }
+        let controls: Vec<_> = self
+            .shared
+            .control_threads
+            .lock()
+            .unwrap()
+            .drain(..)
+            .collect();
+        for t in controls {
+            let _ = t.join();
+        }
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        self.shutdown();
+    }
+}
+
+fn bind_both(addr: SocketAddr) -> Result<(TcpListener, UdpSocket), StartError> {
+    let in_use = |proto, port| StartError::InUse {
+        proto,
+        ip: addr.ip(),
+        port,
+    };
+    // With port 0 the kernel picks the TCP port; the same UDP port may be
+    // taken, so try a few.
+    for _ in 0..20 {
+        let listener = TcpListener::bind(addr).map_err(|err| match err.kind() {
+            io::ErrorKind::AddrInUse => in_use("TCP", addr.port()),
+            _ => StartError::Other { addr, err },
+        })?;
+        let port = listener
+            .local_addr()
+            .map_err(|err| StartError::Other { addr, err })?
+            .port();
+        match UdpSocket::bind(SocketAddr::new(addr.ip(), port)) {
+            Ok(udp) => return Ok((listener, udp)),
+            Err(e) if e.kind() == io::ErrorKind::AddrInUse && addr.port() == 0 => continue,
+            Err(e) if e.kind() == io::ErrorKind::AddrInUse => return Err(in_use("UDP", port)),
+            Err(err) => return Err(StartError::Other { addr, err }),
+        }
+    }
+    Err(in_use("UDP", 0))
+}
+
+fn accept_loop(listener: TcpListener, shared: Arc<Shared>) {
+    let fd = listener.as_raw_fd();
+    while !shared.stop.load(Ordering::Relaxed) {
+        if !sock::wait_readable(fd, TICK) {
+            continue;
+        }
+        let Ok((mut s, _)) = listener.accept() else {
+            continue;
+        };
+        // A client that connects and says nothing costs the accept loop at
+        // most this long.
+        if s.set_read_timeout(Some(Duration::from_secs(2))).is_err() {
+            continue;
+        }
+        let mut tag = [0u8; 4];
+        if s.read_exact(&mut tag).is_err() {
+            continue;
+        }
+        match tag {
+            TAG_CONTROL => {
+                let sh = shared.clone();
+                let t = std::thread::spawn(move || control(s, sh));
+                let mut threads = shared.control_threads.lock().unwrap();
+                threads.retain(|t| !t.is_finished());
+                threads.push(t);
+            }
+            TAG_DATA => attach_data(s, &shared),
+            // Inline: a thread per transaction would be most of its cost.
+            TAG_CRR => {
+                let _ = crr_transaction(s, &shared);
+            }
+            _ => {}
+        }
+    }
+}
+
+fn lookup(shared: &Shared, cookie: u64) -> Option<Arc<Session>> {
+    shared.sessions.lock().unwrap().get(&cookie).cloned()
+}
+
+fn crr_transaction(mut s: TcpStream, shared: &Shared) -> io::Result<()> {
+    let mut cookie = [0u8; 8];
+    s.read_exact(&mut cookie)?;
+    let Some(session) = lookup(shared, u64::from_le_bytes(cookie)) else {
+        return Ok(());
+    };
+    if session.hello.test != Test::TcpCrr {
+        return Ok(());
+    }
+    let mut req = vec![0u8; session.hello.request_size as usize];
+    s.read_exact(&mut req)?;
+    s.write_all(&vec![0u8; session.hello.response_size as usize])
+    // Dropping `s` closes first, so TIME_WAIT stays on this side.
+}
+
+fn attach_data(mut s: TcpStream, shared: &Arc<Shared>) {
+    let mut rest = [0u8; 13];
+    if s.read_exact(&mut rest).is_err() {
+        return;
+    }
+    let cookie = u64::from_le_bytes(rest[..8].try_into().unwrap());
+    let stream = u32::from_le_bytes(rest[8..12].try_into().unwrap());
+    let Some(dir) = Direction::from_u8(rest[12]) else {
+        return;
+    };
+    let Some(session) = lookup(shared, cookie) else {
+        return;
+    };
+    let h = &session.hello;
+    let allowed = match h.test {
+        Test::TcpStream | Test::TcpMaerts => {
+            matches!(dir, Direction::ToServer | Direction::ToClient)
+        }
+        Test::TcpRr => dir == Direction::RequestResponse,
+        _ => false,
+    };
+    let conns = session.data_conns.fetch_add(1, Ordering::SeqCst);
+    if !allowed || stream >= h.streams || conns >= 2 * h.streams as u64 {
+        return;
+    }
+    let sh = shared.clone();
+    let sess = session.clone();
+    let t = std::thread::spawn(move || {
+        let _ = serve_data(s, &sess, stream as usize, dir, &sh.stop);
+    });
+    session.data_threads.lock().unwrap().push(t);
+}
+
+/// Reads exactly `buf.len()` bytes, waking every tick to look at `stop`.
+/// False on a clean end of stream before the first byte.
+fn read_full(s: &mut TcpStream, buf: &mut [u8], stop: &AtomicBool) -> io::Result<bool> {
+    let mut got = 0;
+    let mut idle_since = Instant::now();
+    while got < buf.len() {
+        match s.read(&mut buf[got..]) {
+            Ok(0) if got == 0 => return Ok(false),
+            Ok(0) => return Err(io::ErrorKind::UnexpectedEof.into()),
+            Ok(n) => {
+                got += n;
+                idle_since = Instant::now();
+            }
+            Err(e) if is_timeout(&e) => {
+                if stop.load(Ordering::Relaxed) || idle_since.elapsed() > IDLE {
+                    return Err(io::ErrorKind::TimedOut.into());
+                }
+            }
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(true)
+}
+
+/// Writes all of `buf`, waking every tick to look at `stop`.
+fn write_full(s: &mut TcpStream, buf: &[u8], stop: &AtomicBool) -> io::Result<()> {
+    let mut sent = 0;
+    let mut idle_since = Instant::now();
+    while sent < buf.len() {
+        match s.write(&buf[sent..]) {
+            Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
+            Ok(n) => {
+                sent += n;
+                idle_since = Instant::now();
+            }
+            Err(e) if is_timeout(&e) => {
+                if stop.load(Ordering::Relaxed) || idle_since.elapsed() > IDLE {
+                    return Err(io::ErrorKind::TimedOut.into());
+                }
+            }
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
+}
+
+pub(crate) fn is_timeout(e: &io::Error) -> bool {
+    matches!(
+        e.kind(),
+        io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
+    )
+}
+
+fn serve_data(
+    mut s: TcpStream,
+    session: &Session,
+    stream: usize,
+    dir: Direction,
+    stop: &AtomicBool,
+) -> io::Result<()> {
+    let h = &session.hello;
+    s.set_read_timeout(Some(TICK))?;
+    s.set_write_timeout(Some(TICK))?;
+    s.set_nodelay(h.nodelay)?;
+    sock::set_buffers(
+        s.as_raw_fd(),
+        Buffers {
+            sndbuf: h.sndbuf,
+            rcvbuf: h.rcvbuf,
+        },
+    )?;
+    match dir {
+        Direction::ToServer => {
+            let mut buf = vec![0u8; (h.send_size as usize).clamp(64 << 10, 4 << 20)];
+            let mut total = 0u64;
+            let mut idle_since = Instant::now();
+            loop {
+                match s.read(&mut buf) {
+                    Ok(0) => break,
+                    Ok(n) => {
+                        total += n as u64;
+                        idle_since = Instant::now();
+                    }
+                    Err(e) if is_timeout(&e) => {
+                        if stop.load(Ordering::Relaxed) || idle_since.elapsed() > IDLE {
+                            return Err(io::ErrorKind::TimedOut.into());
+                        }
+                    }
+                    Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                    Err(e) => return Err(e),
+                }
+            }
+            session.bytes_received.lock().unwrap()[stream] = total;
+            // The count is also the sender's signal that the last byte landed.
+            write_full(&mut s, &total.to_le_bytes(), stop)
+        }
+        Direction::ToClient => {
+            let buf = vec![0x5au8; h.send_size as usize];
+            let start = Instant::now();
+            let deadline = start + Duration::from_secs_f64(h.duration_s);
+            while Instant::now() < deadline && !stop.load(Ordering::Relaxed) {
+                write_full(&mut s, &buf, stop)?;
+            }
+            s.shutdown(Shutdown::Write)?;
+            let mut ack = [0u8; 8];
+            read_full(&mut s, &mut ack, stop)?;
+            session.maerts_elapsed_s.lock().unwrap()[stream] = start.elapsed().as_secs_f64();
+            session
+                .retransmits
+                .fetch_add(sock::retransmits(s.as_raw_fd()), Ordering::Relaxed);
+            Ok(())
+        }
+        Direction::RequestResponse => {
+            let mut req = vec![0u8; h.request_size as usize];
+            let resp = vec![0u8; h.response_size as usize];
+            while read_full(&mut s, &mut req, stop)? {
+                write_full(&mut s, &resp, stop)?;
+            }
+            Ok(())
+        }
+    }
+}
+
+/// Checks a client's request against the server's bounds.
+fn validate(h: &Hello) -> Result<(), String> {
+    if !(h.duration_s > 0.0 && h.duration_s <= MAX_DURATION_S) {
+        return Err(format!(
+            "duration {} s is outside 0..{MAX_DURATION_S} s",
+            h.duration_s
+        ));
+    }
+    if h.streams == 0 || h.streams > MAX_STREAMS {
+        return Err(format!("{} streams is outside 1..{MAX_STREAMS}", h.streams));
+    }
+    let max = if h.test.is_udp() {
+        MAX_UDP_BYTES
+    } else {
+        MAX_MESSAGE_BYTES
+    };
+    for (what, v) in [
+        ("request size", h.request_size),
+        ("response size", h.response_size),
+        ("send size", h.send_size),
+    ] {
+        if v == 0 || v > max {
+            return Err(format!("{what} {v} is outside 1..{max} bytes"));
+        }
+    }
+    if h.sndbuf > MAX_BUFFER || h.rcvbuf > MAX_BUFFER {
+        return Err(format!("socket buffers above {MAX_BUFFER} bytes"));
+    }
+    Ok(())
+}
+
+fn new_cookie() -> u64 {
+    let mut c = [0u8; 8];
+    // SAFETY: c is a valid 8-byte buffer.
+    let n = unsafe { libc::getrandom(c.as_mut_ptr() as *mut libc::c_void, 8, 0) };
+    if n == 8 {
+        u64::from_le_bytes(c)
+    } else {
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_nanos() as u64)
+            .unwrap_or(1)
+    }
+}
+
+fn refuse(s: &mut TcpStream, reason: String) {
+    let _ = protocol::write_control(
+        s,
+        &Control::Refused {
+            version: VERSION,
+            reason,
+        },
+    );
+}
+
+/// One control connection: hello, welcome, wait for finish, results.
+fn control(mut s: TcpStream, shared: Arc<Shared>) {
+    let _ = s.set_read_timeout(Some(Duration::from_secs(5)));
+    let hello = match protocol::read_control(&mut s) {
+        Ok(Control::Hello(h)) => h,
+        Ok(other) => return refuse(&mut s, format!("expected a hello, got {other:?}")),
+        Err(e @ ProtocolError::Version { .. }) => return refuse(&mut s, e.to_string()),
+        Err(_) => return,
+    };
+    if let Err(reason) = validate(&hello) {
+        return refuse(&mut s, format!("the server refuses: {reason}"));
+    }
+    let cookie = new_cookie();
+    let streams = hello.streams as usize;
+    let session = Arc::new(Session {
+        bytes_received: Mutex::new(vec![0; streams]),
+        maerts_elapsed_s: Mutex::new(vec![0.0; streams]),
+        retransmits: AtomicU64::new(0),
+        udp_datagrams: AtomicU64::new(0),
+        udp_bytes: AtomicU64::new(0),
+        udp_out_of_order: AtomicU64::new(0),
+        data_conns: AtomicU64::new(0),
+        data_threads: Mutex::new(Vec::new()),
+        done: AtomicBool::new(false),
+        hello,
+    });
+    {
+        let mut sessions = shared.sessions.lock().unwrap();
+        if sessions.len() >= MAX_SESSIONS {
+            drop(sessions);
+            return refuse(
+                &mut s,
+                format!("the server is busy with {MAX_SESSIONS} tests; try again later"),
+            );
+        }
+        sessions.insert(cookie, session.clone());
+    }
+    let cpu0 = sock::cpu_now();
+    let finished = protocol::write_control(
+        &mut s,
+        &Control::Welcome {
+            version: VERSION,
+            cookie,
+        },
+    )
+    .is_ok()
+        && wait_finish(&mut s, &session, &shared.stop);
+    if finished && session.hello.test == Test::UdpStream {
+        // Let datagrams still in the socket buffer be counted.
+        let mut last = u64::MAX;
+        for _ in 0..40 {
+            let now = session.udp_datagrams.load(Ordering::SeqCst);
+            if now == last {
+                break;
+            }
+            last = now;
+            std::thread::sleep(Duration::from_millis(25));
+        }
+    }
+    session.done.store(true, Ordering::SeqCst);
+    let threads: Vec<_> = session.data_threads.lock().unwrap().drain(..).collect();
+    for t in threads {
+        let _ = t.join();
+    }
+    let cpu1 = sock::cpu_now();
+    shared.sessions.lock().unwrap().remove(&cookie);
+    if finished {
+        let results = ServerResults {
+            bytes_received: session.bytes_received.lock().unwrap().clone(),
+            maerts_elapsed_s: session.maerts_elapsed_s.lock().unwrap().clone(),
+            udp_datagrams: session.udp_datagrams.load(Ordering::SeqCst),
+            udp_bytes: session.udp_bytes.load(Ordering::SeqCst),
+            udp_out_of_order: session.udp_out_of_order.load(Ordering::SeqCst),
+            retransmits: session.retransmits.load(Ordering::SeqCst),
+            cpu_pct: sock::cpu_busy_pct(&cpu0, &cpu1),
+        };
+        let _ = protocol::write_control(
+            &mut s,
+            &Control::Results {
+                version: VERSION,
+                results,
+            },
+        );
+    }
+}
+
+/// Waits for the client's finish, bounded by the test's duration plus the
+/// idle timeout; false if it never came.
+fn wait_finish(s: &mut TcpStream, session: &Session, stop: &AtomicBool) -> bool {
+    let deadline = Instant::now() + Duration::from_secs_f64(session.hello.duration_s) + IDLE;
+    while Instant::now() < deadline && !stop.load(Ordering::Relaxed) {
+        if sock::wait_readable(s.as_raw_fd(), TICK) {
+            return matches!(protocol::read_control(s), Ok(Control::Finish { .. }));
+        }
+    }
+    false
+}
+
+fn udp_loop(udp: UdpSocket, shared: Arc<Shared>) {
+    let mut buf = vec![0u8; 65536];
+    let response = vec![0u8; MAX_UDP_BYTES as usize];
+    // Registered client sockets: their session and the next sequence number.
+    let mut peers: HashMap<SocketAddr, (Arc<Session>, u64)> = HashMap::new();
+    while !shared.stop.load(Ordering::Relaxed) {
+        let (n, from) = match udp.recv_from(&mut buf) {
+            Ok(x) => x,
+            Err(_) => {
+                peers.retain(|_, (s, _)| !s.done.load(Ordering::Relaxed));
+                continue;
+            }
+        };
+        if n == 12 && buf[..4] == UDP_HELLO {
+            let cookie = u64::from_le_bytes(buf[4..12].try_into().unwrap());
+            if let Some(session) = lookup(&shared, cookie) {
+                if session.hello.test.is_udp() && peers.len() < MAX_SESSIONS * MAX_STREAMS as usize
+                {
+                    peers.insert(from, (session, 0));
+                    let _ = udp.send_to(&buf[..12], from);
+                }
+            }
+            continue;
+        }
+        let Some((session, next)) = peers.get_mut(&from) else {
+            continue;
+        };
+        if session.done.load(Ordering::Relaxed) {
+            peers.remove(&from);
+            continue;
+        }
+        match session.hello.test {
+            Test::UdpRr => {
+                let _ = udp.send_to(&response[..session.hello.response_size as usize], from);
+            }
+            _ => {
+                session.udp_datagrams.fetch_add(1, Ordering::Relaxed);
+                session.udp_bytes.fetch_add(n as u64, Ordering::Relaxed);
+                if n >= 8 {
+                    let seq = u64::from_le_bytes(buf[..8].try_into().unwrap());
+                    if seq < *next {
+                        session.udp_out_of_order.fetch_add(1, Ordering::Relaxed);
+                    } else {
+                        *next = seq + 1;
+                    }
+                }
+            }
+        }
+    }
+}
+
+pub fn help() -> String {
+    format!(
+        "virtperf serve [--bind ADDR] [--port N]\n\n\
+         The network-test server for `virtperf net`: one TCP and UDP port for control and data, \
+         net protocol {VERSION}. It listens on loopback unless --bind says otherwise, never opens \
+         another port and never dials out. Ctrl-C stops it.\n\n{}",
+        options::render_help("Options", SERVE_OPTIONS)
+    )
+}
+
+/// `virtperf serve`: runs until Ctrl-C.
+pub fn main(args: &[String]) -> Result<()> {
+    if args
+        .iter()
+        .any(|a| a == "--help" || a == "-h" || a == "help")
+    {
+        print!("{}", help());
+        return Ok(());
+    }
+    let (values, rest) = options::parse(&[SERVE_OPTIONS], args, "serve")?;
+    if let Some(extra) = rest.first() {
+        return Err(CliError::Usage(format!(
+            "serve takes no argument '{extra}': use --bind ADDR and --port N"
+        ))
+        .into());
+    }
+    let ip: IpAddr = values
+        .text("bind")
+        .parse()
+        .map_err(|_| CliError::InvalidValue {
+            name: "bind".into(),
+            value: values.text("bind").into(),
+            allowed: "an IP address such as 127.0.0.1 or ::1".into(),
+        })?;
+    let addr = SocketAddr::new(ip, values.int("port") as u16);
+    let server = Server::start(addr).map_err(|e| match e {
+        StartError::InUse { .. } => anyhow::Error::new(CliError::Usage(e.to_string())),
+        other => anyhow::Error::new(other),
+    })?;
+    eprintln!(
+        "virtperf serve: listening on {} (TCP and UDP), net protocol {VERSION}; Ctrl-C stops",
+        server.addr()
+    );
+    while !signals::interrupted() {
+        std::thread::sleep(TICK);
+    }
+    server.stop();
+    eprintln!("virtperf serve: stopped");
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn hello(test: Test) -> Hello {
+        Hello {
+            version: VERSION,
+            test,
+            duration_s: 1.0,
+            streams: 1,
+            bidir: false,
+            request_size: 1,
+            response_size: 1,
+            send_size: 16384,
+            sndbuf: 0,
+            rcvbuf: 0,
+            nodelay: false,
+        }
+    }
+
+    fn control_conn(server: &Server) -> TcpStream {
+        let mut s = TcpStream::connect(server.addr()).unwrap();
+        s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+        s.write_all(&TAG_CONTROL).unwrap();
+        s
+    }
+
+    #[test]
+    fn a_client_of_another_version_is_refused_with_both_versions() {
+        let server = Server::start("127.0.0.1:0".parse().unwrap()).unwrap();
+        let mut s = control_conn(&server);
+        let body = br#"{"type":"hello","version":99}"#;
+        s.write_all(&(body.len() as u32).to_be_bytes()).unwrap();
+        s.write_all(body).unwrap();
+        match protocol::read_control(&mut s).unwrap() {
+            Control::Refused { reason, .. } => {
+                assert!(reason.contains("protocol 99"), "{reason}");
+                assert!(reason.contains(&format!("speaks {VERSION}")), "{reason}");
+            }
+            other => panic!("expected a refusal, got {other:?}"),
+        }
+        server.stop();
+    }
+
+    #[test]
+    fn out_of_bounds_requests_are_refused() {
+        let server = Server::start("127.0.0.1:0".parse().unwrap()).unwrap();
+        for h in [
+            Hello {
+                streams: MAX_STREAMS + 1,
+                ..hello(Test::TcpRr)
+            },
+            Hello {
+                duration_s: MAX_DURATION_S + 1.0,
+                ..hello(Test::TcpRr)
+            },
+            Hello {
+                send_size: MAX_UDP_BYTES + 1,
+                ..hello(Test::UdpStream)
+            },
+        ] {
+            let mut s = control_conn(&server);
+            protocol::write_control(&mut s, &Control::Hello(h)).unwrap();
+            assert!(matches!(
+                protocol::read_control(&mut s).unwrap(),
+                Control::Refused { .. }
+            ));
+        }
+        server.stop();
+    }
+
+    #[test]
+    fn a_port_in_use_is_named() {
+        let holder = TcpListener::bind("127.0.0.1:0").unwrap();
+        let err = match Server::start(holder.local_addr().unwrap()) {
+            Err(e) => e,
+            Ok(_) => panic!("started on a port in use"),
+        };
+        let port = holder.local_addr().unwrap().port();
+        assert!(err.to_string().contains(&format!("port {port}")), "{err}");
+        assert!(err.to_string().contains("--port"));
+    }
+
+    #[test]
+    fn stop_returns_promptly_with_a_silent_client_attached() {
+        let server = Server::start("127.0.0.1:0".parse().unwrap()).unwrap();
+        let _silent = TcpStream::connect(server.addr()).unwrap();
+        let mut s = control_conn(&server);
+        protocol::write_control(&mut s, &Control::Hello(hello(Test::TcpRr))).unwrap();
+        assert!(matches!(
+            protocol::read_control(&mut s).unwrap(),
+            Control::Welcome { .. }
+        ));
+        let t = Instant::now();
+        server.stop();
+        assert!(t.elapsed() < Duration::from_secs(4), "{:?}", t.elapsed());
+    }
+}

@@ -1,0 +1,300 @@
+//! Socket details std does not expose: buffer sizes set before connecting
+//! (so the window scale follows them), a connect with a deadline, the
+//! kernel's default send buffer (netperf's default send size), TCP_INFO's
+//! retransmission count, and whole-system CPU busy time.
+
+use std::io;
+use std::mem::size_of;
+use std::net::{SocketAddr, TcpStream};
+use std::os::fd::{AsRawFd, FromRawFd, RawFd};
+use std::time::Duration;
+
+use crate::sys::monitor::CpuTimes;
+
+fn check(rc: libc::c_int) -> io::Result<libc::c_int> {
+    if rc < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(rc)
+    }
+}
+
+fn setsockopt_int(
+    fd: RawFd,
+    level: libc::c_int,
+    name: libc::c_int,
+    v: libc::c_int,
+) -> io::Result<()> {
+    // SAFETY: fd is a socket we own; the value is a plain int.
+    check(unsafe {
+        libc::setsockopt(
+            fd,
+            level,
+            name,
+            &v as *const libc::c_int as *const libc::c_void,
+            size_of::<libc::c_int>() as libc::socklen_t,
+        )
+    })
+    .map(|_| ())
+}
+
+fn getsockopt_int(fd: RawFd, level: libc::c_int, name: libc::c_int) -> io::Result<u64> {
+    let mut v: libc::c_int = 0;
+    let mut len = size_of::<libc::c_int>() as libc::socklen_t;
+    // SAFETY: v and len are valid for the call.
+    check(unsafe {
+        libc::getsockopt(
+            fd,
+            level,
+            name,
+            &mut v as *mut _ as *mut libc::c_void,
+            &mut len,
+        )
+    })?;
+    Ok(v.max(0) as u64)
+}
+
+/// Socket buffer sizes to request; 0 keeps the system default.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Buffers {
+    pub sndbuf: u64,
+    pub rcvbuf: u64,
+}
+
+/// Applies buffer sizes to a socket (before connect or listen where it matters).
+pub fn set_buffers(fd: RawFd, b: Buffers) -> io::Result<()> {
+    if b.sndbuf > 0 {
+        setsockopt_int(
+            fd,
+            libc::SOL_SOCKET,
+            libc::SO_SNDBUF,
+            b.sndbuf.min(i32::MAX as u64) as i32,
+        )?;
+    }
+    if b.rcvbuf > 0 {
+        setsockopt_int(
+            fd,
+            libc::SOL_SOCKET,
+            libc::SO_RCVBUF,
+            b.rcvbuf.min(i32::MAX as u64) as i32,
+        )?;
+    }
+    Ok(())
+}
+
+fn sockaddr(addr: &SocketAddr) -> (libc::sockaddr_storage, libc::socklen_t) {
+    // SAFETY: an all-zero sockaddr_storage is valid.
+    let mut ss: libc::sockaddr_storage = unsafe { std::mem::zeroed() };
+    let len = match addr {
+        SocketAddr::V4(a) => {
+            let sin = libc::sockaddr_in {
+                sin_family: libc::AF_INET as libc::sa_family_t,
+                sin_port: a.port().to_be(),
+                sin_addr: libc::in_addr {
+                    s_addr: u32::from_ne_bytes(a.ip().octets()),
+                },
+                sin_zero: [0; 8],
+            };
+            // SAFETY: sockaddr_storage is larger than sockaddr_in.
+            unsafe { std::ptr::write(&mut ss as *mut _ as *mut libc::sockaddr_in, sin) };
+            size_of::<libc::sockaddr_in>()
+        }
+        SocketAddr::V6(a) => {
+            let sin6 = libc::sockaddr_in6 {
+                sin6_family: libc::AF_INET6 as libc::sa_family_t,
+                sin6_port: a.port().to_be(),
+                sin6_flowinfo: a.flowinfo(),
+                sin6_addr: libc::in6_addr {
+                    s6_addr: a.ip().octets(),
+                },
+                sin6_scope_id: a.scope_id(),
+            };
+            // SAFETY: sockaddr_storage is larger than sockaddr_in6.
+            unsafe { std::ptr::write(&mut ss as *mut _ as *mut libc::sockaddr_in6, sin6) };
+            size_of::<libc::sockaddr_in6>()
+        }
+    };
+    (ss, len as libc::socklen_t)
+}
+
+/// A TCP socket of `addr`'s family with buffers set, not yet connected.
+fn tcp_socket(addr: &SocketAddr, b: Buffers) -> io::Result<TcpStream> {
+    let family = if addr.is_ipv4() {
+        libc::AF_INET
+    } else {
+        libc::AF_INET6
+    };
+    // SAFETY: plain socket(2); the fd is owned by the TcpStream at once.
+    let fd = check(unsafe { libc::socket(family, libc::SOCK_STREAM | libc::SOCK_CLOEXEC, 0) })?;
+    // SAFETY: fd is a fresh socket nobody else owns.
+    let stream = unsafe { TcpStream::from_raw_fd(fd) };
+    set_buffers(fd, b)?;
+    Ok(stream)
+}
+
+/// Connects with buffers set first and a deadline on the handshake.
+pub fn connect(addr: &SocketAddr, b: Buffers, timeout: Duration) -> io::Result<TcpStream> {
+    let stream = tcp_socket(addr, b)?;
+    let fd = stream.as_raw_fd();
+    stream.set_nonblocking(true)?;
+    let (ss, len) = sockaddr(addr);
+    // SAFETY: ss/len describe a valid address.
+    let rc = unsafe { libc::connect(fd, &ss as *const _ as *const libc::sockaddr, len) };
+    if rc < 0 {
+        let err = io::Error::last_os_error();
+        if err.raw_os_error() != Some(libc::EINPROGRESS) {
+            return Err(err);
+        }
+        let mut pfd = libc::pollfd {
+            fd,
+            events: libc::POLLOUT,
+            revents: 0,
+        };
+        let ms = timeout.as_millis().clamp(1, i32::MAX as u128) as i32;
+        // SAFETY: one valid pollfd.
+        let n = check(unsafe { libc::poll(&mut pfd, 1, ms) })?;
+        if n == 0 {
+            return Err(io::Error::new(
+                io::ErrorKind::TimedOut,
+                "connection timed out",
+            ));
+        }
+        let so_error = getsockopt_int(fd, libc::SOL_SOCKET, libc::SO_ERROR)? as i32;
+        if so_error != 0 {
+            return Err(io::Error::from_raw_os_error(so_error));
+        }
+    }
+    stream.set_nonblocking(false)?;
+    Ok(stream)
+}
+
+/// A blocking connect without a deadline beyond the kernel's (TCP_CRR's
+/// inner loop, where the server is known to be there).
+pub fn connect_fast(addr: &SocketAddr, b: Buffers) -> io::Result<TcpStream> {
+    if b.sndbuf == 0 && b.rcvbuf == 0 {
+        return TcpStream::connect(addr);
+    }
+    let stream = tcp_socket(addr, b)?;
+    let (ss, len) = sockaddr(addr);
+    // SAFETY: ss/len describe a valid address.
+    check(unsafe {
+        libc::connect(
+            stream.as_raw_fd(),
+            &ss as *const _ as *const libc::sockaddr,
+            len,
+        )
+    })?;
+    Ok(stream)
+}
+
+/// SO_SNDBUF of a fresh socket of this kind after applying `b`: netperf's
+/// default send size.
+pub fn send_buffer(udp: bool, b: Buffers) -> io::Result<u64> {
+    let kind = if udp {
+        libc::SOCK_DGRAM
+    } else {
+        libc::SOCK_STREAM
+    };
+    // SAFETY: plain socket(2), closed below.
+    let fd = check(unsafe { libc::socket(libc::AF_INET, kind | libc::SOCK_CLOEXEC, 0) })?;
+    let result =
+        set_buffers(fd, b).and_then(|_| getsockopt_int(fd, libc::SOL_SOCKET, libc::SO_SNDBUF));
+    // SAFETY: fd is ours.
+    unsafe { libc::close(fd) };
+    result
+}
+
+/// SO_SNDBUF and SO_RCVBUF of a socket, as the kernel reports them.
+pub fn buffer_sizes(fd: RawFd) -> (u64, u64) {
+    (
+        getsockopt_int(fd, libc::SOL_SOCKET, libc::SO_SNDBUF).unwrap_or(0),
+        getsockopt_int(fd, libc::SOL_SOCKET, libc::SO_RCVBUF).unwrap_or(0),
+    )
+}
+
+/// Total retransmitted segments of a TCP connection (TCP_INFO).
+pub fn retransmits(fd: RawFd) -> u64 {
+    // SAFETY: an all-zero tcp_info is valid; the kernel fills what it knows.
+    let mut info: libc::tcp_info = unsafe { std::mem::zeroed() };
+    let mut len = size_of::<libc::tcp_info>() as libc::socklen_t;
+    // SAFETY: info and len are valid for the call.
+    let rc = unsafe {
+        libc::getsockopt(
+            fd,
+            libc::IPPROTO_TCP,
+            libc::TCP_INFO,
+            &mut info as *mut _ as *mut libc::c_void,
+            &mut len,
+        )
+    };
+    if rc < 0 {
+        0
+    } else {
+        info.tcpi_total_retrans as u64
+    }
+}
+
+/// Waits until `fd` is readable or `timeout` passes; true when readable.
+pub fn wait_readable(fd: RawFd, timeout: Duration) -> bool {
+    let mut pfd = libc::pollfd {
+        fd,
+        events: libc::POLLIN,
+        revents: 0,
+    };
+    let ms = timeout.as_millis().clamp(0, i32::MAX as u128) as i32;
+    // SAFETY: one valid pollfd.
+    let n = unsafe { libc::poll(&mut pfd, 1, ms) };
+    n > 0
+}
+
+/// Whole-system CPU counters now.
+pub fn cpu_now() -> CpuTimes {
+    std::fs::read_to_string("/proc/stat")
+        .ok()
+        .and_then(|s| CpuTimes::parse(&s))
+        .unwrap_or_default()
+}
+
+/// Busy share of all CPUs between two samples, in percent (netperf's -c/-C
+/// figure: the whole system, not this process).
+pub fn cpu_busy_pct(a: &CpuTimes, b: &CpuTimes) -> f64 {
+    let busy = |c: &CpuTimes| c.user + c.nice + c.system + c.irq + c.softirq;
+    let total = |c: &CpuTimes| busy(c) + c.idle + c.iowait + c.steal;
+    let dt = total(b).saturating_sub(total(a));
+    if dt == 0 {
+        return 0.0;
+    }
+    100.0 * busy(b).saturating_sub(busy(a)) as f64 / dt as f64
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_requested_send_buffer_is_what_the_kernel_reports() {
+        let default = send_buffer(false, Buffers::default()).unwrap();
+        assert!(default > 0);
+        // Linux doubles the request for bookkeeping.
+        let set = send_buffer(
+            false,
+            Buffers {
+                sndbuf: 65536,
+                rcvbuf: 0,
+            },
+        )
+        .unwrap();
+        assert_eq!(set, 131072);
+    }
+
+    #[test]
+    fn connect_to_a_closed_port_fails_fast() {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = l.local_addr().unwrap();
+        drop(l);
+        let t = std::time::Instant::now();
+        let err = connect(&addr, Buffers::default(), Duration::from_secs(2)).unwrap_err();
+        assert_eq!(err.kind(), io::ErrorKind::ConnectionRefused);
+        assert!(t.elapsed() < Duration::from_secs(1));
+    }
+}
