@@ -70,6 +70,7 @@ pub fn with_workdir(args: &[String], workdir: &str) -> Vec<String> {
     let option = match args.first().map(String::as_str) {
         Some("fileio") => "--file-dir",
         Some("disk") => "--disk-dir",
+        Some(w) if w.starts_with("oltp_") => "--oltp-dir",
         _ => return args,
     };
     // `--disk-direct` starts with `--disk-dir`: match the option, not a prefix.

@@ -7,6 +7,7 @@ pub mod fileio;
 pub mod memory;
 pub mod microops;
 pub mod mutex;
+pub mod oltp;
 pub mod threads;
 
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -167,6 +168,8 @@ pub enum Kind {
     Microops,
     Fileio,
     Disk,
+    /// The sysbench OLTP tests, each under its own name.
+    Oltp(oltp::Test),
 }
 
 impl Kind {
@@ -178,6 +181,14 @@ impl Kind {
         Kind::Microops,
         Kind::Fileio,
         Kind::Disk,
+        Kind::Oltp(oltp::Test::ReadWrite),
+        Kind::Oltp(oltp::Test::ReadOnly),
+        Kind::Oltp(oltp::Test::WriteOnly),
+        Kind::Oltp(oltp::Test::PointSelect),
+        Kind::Oltp(oltp::Test::UpdateIndex),
+        Kind::Oltp(oltp::Test::UpdateNonIndex),
+        Kind::Oltp(oltp::Test::Insert),
+        Kind::Oltp(oltp::Test::Delete),
     ];
 
     pub fn name(self) -> &'static str {
@@ -189,6 +200,7 @@ impl Kind {
             Kind::Microops => "microops",
             Kind::Fileio => "fileio",
             Kind::Disk => "disk",
+            Kind::Oltp(t) => t.name(),
         }
     }
 
@@ -213,6 +225,7 @@ impl Kind {
             Kind::Microops => {
                 "Micro-operations in cycles (system calls, faults, pipes, CPUID exits) with a VM-safe TSC timer"
             }
+            Kind::Oltp(t) => t.summary(),
         }
     }
 
@@ -225,12 +238,13 @@ impl Kind {
             Kind::Microops => microops::OPTIONS,
             Kind::Fileio => fileio::OPTIONS,
             Kind::Disk => disk::OPTIONS,
+            Kind::Oltp(_) => oltp::OPTIONS,
         }
     }
 
     pub fn needs(self) -> Needs {
         match self {
-            Kind::Fileio | Kind::Disk => Needs {
+            Kind::Fileio | Kind::Disk | Kind::Oltp(_) => Needs {
                 disk: true,
                 network: false,
             },
@@ -248,6 +262,7 @@ impl Kind {
             Kind::Microops => Box::new(microops::MicroopsWorkload::new(values)?),
             Kind::Fileio => Box::new(fileio::FileioWorkload::new(values)?),
             Kind::Disk => Box::new(disk::DiskWorkload::new(values)?),
+            Kind::Oltp(t) => Box::new(oltp::OltpWorkload::new(t, values)?),
         })
     }
 }
