@@ -154,6 +154,7 @@ impl Postgres {
             "--db-driver=pgsql".into(),
             "--pgsql-host=127.0.0.1".into(),
             format!("--pgsql-port={}", self.port),
+            "--pgsql-password=password".into(),
         ]
     }
 }
@@ -422,7 +423,9 @@ fn postgresql_prepare_run_cleanup_and_bad_input() {
     );
 
     // Wrong credentials name the options to fix.
-    let args = oltp("oltp_read_write", &base, &["--pgsql-password=wrong", "run"]);
+    let mut wrong = base[..3].to_vec();
+    wrong.push("--pgsql-password=wrong".into());
+    let args = oltp("oltp_read_write", &wrong, &["run"]);
     let (code, _, err) = vp(&args);
     assert_eq!(code, 2, "{err}");
     assert!(

@@ -230,7 +230,7 @@ pub const OPTIONS: &[OptionSpec] = &[
     text("pgsql-host", "localhost", "PostgreSQL server host"),
     OptionSpec::new("pgsql-port", PORT, "5432", "PostgreSQL server port"),
     text("pgsql-user", "sbtest", "PostgreSQL user"),
-    text("pgsql-password", "password", "PostgreSQL password"),
+    text("pgsql-password", "", "PostgreSQL password"),
     text("pgsql-db", "sbtest", "PostgreSQL database name"),
     text("mysql-host", "localhost", "MySQL server host"),
     OptionSpec::new("mysql-port", PORT, "3306", "MySQL server port"),
