@@ -162,8 +162,10 @@ fn nothing_outside_a_workload_matches_on_its_name_or_metrics() {
     let mut by_file: BTreeMap<String, usize> = BTreeMap::new();
     for (module, path, code) in modules() {
         let rel = path.to_string_lossy().to_string();
-        for name in names {
-            if rel.contains(&format!("src/workload/{name}")) {
+        for &name in &names {
+            // A workload's own folder (the eight oltp_* tests live in oltp/).
+            let folder = name.split('_').next().unwrap_or(name);
+            if rel.contains(&format!("src/workload/{folder}")) {
                 continue;
             }
             for pattern in [

@@ -11,6 +11,7 @@ pub mod memory;
 pub mod microops;
 pub mod mutex;
 pub mod net;
+pub mod oltp;
 pub mod threads;
 
 mod def;

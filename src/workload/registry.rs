@@ -2,7 +2,7 @@
 //! workload is its own file or folder plus one line here.
 
 use super::def::WorkloadDef;
-use super::{cpu, disk, fileio, linpack, memory, microops, mutex, net, threads};
+use super::{cpu, disk, fileio, linpack, memory, microops, mutex, net, oltp, threads};
 
 pub static WORKLOADS: &[&WorkloadDef] = &[
     &cpu::DEF,
@@ -14,6 +14,14 @@ pub static WORKLOADS: &[&WorkloadDef] = &[
     &disk::DEF,
     &linpack::DEF,
     &net::DEF,
+    &oltp::READ_WRITE,
+    &oltp::READ_ONLY,
+    &oltp::WRITE_ONLY,
+    &oltp::POINT_SELECT,
+    &oltp::UPDATE_INDEX,
+    &oltp::UPDATE_NON_INDEX,
+    &oltp::INSERT,
+    &oltp::DELETE,
 ];
 
 /// The workload of that name.

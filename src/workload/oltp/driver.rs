@@ -1,0 +1,212 @@
+//! The one small interface the OLTP tests need from a database (`Conn`), the
+//! error classes that decide what a failed statement does to the run, and
+//! where to connect (`Target`, from `--db-driver` and its options).
+
+use std::fmt;
+use std::path::PathBuf;
+
+use anyhow::Result;
+
+use super::{mysql, pgsql, sqlite};
+
+/// A statement parameter: the OLTP tests bind only integers and strings.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Param {
+    Int(i64),
+    Text(String),
+}
+
+/// What a failed statement means for the run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ErrorClass {
+    /// Deadlock, lock wait timeout, serialization failure, busy: roll back
+    /// and restart the transaction, counting an ignored error.
+    Retry,
+    /// The connection is gone: reconnect and restart, counting a reconnect.
+    Lost,
+    /// Anything else stops the run.
+    Fatal,
+}
+
+#[derive(Debug, Clone)]
+pub struct DbError {
+    pub class: ErrorClass,
+    /// The server's code (MySQL errno, PostgreSQL SQLSTATE, SQLite code).
+    pub code: String,
+    pub message: String,
+}
+
+impl fmt::Display for DbError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} (code {})", self.message, self.code)
+    }
+}
+
+impl std::error::Error for DbError {}
+
+/// One connection, used by one thread.
+pub trait Conn: Send {
+    /// Runs `sql` (with `?` placeholders) and reads every row it returns.
+    /// Returns the rows read, or for writes the rows affected.
+    fn exec(&mut self, sql: &str, params: &[Param]) -> Result<u64, DbError>;
+    /// Runs one statement without parameters or statement caching (DDL,
+    /// bulk inserts, BEGIN/COMMIT).
+    fn batch(&mut self, sql: &str) -> Result<(), DbError>;
+    /// Starts a transaction; `write`: it will write (SQLite then takes the
+    /// write lock up front, so that it never has to upgrade and deadlock).
+    fn begin(&mut self, _write: bool) -> Result<(), DbError> {
+        self.batch("BEGIN")
+    }
+    fn commit(&mut self) -> Result<(), DbError> {
+        self.batch("COMMIT")
+    }
+    fn rollback(&mut self) {
+        let _ = self.batch("ROLLBACK");
+    }
+    fn table_exists(&mut self, name: &str) -> Result<bool, DbError>;
+    /// Lock waits since the last call (SQLite's busy handler), read on the
+    /// connection's own thread.
+    fn take_busy_waits(&mut self) -> u64 {
+        0
+    }
+}
+
+/// The SQL dialect, for the few statements that differ.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Dialect {
+    Sqlite,
+    Pgsql,
+    Mysql,
+}
+
+/// Where the tables live.
+#[derive(Debug, Clone)]
+pub enum Target {
+    Sqlite {
+        path: PathBuf,
+    },
+    Pgsql {
+        host: String,
+        port: u16,
+        user: String,
+        password: String,
+        db: String,
+    },
+    Mysql {
+        host: String,
+        port: u16,
+        socket: String,
+        user: String,
+        password: String,
+        db: String,
+    },
+}
+
+impl Target {
+    pub fn dialect(&self) -> Dialect {
+        match self {
+            Target::Sqlite { .. } => Dialect::Sqlite,
+            Target::Pgsql { .. } => Dialect::Pgsql,
+            Target::Mysql { .. } => Dialect::Mysql,
+        }
+    }
+
+    /// Opens one connection; `create`: SQLite may create the file.
+    /// `prepared`: `--db-ps-mode=auto` (server-side prepared statements).
+    pub fn connect(&self, prepared: bool, create: bool) -> Result<Box<dyn Conn>> {
+        Ok(match self {
+            Target::Sqlite { path } => Box::new(sqlite::Sqlite::open(path, prepared, create)?),
+            Target::Pgsql {
+                host,
+                port,
+                user,
+                password,
+                db,
+            } => Box::new(pgsql::Pg::connect(
+                host, *port, user, password, db, prepared,
+            )?),
+            Target::Mysql {
+                host,
+                port,
+                socket,
+                user,
+                password,
+                db,
+            } => Box::new(mysql::My::connect(
+                host, *port, socket, user, password, db, prepared,
+            )?),
+        })
+    }
+
+    /// For messages: where the tables are.
+    pub fn describe(&self) -> String {
+        match self {
+            Target::Sqlite { path } => format!("SQLite database {}", path.display()),
+            Target::Pgsql { host, port, db, .. } => {
+                format!("PostgreSQL database '{db}' at {host}:{port}")
+            }
+            Target::Mysql {
+                host,
+                port,
+                socket,
+                db,
+                ..
+            } if socket.is_empty() => format!("MySQL database '{db}' at {host}:{port}"),
+            Target::Mysql { socket, db, .. } => format!("MySQL database '{db}' at {socket}"),
+        }
+    }
+}
+
+/// `sql` with its `?` placeholders replaced by literals, for
+/// `--db-ps-mode=disable` (the OLTP strings are digits and dashes; quotes
+/// are doubled all the same).
+pub fn inline(sql: &str, params: &[Param]) -> String {
+    let mut out = String::with_capacity(sql.len() + 64 * params.len());
+    let mut next = params.iter();
+    for ch in sql.chars() {
+        if ch == '?' {
+            match next.next() {
+                Some(Param::Int(n)) => out.push_str(&n.to_string()),
+                Some(Param::Text(s)) => {
+                    out.push('\'');
+                    out.push_str(&s.replace('\'', "''"));
+                    out.push('\'');
+                }
+                None => out.push('?'),
+            }
+        } else {
+            out.push(ch);
+        }
+    }
+    out
+}
+
+/// `sql` with `?` placeholders numbered `$1, $2, ...` for PostgreSQL.
+pub fn numbered(sql: &str) -> String {
+    let mut out = String::with_capacity(sql.len() + 8);
+    let mut n = 0;
+    for ch in sql.chars() {
+        if ch == '?' {
+            n += 1;
+            out.push_str(&format!("${n}"));
+        } else {
+            out.push(ch);
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn placeholders_become_literals_or_numbers() {
+        let sql = "UPDATE t SET c=? WHERE id=?";
+        assert_eq!(
+            inline(sql, &[Param::Text("a'b".into()), Param::Int(-7)]),
+            "UPDATE t SET c='a''b' WHERE id=-7"
+        );
+        assert_eq!(numbered(sql), "UPDATE t SET c=$1 WHERE id=$2");
+    }
+}

@@ -1,0 +1,530 @@
+//! The OLTP tests against real servers: PostgreSQL and MariaDB from
+//! Debian's packages, each started here on a temporary data directory and a
+//! free loopback port and removed by a guard (also when a test fails), and
+//! SQLite through the binary. Bad input: absent servers, wrong passwords,
+//! prepare onto existing tables, run before prepare, a table too big.
+
+mod common;
+
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::{metric, skip, virtperf};
+use serde_json::Value;
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .expect("bind a loopback port")
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+fn is_root() -> bool {
+    // SAFETY: geteuid has no preconditions.
+    unsafe { libc::geteuid() == 0 }
+}
+
+/// Runs `cmd`, panicking with its output if it fails.
+fn run(cmd: &mut Command) -> String {
+    let out = cmd.output().unwrap_or_else(|e| panic!("{cmd:?}: {e}"));
+    assert!(
+        out.status.success(),
+        "{cmd:?} failed: {}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// Polls `ready` every 100 ms for at most `limit`.
+fn wait_until(limit: Duration, mut ready: impl FnMut() -> bool) -> bool {
+    let until = Instant::now() + limit;
+    while Instant::now() < until {
+        if ready() {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    false
+}
+
+/// A PostgreSQL cluster in a temporary directory, stopped and removed on drop.
+struct Postgres {
+    bin: PathBuf,
+    dir: tempfile::TempDir,
+    port: u16,
+}
+
+impl Postgres {
+    fn bin_dir() -> Option<PathBuf> {
+        let mut dirs: Vec<PathBuf> = std::fs::read_dir("/usr/lib/postgresql")
+            .ok()?
+            .filter_map(|e| e.ok().map(|e| e.path().join("bin")))
+            .filter(|p| p.join("initdb").exists())
+            .collect();
+        dirs.sort();
+        dirs.pop()
+    }
+
+    /// As the `postgres` user when root: the server refuses to run as root.
+    fn cmd(&self, tool: &str) -> Command {
+        let path = self.bin.join(tool);
+        if is_root() {
+            let mut c = Command::new("runuser");
+            c.args(["-u", "postgres", "--"]).arg(path);
+            c
+        } else {
+            Command::new(path)
+        }
+    }
+
+    fn start() -> Option<Postgres> {
+        let bin = Self::bin_dir()?;
+        let dir = tempfile::Builder::new()
+            .prefix("virtperf-pg")
+            .tempdir()
+            .unwrap();
+        if is_root() {
+            run(Command::new("chown")
+                .args(["-R", "postgres:"])
+                .arg(dir.path()));
+        }
+        let pg = Postgres {
+            bin,
+            dir,
+            port: free_port(),
+        };
+        let data = pg.data();
+        run(pg
+            .cmd("initdb")
+            .args([
+                "-U",
+                "postgres",
+                "--auth-local=trust",
+                "--auth-host=scram-sha-256",
+                "-D",
+            ])
+            .arg(&data)
+            .stdout(Stdio::null()));
+        let opts = format!(
+            "-p {} -k {} -c listen_addresses=127.0.0.1",
+            pg.port,
+            pg.dir.path().display()
+        );
+        run(pg
+            .cmd("pg_ctl")
+            .args(["-w", "-t", "60", "-D"])
+            .arg(&data)
+            .args(["-l"])
+            .arg(pg.dir.path().join("log"))
+            .args(["-o", &opts, "start"])
+            .stdout(Stdio::null()));
+        pg.psql("postgres", "CREATE USER sbtest PASSWORD 'password'");
+        pg.psql("postgres", "CREATE DATABASE sbtest OWNER sbtest");
+        Some(pg)
+    }
+
+    fn data(&self) -> PathBuf {
+        self.dir.path().join("data")
+    }
+
+    /// Runs SQL as the superuser over the Unix socket; returns the rows.
+    fn psql(&self, db: &str, sql: &str) -> String {
+        run(self
+            .cmd("psql")
+            .args(["-X", "-A", "-t", "-v", "ON_ERROR_STOP=1", "-h"])
+            .arg(self.dir.path())
+            .args([
+                "-p",
+                &self.port.to_string(),
+                "-U",
+                "postgres",
+                "-d",
+                db,
+                "-c",
+                sql,
+            ]))
+    }
+
+    fn args(&self) -> Vec<String> {
+        vec![
+            "--db-driver=pgsql".into(),
+            "--pgsql-host=127.0.0.1".into(),
+            format!("--pgsql-port={}", self.port),
+            "--pgsql-password=password".into(),
+        ]
+    }
+}
+
+impl Drop for Postgres {
+    fn drop(&mut self) {
+        let _ = self
+            .cmd("pg_ctl")
+            .args(["-w", "-m", "immediate", "-D"])
+            .arg(self.data())
+            .arg("stop")
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status();
+    }
+}
+
+/// A MariaDB server in a temporary directory, killed and removed on drop.
+struct Mariadb {
+    dir: tempfile::TempDir,
+    port: u16,
+    server: Child,
+}
+
+impl Mariadb {
+    fn start() -> Option<Mariadb> {
+        if Command::new("mariadbd").arg("--version").output().is_err()
+            && !Path::new("/usr/sbin/mariadbd").exists()
+        {
+            return None;
+        }
+        let dir = tempfile::Builder::new()
+            .prefix("virtperf-maria")
+            .tempdir()
+            .unwrap();
+        let data = dir.path().join("data");
+        // mariadbd refuses root unless told to run as root.
+        let user: &[&str] = if is_root() { &["--user=root"] } else { &[] };
+        run(Command::new("mariadb-install-db")
+            .args([
+                "--no-defaults",
+                "--auth-root-authentication-method=normal",
+                "--skip-test-db",
+            ])
+            .args(user)
+            .arg(format!("--datadir={}", data.display()))
+            .stdout(Stdio::null()));
+        let port = free_port();
+        let server = Command::new("/usr/sbin/mariadbd")
+            .args([
+                "--no-defaults",
+                "--bind-address=127.0.0.1",
+                "--skip-name-resolve",
+            ])
+            .args(user)
+            .arg(format!("--datadir={}", data.display()))
+            .arg(format!("--port={port}"))
+            .arg(format!("--socket={}", dir.path().join("sock").display()))
+            .arg(format!("--pid-file={}", dir.path().join("pid").display()))
+            .arg(format!(
+                "--log-error={}",
+                dir.path().join("err.log").display()
+            ))
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("start mariadbd");
+        let mut m = Mariadb { dir, port, server };
+        let up = wait_until(Duration::from_secs(60), || {
+            m.client()
+                .arg("-e")
+                .arg("SELECT 1")
+                .output()
+                .is_ok_and(|o| o.status.success())
+        });
+        if !up {
+            let log = std::fs::read_to_string(m.dir.path().join("err.log")).unwrap_or_default();
+            let _ = m.server.kill();
+            panic!("mariadbd did not come up within 60 s:\n{log}");
+        }
+        m.sql("CREATE DATABASE sbtest");
+        m.sql("CREATE USER sbtest@'%' IDENTIFIED BY 'sbpass'");
+        m.sql("GRANT ALL ON sbtest.* TO sbtest@'%'");
+        Some(m)
+    }
+
+    fn client(&self) -> Command {
+        let mut c = Command::new("mariadb");
+        c.args(["--no-defaults", "-uroot", "-N", "-B"]).arg(format!(
+            "--socket={}",
+            self.dir.path().join("sock").display()
+        ));
+        c
+    }
+
+    fn sql(&self, sql: &str) -> String {
+        run(self.client().args(["-e", sql]))
+    }
+
+    fn args(&self) -> Vec<String> {
+        vec![
+            "--db-driver=mysql".into(),
+            "--mysql-host=127.0.0.1".into(),
+            format!("--mysql-port={}", self.port),
+            "--mysql-password=sbpass".into(),
+        ]
+    }
+}
+
+impl Drop for Mariadb {
+    fn drop(&mut self) {
+        // SAFETY: kill(2) on our own child's pid.
+        unsafe { libc::kill(self.server.id() as i32, libc::SIGTERM) };
+        let done = wait_until(Duration::from_secs(30), || {
+            self.server.try_wait().ok().flatten().is_some()
+        });
+        if !done {
+            let _ = self.server.kill();
+            let _ = self.server.wait();
+        }
+    }
+}
+
+/// Runs virtperf with `args`; returns (exit code, stdout, stderr).
+fn vp(args: &[String]) -> (i32, String, String) {
+    let out = virtperf()
+        .args(args)
+        .timeout(Duration::from_secs(120))
+        .output()
+        .expect("run virtperf");
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// `test`, then `base`, then `extra`.
+fn oltp(test: &str, base: &[String], extra: &[&str]) -> Vec<String> {
+    let mut v = vec![test.to_string()];
+    v.extend(with(base, extra));
+    v
+}
+
+fn with(base: &[String], extra: &[&str]) -> Vec<String> {
+    let mut v: Vec<String> = base.to_vec();
+    v.extend(extra.iter().map(|s| s.to_string()));
+    v
+}
+
+/// Runs `test` for a fixed number of transactions and returns the document.
+fn run_json(test: &str, base: &[String], events: u64, threads: u32) -> Value {
+    let mut args = vec![test.to_string()];
+    args.extend(base.iter().cloned());
+    args.extend([
+        "--tables=2".to_string(),
+        "--table-size=500".into(),
+        format!("--events={events}"),
+        "--time=0".into(),
+        format!("--threads={threads}"),
+        "--json".into(),
+        "run".into(),
+    ]);
+    let (code, out, err) = vp(&args);
+    assert_eq!(code, 0, "{test} run failed: {err}");
+    serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}"))
+}
+
+/// The full cycle and the bad cases against one server; `count` returns
+/// the sbtest tables in the database, `extra` creates a table of the user's.
+fn exercise(driver: &str, base: &[String], count: &dyn Fn() -> usize, extra: &dyn Fn()) {
+    let prepare = with(
+        base,
+        &["--tables=2", "--table-size=500", "--threads=2", "prepare"],
+    );
+    let cleanup = with(base, &["--tables=2", "cleanup"]);
+
+    // Run before prepare says so.
+    let (code, _, err) = vp(&oltp("oltp_read_write", base, &["--tables=2", "run"]));
+    assert_eq!(code, 2, "{driver}: run before prepare: {err}");
+    assert!(
+        err.contains("does not exist") && err.contains("prepare"),
+        "{err}"
+    );
+
+    let mut args = vec!["oltp_read_write".to_string()];
+    args.extend(prepare.iter().cloned());
+    let (code, _, err) = vp(&args);
+    assert_eq!(code, 0, "{driver} prepare: {err}");
+    assert_eq!(count(), 2, "{driver}: two tables after prepare");
+
+    // Prepare onto existing tables is refused and changes nothing.
+    let (code, _, err) = vp(&args);
+    assert_eq!(code, 2, "{driver}: second prepare: {err}");
+    assert!(
+        err.contains("already exists") && err.contains("cleanup"),
+        "{err}"
+    );
+
+    // sysbench's counting: 14 reads, 4 writes, 2 other per transaction
+    // (one thread: with two, a deadlock's restart adds queries).
+    let doc = run_json("oltp_read_write", base, 40, 1);
+    let d = &doc["details"];
+    assert_eq!(d["transactions"], 40, "{d}");
+    assert_eq!(d["reads"], 40 * 14, "{d}");
+    assert_eq!(d["writes"], 40 * 4, "{d}");
+    assert_eq!(d["other"], 40 * 2, "{d}");
+    assert_eq!(d["queries_per_transaction"], 20.0, "{d}");
+    assert!(metric(&doc, "tps") > 0.0);
+    assert!(metric(&doc, "latency_p95_ms") > 0.0);
+    let doc = run_json("oltp_read_write", base, 40, 2);
+    assert_eq!(doc["details"]["transactions"], 40);
+    assert!(metric(&doc, "qps") >= 20.0 * metric(&doc, "tps") * 0.999);
+
+    let doc = run_json("oltp_point_select", base, 100, 1);
+    assert_eq!(doc["details"]["queries"], 100, "{}", doc["details"]);
+    let doc = run_json("oltp_read_only", base, 10, 1);
+    assert_eq!(doc["details"]["queries"], 160, "{}", doc["details"]);
+    let mut ps_off = base.to_vec();
+    ps_off.push("--db-ps-mode=disable".into());
+    let doc = run_json("oltp_write_only", &ps_off, 10, 1);
+    assert_eq!(doc["details"]["queries"], 60, "{}", doc["details"]);
+    let doc = run_json("oltp_insert", base, 20, 2);
+    assert_eq!(doc["details"]["writes"], 20, "{}", doc["details"]);
+
+    // Cleanup drops sysbench's tables and nothing else.
+    extra();
+    let mut args = vec!["oltp_read_write".to_string()];
+    args.extend(cleanup.iter().cloned());
+    let (code, _, err) = vp(&args);
+    assert_eq!(code, 0, "{driver} cleanup: {err}");
+    assert_eq!(count(), 0, "{driver}: sbtest tables after cleanup");
+}
+
+#[test]
+fn postgresql_prepare_run_cleanup_and_bad_input() {
+    let Some(pg) = Postgres::start() else {
+        skip("PostgreSQL is not installed (Debian package postgresql)");
+        return;
+    };
+    let base = pg.args();
+    let count = || {
+        pg.psql(
+            "sbtest",
+            "SELECT count(*) FROM pg_tables WHERE tablename LIKE 'sbtest%'",
+        )
+        .trim()
+        .parse::<usize>()
+        .unwrap()
+    };
+    let extra = || {
+        pg.psql(
+            "sbtest",
+            "CREATE TABLE keepme(x int); ALTER TABLE keepme OWNER TO sbtest",
+        );
+    };
+    exercise("pgsql", &base, &count, &extra);
+    let kept = pg.psql(
+        "sbtest",
+        "SELECT count(*) FROM pg_tables WHERE tablename = 'keepme'",
+    );
+    assert_eq!(
+        kept.trim(),
+        "1",
+        "cleanup dropped a table that is not sysbench's"
+    );
+
+    // Wrong credentials name the options to fix.
+    let mut wrong = base[..3].to_vec();
+    wrong.push("--pgsql-password=wrong".into());
+    let args = oltp("oltp_read_write", &wrong, &["run"]);
+    let (code, _, err) = vp(&args);
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains("--pgsql-password") && err.contains("sbtest"),
+        "{err}"
+    );
+}
+
+#[test]
+fn mariadb_prepare_run_cleanup_and_bad_input() {
+    let Some(m) = Mariadb::start() else {
+        skip("MariaDB is not installed (Debian package mariadb-server)");
+        return;
+    };
+    let base = m.args();
+    let count = || {
+        m.sql(
+            "SELECT COUNT(*) FROM information_schema.tables \
+             WHERE table_schema='sbtest' AND table_name LIKE 'sbtest%'",
+        )
+        .trim()
+        .parse::<usize>()
+        .unwrap()
+    };
+    let extra = || {
+        m.sql("CREATE TABLE sbtest.keepme(x int)");
+    };
+    exercise("mysql", &base, &count, &extra);
+    let kept = m.sql("SELECT COUNT(*) FROM information_schema.tables WHERE table_name='keepme'");
+    assert_eq!(
+        kept.trim(),
+        "1",
+        "cleanup dropped a table that is not sysbench's"
+    );
+
+    let mut wrong = base[..3].to_vec();
+    wrong.push("--mysql-password=wrong".into());
+    let args = oltp("oltp_read_write", &wrong, &["run"]);
+    let (code, _, err) = vp(&args);
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains("--mysql-password") && err.contains("sbtest"),
+        "{err}"
+    );
+}
+
+#[test]
+fn an_absent_server_is_named_with_its_options_quickly() {
+    let port = free_port();
+    for (driver, opt) in [("pgsql", "pgsql"), ("mysql", "mysql")] {
+        let started = Instant::now();
+        let (code, _, err) = vp(&[
+            "oltp_read_write".into(),
+            format!("--db-driver={driver}"),
+            format!("--{opt}-host=127.0.0.1"),
+            format!("--{opt}-port={port}"),
+            "run".into(),
+        ]);
+        assert_eq!(code, 2, "{err}");
+        assert!(
+            err.contains(&format!("127.0.0.1:{port}")) && err.contains(&format!("--{opt}-port")),
+            "{err}"
+        );
+        assert!(
+            started.elapsed() < Duration::from_secs(20),
+            "{driver} took too long"
+        );
+    }
+}
+
+#[test]
+fn sqlite_cycle_and_a_table_too_big_for_the_disk() {
+    let dir = tempfile::tempdir().unwrap();
+    let base = vec![format!("--oltp-dir={}", dir.path().display())];
+    let file = dir.path().join("virtperf-oltp.sqlite");
+
+    // Far more than any test machine's disk: refused before anything is written.
+    let (code, _, err) = vp(&oltp(
+        "oltp_read_write",
+        &base,
+        &["--tables=1000", "--table-size=2000000000", "prepare"],
+    ));
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains("--table-size") && err.contains("free"),
+        "{err}"
+    );
+    assert!(!file.exists(), "a refused prepare left a database behind");
+
+    let (code, _, err) = vp(&oltp(
+        "oltp_read_write",
+        &base,
+        &["--tables=2", "--table-size=500", "prepare"],
+    ));
+    assert_eq!(code, 0, "{err}");
+    let doc = run_json("oltp_read_write", &base, 30, 2);
+    assert_eq!(doc["details"]["queries_per_transaction"], 20.0);
+    assert_eq!(doc["details"]["db_driver"], "sqlite");
+    let (code, _, err) = vp(&oltp("oltp_read_write", &base, &["--tables=2", "cleanup"]));
+    assert_eq!(code, 0, "{err}");
+    assert!(!file.exists(), "cleanup left the database file");
+}
