@@ -445,10 +445,7 @@ mod tests {
         assert_eq!(get("residual_passed"), 1.0);
         assert_eq!(m.events, 4);
         for x in &m.metrics {
-            let def = METRICS
-                .iter()
-                .find(|d| d.name == x.name || (d.name == "gflops_n" && x.name.starts_with(d.name)))
-                .unwrap();
+            let def = METRICS.iter().find(|d| d.matches(&x.name)).unwrap();
             assert_eq!(def.higher_is_better, x.higher_is_better, "{}", x.name);
         }
         let text = render(&plan, &trials, 1, "avx2+fma");
