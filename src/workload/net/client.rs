@@ -474,3 +474,66 @@ fn udp_stream(p: &Params, s: UdpSocket, barrier: &Barrier) -> Result<StreamResul
     r.elapsed = start.elapsed();
     Ok(r)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn params(addr: SocketAddr, test: Test) -> Params {
+        Params {
+            addr,
+            test,
+            duration: Duration::from_millis(300),
+            streams: 1,
+            bidir: false,
+            request_size: 1,
+            response_size: 1,
+            send_size: 1472,
+            bufs: Buffers::default(),
+            nodelay: false,
+            udp_rate_mbit: 0.0,
+            udp_timeout: Duration::from_millis(20),
+            connect_timeout: Duration::from_secs(1),
+        }
+    }
+
+    #[test]
+    fn udp_rr_counts_lost_datagrams_and_ends_on_time() {
+        // A peer that swallows every request.
+        let sink = UdpSocket::bind("127.0.0.1:0").unwrap();
+        let p = params(sink.local_addr().unwrap(), Test::UdpRr);
+        let s = UdpSocket::bind("127.0.0.1:0").unwrap();
+        s.connect(p.addr).unwrap();
+        s.set_read_timeout(Some(p.udp_timeout)).unwrap();
+        let t = Instant::now();
+        let r = udp_rr(&p, s, &Barrier::new(1)).unwrap();
+        assert!(
+            t.elapsed() < Duration::from_millis(600),
+            "{:?}",
+            t.elapsed()
+        );
+        assert_eq!(r.transactions, 0);
+        // 300 ms of 20 ms timeouts.
+        assert!((8..=16).contains(&r.udp_timeouts), "{}", r.udp_timeouts);
+    }
+
+    #[test]
+    fn udp_stream_paces_to_the_rate_and_numbers_datagrams() {
+        let sink = UdpSocket::bind("127.0.0.1:0").unwrap();
+        sink.set_read_timeout(Some(Duration::from_millis(200)))
+            .unwrap();
+        let mut p = params(sink.local_addr().unwrap(), Test::UdpStream);
+        p.udp_rate_mbit = 10.0;
+        let s = UdpSocket::bind("127.0.0.1:0").unwrap();
+        s.connect(p.addr).unwrap();
+        let r = udp_stream(&p, s, &Barrier::new(1)).unwrap();
+        let mbit = r.udp_bytes as f64 * 8.0 / r.elapsed.as_secs_f64() / 1e6;
+        assert!((8.0..=11.0).contains(&mbit), "{mbit} Mbit/s");
+        let mut buf = [0u8; 2048];
+        for want in 0..3u64 {
+            let n = sink.recv(&mut buf).unwrap();
+            assert_eq!(n, 1472);
+            assert_eq!(u64::from_le_bytes(buf[..8].try_into().unwrap()), want);
+        }
+    }
+}
