@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 
 mod common;
-use common::{metric, skip, virtperf};
+use common::{kernel_lacks, metric, skip, virtperf};
 
 fn bin() -> std::path::PathBuf {
     assert_cmd::cargo::cargo_bin("virtperf")
@@ -235,7 +235,7 @@ fn netem_delay_of_500us_each_way_adds_1ms_to_tcp_rr_p50() {
     let base = metric(&path.net(&args), "tcp_rr_latency_p50_us");
     for side in [Side::Server, Side::Client] {
         if let Err(why) = path.qdisc(side, &["netem", "delay", "500us"]) {
-            skip(&format!(
+            kernel_lacks(&format!(
                 "tc netem is not available in this kernel (CONFIG_NET_SCH_NETEM): {why}"
             ));
             return;

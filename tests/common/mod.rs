@@ -19,6 +19,14 @@ pub fn skip(why: &str) -> bool {
     true
 }
 
+/// Prints why a test cannot run because the running kernel lacks a feature
+/// (no package can add it) and returns true, also under CI=true: the test
+/// stays written and runs wherever the kernel has it.
+pub fn kernel_lacks(why: &str) -> bool {
+    eprintln!("skipping, the running kernel lacks it (no package installs it): {why}");
+    true
+}
+
 /// The value of metric `name` in a `virtperf.result/1` document.
 pub fn metric(doc: &Value, name: &str) -> f64 {
     doc["metrics"]
