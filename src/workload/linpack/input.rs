@@ -95,8 +95,8 @@ pub fn parse(text: &str, origin: &str) -> Result<InputFile, String> {
         }
     }
     let mut tests = Vec::with_capacity(count);
-    for t in 0..count {
-        let (size, lda, trials, align) = (lists[0][t], lists[1][t], lists[2][t], lists[3][t]);
+    let rows = lists[0].iter().zip(&lists[1]).zip(&lists[2]).zip(&lists[3]);
+    for (t, (((&size, &lda), &trials), &align)) in rows.enumerate() {
         if size == 0 {
             return Err(err(3, format!("problem size {} is 0", t + 1)));
         }

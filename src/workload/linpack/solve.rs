@@ -71,7 +71,7 @@ impl Matrix {
         if buf.try_reserve_exact(len).is_err() {
             bail!(
                 "cannot allocate {} MiB for the {n}×{n} matrix",
-                len * 8 >> 20
+                (len * 8) >> 20
             );
         }
         buf.resize(len, 0.0);
