@@ -247,17 +247,6 @@ fn parse_host(text: &str) -> Result<SocketAddr, CliError> {
 impl NetWorkload {
     pub fn new(v: &Values) -> Result<NetWorkload> {
         let test = Test::parse(v.text("net-test")).expect("the option table lists only tests");
-        for (name, fix) in [
-            ("threads", "use --net-streams=N for parallel connections"),
-            ("events", "net tests are timed: use --time=SECONDS"),
-            ("warmup-time", "net tests have no warm-up phase yet"),
-            ("rate", "for a UDP send rate use --net-udp-rate=MBIT"),
-        ] {
-            let set = v.has(name) && v.float(name) != if name == "threads" { 1.0 } else { 0.0 };
-            if set {
-                return Err(CliError::Usage(format!("net does not use --{name}: {fix}")).into());
-            }
-        }
         if v.flag("net-bidir") && !matches!(test, Test::TcpStream | Test::TcpMaerts) {
             return Err(CliError::Usage(format!(
                 "--net-bidir applies to tcp_stream and tcp_maerts, not {}",
