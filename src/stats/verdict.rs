@@ -43,6 +43,14 @@
 //! runs already made, or "more than [`MAX_RUNS_PER_SIDE`]". It is a plan at
 //! the observed effect and noise, not a promise: the observed effect is
 //! itself uncertain.
+//!
+//! Use: per entry and environment, one [`assess_family`] call over the
+//! entry's headline metrics (each measurement once: not both `x_ns` and
+//! `x_cycles`, or the family grows and every verdict weakens). Metrics shown
+//! only with `--detail` are a second family of their own, so they do not
+//! dilute the headline ones. `--repeat auto` can stop once no headline
+//! metric is [`Outcome::Inconclusive`], and aim at the largest
+//! [`RunsNeeded::per_side`] it can afford.
 
 use serde::Serialize;
 
@@ -837,5 +845,61 @@ mod tests {
             assess(&[1.0, 2.0], &[-1.0, 2.0], true, &s),
             Err(SampleError::NotPositive { .. })
         ));
+    }
+
+    #[test]
+    fn two_runs_per_side_and_many() {
+        let s = VerdictSettings::default();
+        let two = assess(&[100.0, 103.0], &[104.0, 108.0], true, &s).unwrap();
+        assert_eq!(two.outcome, Outcome::Inconclusive, "{two:?}");
+        assert!(two.df >= 1.0 && two.ratio.lower < two.ratio.point);
+        assert!(two.runs_needed.unwrap().per_side.unwrap() >= 3);
+        // 200 a side: the rank test's normal approximation, a small shift
+        // inside the margin shown equivalent.
+        let mut g = Lognormal::new(5);
+        let base = g.sample(200, 100.0, 0.05);
+        let env = g.sample(200, 101.0, 0.05);
+        let many = assess(&base, &env, true, &s).unwrap();
+        assert_eq!(many.outcome, Outcome::Equivalent, "{many:?}");
+        assert!(many.p_rank > 0.0 && many.p_rank <= 1.0);
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn invariants(
+            a in proptest::collection::vec(1.0f64..1e4, 2..9),
+            b in proptest::collection::vec(1.0f64..1e4, 2..9),
+            hib: bool,
+            scale in 0.001f64..1000.0,
+        ) {
+            let s = VerdictSettings::default();
+            let ab = assess(&a, &b, hib, &s).unwrap();
+            // The interval holds the point; Holm never lowers a p.
+            proptest::prop_assert!(ab.ratio.lower <= ab.ratio.point * (1.0 + 1e-12));
+            proptest::prop_assert!(ab.ratio.point <= ab.ratio.upper * (1.0 + 1e-12));
+            proptest::prop_assert!(ab.p_welch_adjusted >= ab.p_welch);
+            proptest::prop_assert_eq!(
+                ab.runs_needed.is_some(),
+                ab.outcome == Outcome::Inconclusive
+            );
+            // Swapping the sides swaps slower and faster, nothing else.
+            let ba = assess(&b, &a, hib, &s).unwrap();
+            let swapped = match ab.outcome {
+                Outcome::Slower => Outcome::Faster,
+                Outcome::Faster => Outcome::Slower,
+                o => o,
+            };
+            proptest::prop_assert_eq!(ba.outcome, swapped);
+            proptest::prop_assert!((ab.p_welch - ba.p_welch).abs() < 1e-12);
+            // A time is the reciprocal of a rate: same verdict.
+            let inv = |xs: &[f64]| xs.iter().map(|x| 1.0 / x).collect::<Vec<f64>>();
+            let rate = assess(&inv(&a), &inv(&b), !hib, &s).unwrap();
+            proptest::prop_assert_eq!(rate.outcome, ab.outcome);
+            // Units do not matter.
+            let scaled = |xs: &[f64]| xs.iter().map(|x| x * scale).collect::<Vec<f64>>();
+            let sc = assess(&scaled(&a), &scaled(&b), hib, &s).unwrap();
+            proptest::prop_assert_eq!(sc.outcome, ab.outcome);
+            proptest::prop_assert!((sc.ratio.point / ab.ratio.point - 1.0).abs() < 1e-9);
+        }
     }
 }
