@@ -601,6 +601,17 @@ mod tests {
     }
 
     #[test]
+    fn power_from_three_runs() {
+        // The issue asks for power at n = 3…10; with the rank test alone
+        // 3 against 3 could never be significant (best p = 0.1).
+        let s = VerdictSettings::default();
+        let t = simulate(4, 1000, 1, 3, 0.05, 0.8, true, &s);
+        println!("n 3, CV 5%, effect 0.8: slower {:.4}", t.rate(t.slower));
+        assert!(t.rate(t.slower) >= 0.90, "{t:?}");
+        assert_eq!(t.faster, 0);
+    }
+
+    #[test]
     fn a_20_percent_effect_is_called_in_a_family_of_five() {
         // All five metrics carry the effect; the rate is per metric.
         let s = VerdictSettings::default();
