@@ -51,8 +51,8 @@ fn beta_fraction(a: f64, b: f64, x: f64) -> f64 {
     let mut c = 1.0;
     let mut d = 1.0 / guard(1.0 - qab * x / qap);
     let mut h = d;
-    // Convergence takes O(√max(a, b)) terms; a = 5e8 (the normal cut-off)
-    // needs well under this.
+    // Convergence takes O(√max(a, b)) terms; this cap covers a = 5e8, the
+    // normal cut-off (the continuity test there would fail otherwise).
     for m in 1..200_000 {
         let m = m as f64;
         let m2 = 2.0 * m;
