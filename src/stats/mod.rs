@@ -1,12 +1,29 @@
 //! Pure statistics: summaries with confidence intervals, the ratio of two
 //! samples with a bootstrap interval, the Mann–Whitney U test, Holm's
 //! correction and the verdict. Imports nothing else of the crate.
+//!
+//! Two verdict APIs live here while the report moves over: the first
+//! (`compare` + `decide`: bootstrap ratio of means, rank test, three
+//! verdicts) and its successor in `verdict` (`assess_family`: Welch's t on
+//! logs with the rank test beside it, four verdicts with an equivalence
+//! margin, repetitions needed for the inconclusive ones).
 
 mod mannwhitney;
 pub mod ranking;
+mod tdist;
+mod verdict;
+mod welch;
 
 pub use mannwhitney::mann_whitney_p;
 pub use ranking::{ranking, Category, CategoryValue, Ranking};
+pub use tdist::{
+    regularized_incomplete_beta, student_t_cdf, student_t_quantile, student_t_upper_tail,
+};
+pub use verdict::{
+    assess, assess_family, runs_needed, Assessment, Goal, MetricSamples, Outcome, RankCheck,
+    RunsNeeded, VerdictSettings, MAX_RUNS_PER_SIDE,
+};
+pub use welch::{welch_log_ratio, LogRatio, SampleError, Side};
 
 use serde::Serialize;
 
