@@ -65,7 +65,13 @@ fn host_against_host_is_no_difference_and_everything_is_stored() {
     assert!(md.contains("| cpu | host-b | events_per_sec |"), "{md}");
     assert!(!md.contains("| metric | environment | n | mean |"), "{md}");
     let detail = virtperf()
-        .args(["report", out.to_str().unwrap(), "--format", "markdown", "--detail"])
+        .args([
+            "report",
+            out.to_str().unwrap(),
+            "--format",
+            "markdown",
+            "--detail",
+        ])
         .output()
         .unwrap();
     assert!(String::from_utf8_lossy(&detail.stdout).contains("| metric | environment | n | mean |"));
@@ -106,10 +112,7 @@ fn half_a_cpu_is_found_slower() {
     );
     let csv = String::from_utf8_lossy(&out.stdout);
     let row = csv.lines().find(|l| l.contains("docker:cpus=0.5")).unwrap();
-    assert!(
-        row.contains(",slower,"),
-        "{row}"
-    );
+    assert!(row.contains(",slower,"), "{row}");
     let cols: Vec<&str> = row.split(',').collect();
     let ratio: f64 = cols[18].parse().unwrap();
     // Loose: the strict ±10% ground truth is in tests/env.rs.
@@ -266,7 +269,10 @@ fn html_report_renders_in_chromium_and_escapes_environment_strings() {
     assert!(html.contains("<svg"));
     // One ratio chart per environment besides the baseline, a point per run.
     assert!(html.matches("<svg").count() >= 3);
-    for env in ["&lt;script&gt;alert(1)&lt;/script&gt; against host", "third against host"] {
+    for env in [
+        "&lt;script&gt;alert(1)&lt;/script&gt; against host",
+        "third against host",
+    ] {
         assert!(html.contains(env), "no ratio chart for {env}");
     }
     assert!(html.matches("class=\"run\"").count() >= 2 * 3 + 3 * 3);
@@ -322,6 +328,9 @@ fn html_report_renders_in_chromium_and_escapes_environment_strings() {
         ("third", (0x59, 0xa1, 0x4f)),
     ] {
         let n = pixels.chunks(px).filter(|p| near(p, colour)).count();
-        assert!(n > 300, "only {n} pixels in {env}'s colour: its marks are not drawn");
+        assert!(
+            n > 300,
+            "only {n} pixels in {env}'s colour: its marks are not drawn"
+        );
     }
 }

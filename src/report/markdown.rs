@@ -72,7 +72,7 @@ impl Exporter for MarkdownExporter {
                         let Some(sum) = &s.summary else { continue };
                         let x = s.vs_baseline.as_ref();
                         let p = |f: fn(&crate::stats::Assessment) -> f64| {
-                            x.map(|x| format!("{:.4}", f(x))).unwrap_or_default()
+                            x.map(|x| super::pval(f(x))).unwrap_or_default()
                         };
                         let _ = writeln!(
                             out,

@@ -89,6 +89,17 @@ pub fn num(x: f64) -> String {
     }
 }
 
+/// A p-value to four decimals, "<0.0001" below that.
+pub fn pval(p: f64) -> String {
+    if p.is_nan() {
+        "–".into()
+    } else if p < 1e-4 {
+        "<0.0001".into()
+    } else {
+        format!("{p:.4}")
+    }
+}
+
 /// A fraction as a percentage without needless decimals: 0.05 is "5".
 pub fn percent(x: f64) -> String {
     let s = format!("{:.2}", x * 100.0);

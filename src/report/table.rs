@@ -142,7 +142,7 @@ fn detail(out: &mut String, a: &Analysis) {
                 };
                 let c = s.vs_baseline.as_ref();
                 let p = |f: fn(&crate::stats::Assessment) -> f64| {
-                    c.map(|x| format!("{:.4}", f(x))).unwrap_or_default()
+                    c.map(|x| super::pval(f(x))).unwrap_or_default()
                 };
                 let _ = writeln!(
                     out,

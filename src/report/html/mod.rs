@@ -12,7 +12,7 @@ mod sweeps;
 use std::fmt::Write as _;
 
 use super::{
-    effect, marks, method, num, ratio_text, tally, verdict_cell, Analysis, Exporter, View,
+    effect, marks, method, num, pval, ratio_text, tally, verdict_cell, Analysis, Exporter, View,
 };
 use crate::stats::Outcome;
 pub use svg::esc;
@@ -214,7 +214,7 @@ svg{margin:6px 12px 6px 0;background:#fff;border:1px solid #eee}svg .t{font-size
                     let flagged = a.noisy(&s.env, &e.label);
                     let x = s.vs_baseline.as_ref();
                     let p = |f: fn(&crate::stats::Assessment) -> f64| {
-                        x.map(|x| format!("{:.4}", f(x))).unwrap_or_default()
+                        x.map(|x| pval(f(x))).unwrap_or_default()
                     };
                     let _ = write!(
                         h,
