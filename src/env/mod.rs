@@ -83,8 +83,8 @@ pub enum OnHost {
     /// The launched process tree is all of it (the host agent; QEMU with
     /// its vCPU threads).
     Tree,
-    /// Also a container's processes: this returns the pid of its init once
-    /// it runs.
+    /// Also a container's processes, counted by its cgroup: this returns
+    /// the pid of its init once it runs.
     Container(Box<dyn Fn() -> Option<u32> + Send>),
 }
 
@@ -382,7 +382,9 @@ pub fn run_with(
     let roots = (sessions.len() == 1)
         .then(|| host_roots(&sessions[0]))
         .flatten();
-    let mut mark = roots.as_ref().and_then(|_| monitor::HostSnapshot::take());
+    let mut mark = roots
+        .as_ref()
+        .and_then(|(_, cgroups)| monitor::HostSnapshot::take(cgroups));
     // Instances run concurrently; read each one's stream in turn, every
     // message is buffered by its reader thread meanwhile.
     for (i, s) in sessions.iter_mut().enumerate() {
@@ -396,8 +398,8 @@ pub fn run_with(
             let outcome = match msg {
                 Message::Result { mut doc, .. } => {
                     doc.env.ready_s = Some(ready_after[i].as_secs_f64());
-                    if let (Some(roots), Some(start)) = (&roots, &mark) {
-                        if let Some(now) = monitor::HostSnapshot::take() {
+                    if let (Some((roots, cgroups)), Some(start)) = (&roots, &mark) {
+                        if let Some(now) = monitor::HostSnapshot::take(cgroups) {
                             let load = monitor::host_load(start, &now, roots);
                             doc.monitor.foreign_busy_pct = load.foreign_pct;
                             doc.monitor.env_busy_pct = Some(load.env_pct);
@@ -432,14 +434,20 @@ pub fn run_with(
         .collect())
 }
 
-/// The process trees working for a session on this machine: the launched
-/// process and, for a container, its init. None when it runs elsewhere.
-fn host_roots(s: &Session) -> Option<Vec<u32>> {
+/// What works for a session on this machine: the launched process's tree
+/// and, for a container, its cgroup. None when it runs elsewhere.
+fn host_roots(s: &Session) -> Option<(Vec<u32>, Vec<monitor::CgroupCpu>)> {
     let child = s.child.as_ref()?.id();
     match &s.on_host {
         OnHost::Elsewhere => None,
-        OnHost::Tree => Some(vec![child]),
-        OnHost::Container(init) => Some([child].into_iter().chain(init()).collect()),
+        OnHost::Tree => Some((vec![child], Vec::new())),
+        OnHost::Container(init) => Some((
+            vec![child],
+            init()
+                .and_then(monitor::CgroupCpu::of)
+                .into_iter()
+                .collect(),
+        )),
     }
 }
 

@@ -16,9 +16,12 @@
 //! irq and softirq, which no process is charged with) is split into:
 //! - on the environment's behalf: virtperf itself, the process tree it
 //!   launched (the host agent, QEMU with every vCPU thread, the `docker run`
-//!   client), the container's own process tree (rooted at its init, found
-//!   with `docker inspect`), each including the time of children they
-//!   reaped, and kernel threads (the kernel's work for everyone's I/O);
+//!   client; each including the time of children they reaped, and still
+//!   there as zombies until virtperf reaps them), a container's cgroup CPU
+//!   time ([`CgroupCpu`], found from its init's pid, which `docker inspect`
+//!   gives; the cgroup outlives the processes, which the container runtime
+//!   reaps at once), and kernel threads (the kernel's work for everyone's
+//!   I/O);
 //! - everything else: other processes' load, the only part that flags a
 //!   run ([`HostLoad::foreign_pct`]), with steal from inside.
 //!
@@ -160,6 +163,62 @@ struct Proc {
 pub struct HostSnapshot {
     cpu: CpuTimes,
     procs: HashMap<u32, Proc>,
+    /// CPU time of each cgroup asked for, in clock ticks.
+    cgroups: Vec<Option<u64>>,
+}
+
+/// A container's CPU accounting file on the host: its cgroup outlives its
+/// processes until the container is removed, so the last run's time is
+/// still there when its init has already exited and been reaped.
+#[derive(Debug, Clone, PartialEq)]
+pub enum CgroupCpu {
+    /// cgroup v1 `cpuacct.usage`, nanoseconds.
+    V1(std::path::PathBuf),
+    /// cgroup v2 `cpu.stat`, its `usage_usec` line.
+    V2(std::path::PathBuf),
+}
+
+impl CgroupCpu {
+    /// The cgroup of process `pid`, as /proc/PID/cgroup names it.
+    pub fn of(pid: u32) -> Option<CgroupCpu> {
+        let text = fs::read_to_string(format!("/proc/{pid}/cgroup")).ok()?;
+        let root = Path::new("/sys/fs/cgroup");
+        for line in text.lines() {
+            let mut f = line.splitn(3, ':');
+            let (_, controllers, path) = (f.next()?, f.next()?, f.next()?);
+            let rel = path.trim_start_matches('/');
+            if controllers.split(',').any(|c| c == "cpuacct") {
+                let file = root.join(controllers).join(rel).join("cpuacct.usage");
+                if file.exists() {
+                    return Some(CgroupCpu::V1(file));
+                }
+            }
+        }
+        let path = text.lines().find_map(|l| l.strip_prefix("0::"))?;
+        let file = root.join(path.trim_start_matches('/')).join("cpu.stat");
+        file.exists().then_some(CgroupCpu::V2(file))
+    }
+
+    fn ticks(&self) -> Option<u64> {
+        // SAFETY: sysconf only reads a configuration value.
+        let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as u64;
+        match self {
+            CgroupCpu::V1(f) => {
+                let ns: u64 = fs::read_to_string(f).ok()?.trim().parse().ok()?;
+                Some(ns / (1_000_000_000 / hz))
+            }
+            CgroupCpu::V2(f) => {
+                let text = fs::read_to_string(f).ok()?;
+                let us: u64 = text
+                    .lines()
+                    .find_map(|l| l.strip_prefix("usage_usec "))?
+                    .trim()
+                    .parse()
+                    .ok()?;
+                Some(us / (1_000_000 / hz))
+            }
+        }
+    }
 }
 
 /// Where a run's busy CPU went, as the host saw it, in percent of all CPUs.
@@ -196,8 +255,9 @@ fn parse_proc_stat(stat: &str) -> Option<Proc> {
 }
 
 impl HostSnapshot {
-    /// Reads /proc now; None where there is no /proc/stat.
-    pub fn take() -> Option<HostSnapshot> {
+    /// Reads /proc (and the given cgroups' CPU time) now; None where there
+    /// is no /proc/stat.
+    pub fn take(cgroups: &[CgroupCpu]) -> Option<HostSnapshot> {
         let cpu = read_times()?;
         let mut procs = HashMap::new();
         for entry in fs::read_dir("/proc").ok()?.flatten() {
@@ -217,7 +277,12 @@ impl HostSnapshot {
                 procs.insert(pid, p);
             }
         }
-        Some(HostSnapshot { cpu, procs })
+        let cgroups = cgroups.iter().map(CgroupCpu::ticks).collect();
+        Some(HostSnapshot {
+            cpu,
+            procs,
+            cgroups,
+        })
     }
 
     /// `roots` and every process below them, as of this snapshot.
@@ -244,7 +309,9 @@ impl HostSnapshot {
 }
 
 /// The split of busy CPU between two snapshots; `roots` are the process
-/// trees working on the environment's behalf (virtperf itself is added).
+/// trees working on the environment's behalf (virtperf itself is added),
+/// and the snapshots' cgroups (a container's) too. A container's processes
+/// must be given by its cgroup, not as a root, or they count twice.
 pub fn host_load(a: &HostSnapshot, b: &HostSnapshot, roots: &[u32]) -> HostLoad {
     let total = b.cpu.total().saturating_sub(a.cpu.total()) as f64;
     if total <= 0.0 {
@@ -265,6 +332,14 @@ pub fn host_load(a: &HostSnapshot, b: &HostSnapshot, roots: &[u32]) -> HostLoad 
             .iter()
             .filter(|(pid, p)| p.kernel_thread && !own.contains(pid))
             .map(|(&pid, _)| delta(pid))
+            .sum::<u64>()
+        + a.cgroups
+            .iter()
+            .zip(&b.cgroups)
+            .map(|(x, y)| match (x, y) {
+                (Some(x), Some(y)) => y.saturating_sub(*x),
+                _ => 0,
+            })
             .sum::<u64>();
     let env = (on_behalf as f64).min(busy);
     HostLoad {
@@ -322,6 +397,7 @@ mod tests {
                     )
                 })
                 .collect(),
+            cgroups: Vec::new(),
         }
     }
 
@@ -378,9 +454,9 @@ mod tests {
         let busy = detached("i=0; while [ $i -lt 20000000 ]; do i=$((i+1)); done");
         let idle = detached("sleep 10");
         std::thread::sleep(std::time::Duration::from_millis(100));
-        let a = HostSnapshot::take().unwrap();
+        let a = HostSnapshot::take(&[]).unwrap();
         std::thread::sleep(std::time::Duration::from_millis(1500));
-        let b = HostSnapshot::take().unwrap();
+        let b = HostSnapshot::take(&[]).unwrap();
         for pid in [busy, idle] {
             // SAFETY: kill(2) with the pid of a process this test started.
             unsafe { libc::kill(pid as i32, libc::SIGKILL) };
@@ -398,5 +474,37 @@ mod tests {
             "the busy child used {used} of {total} ticks but moved {moved:.2}%: {as_env:?} {as_other:?}"
         );
         assert!(as_env.env_pct >= moved - 1e-9);
+    }
+
+    #[test]
+    fn a_containers_cgroup_counts_after_its_processes_are_gone() {
+        // The container's init (pid 20) ran 200 ticks and exited before the
+        // second snapshot; its cgroup still says so.
+        let mut a = snap(0, 0, &[(20, 5, 0, false)]);
+        let mut b = snap(300, 700, &[]);
+        a.cgroups = vec![Some(1000)];
+        b.cgroups = vec![Some(1200)];
+        let l = host_load(&a, &b, &[]);
+        assert!((l.env_pct - 20.0).abs() < 1e-9, "{l:?}");
+        assert!((l.foreign_pct - 10.0).abs() < 1e-9, "{l:?}");
+    }
+
+    #[test]
+    fn finds_and_reads_this_process_cgroup() {
+        if !Path::new("/sys/fs/cgroup")
+            .join("cgroup.controllers")
+            .exists()
+            && !Path::new("/sys/fs/cgroup/cpuacct").exists()
+        {
+            eprintln!("skipping: no cgroup file system mounted");
+            return;
+        }
+        let cg = CgroupCpu::of(std::process::id()).expect("this process's cgroup");
+        let t0 = cg.ticks().expect("its CPU time");
+        let spin = Instant::now();
+        while spin.elapsed().as_millis() < 300 {
+            std::hint::black_box(0u64);
+        }
+        assert!(cg.ticks().unwrap() >= t0);
     }
 }
