@@ -51,12 +51,30 @@ fn host_against_host_is_no_difference_and_everything_is_stored() {
     assert_eq!(rows.len(), 3, "{csv}");
     let b = rows.iter().find(|r| r.contains(",host-b,")).unwrap();
     assert!(b.contains(",3,"), "n = 3: {b}");
-    assert!(b.contains("no significant difference"), "{b}");
+    // Host against host: never slower or faster (at n = 3 and 0.3 s runs
+    // usually inconclusive; equivalent when quiet).
+    assert!(
+        b.contains(",equivalent,") || b.contains(",inconclusive,"),
+        "{b}"
+    );
     let json: serde_json::Value = serde_json::from_str(&report(&out, "json")).unwrap();
-    assert_eq!(json["schema"], "virtperf.comparison/1");
+    assert_eq!(json["schema"], "virtperf.comparison/2");
     assert_eq!(json["envs"], serde_json::json!(["host", "host-b"]));
     let md = report(&out, "markdown");
-    assert!(md.contains("| metric | environment | n | mean |"), "{md}");
+    assert!(md.contains("## Headline summary"), "{md}");
+    assert!(md.contains("| host-b | events_per_sec |"), "{md}");
+    assert!(!md.contains("| metric | environment | n | mean |"), "{md}");
+    let detail = virtperf()
+        .args([
+            "report",
+            out.to_str().unwrap(),
+            "--format",
+            "markdown",
+            "--detail",
+        ])
+        .output()
+        .unwrap();
+    assert!(String::from_utf8_lossy(&detail.stdout).contains("| metric | environment | n | mean |"));
     assert!(md.contains("baseline **host**"));
 }
 
@@ -94,12 +112,19 @@ fn half_a_cpu_is_found_slower() {
     );
     let csv = String::from_utf8_lossy(&out.stdout);
     let row = csv.lines().find(|l| l.contains("docker:cpus=0.5")).unwrap();
-    assert!(
-        row.ends_with("slower,false") || row.contains(",slower,"),
-        "{row}"
-    );
+    if row.ends_with(",true") && !row.contains(",slower,") {
+        // Other processes loaded the machine during the runs (the flag):
+        // the host's agent then competes with them task by task while the
+        // container's cgroup is scheduled as one group, and the host can get
+        // less than half a CPU. There is no known truth to test then.
+        skip(&format!(
+            "the machine was loaded by other processes during the runs: {row}"
+        ));
+        return;
+    }
+    assert!(row.contains(",slower,"), "{row}");
     let cols: Vec<&str> = row.split(',').collect();
-    let ratio: f64 = cols[17].parse().unwrap();
+    let ratio: f64 = cols[18].parse().unwrap();
     // Loose: the strict ±10% ground truth is in tests/env.rs.
     assert!((0.35..0.65).contains(&ratio), "{ratio}");
 }
@@ -178,7 +203,7 @@ fn ctrl_c_keeps_what_was_measured_and_resume_finishes() {
     let stored: usize = csv
         .lines()
         .skip(1)
-        .map(|l| l.split(',').nth(8).unwrap().parse::<usize>().unwrap())
+        .map(|l| l.split(',').nth(9).unwrap().parse::<usize>().unwrap())
         .sum();
     assert!((1..8).contains(&stored), "{stored} runs kept of 8");
     virtperf()
@@ -188,7 +213,7 @@ fn ctrl_c_keeps_what_was_measured_and_resume_finishes() {
         .success();
     let csv = report(dir.path(), "csv");
     for line in csv.lines().skip(1) {
-        assert_eq!(line.split(',').nth(8), Some("4"), "{line}");
+        assert_eq!(line.split(',').nth(9), Some("4"), "{line}");
     }
 }
 
@@ -227,7 +252,8 @@ fn bad_input_names_the_option() {
 }
 
 /// Renders the HTML report in headless Chromium and checks the picture has
-/// charts in it (coloured pixels), with every environment string escaped.
+/// marks of every environment's colour in it (its bars, its runs' points),
+/// with every environment string escaped.
 #[test]
 fn html_report_renders_in_chromium_and_escapes_environment_strings() {
     let dir = tempfile::tempdir().unwrap();
@@ -237,6 +263,8 @@ fn html_report_renders_in_chromium_and_escapes_environment_strings() {
             "compare",
             "--env",
             "host:name=<script>alert(1)</script>",
+            "--env",
+            "host:name=third",
             "--repeat",
             "3",
             "--out",
@@ -249,6 +277,15 @@ fn html_report_renders_in_chromium_and_escapes_environment_strings() {
     assert!(!html.contains("<script>"), "unescaped environment name");
     assert!(html.contains("&lt;script&gt;alert(1)&lt;/script&gt;"));
     assert!(html.contains("<svg"));
+    // One ratio chart per environment besides the baseline, a point per run.
+    assert!(html.matches("<svg").count() >= 3);
+    for env in [
+        "&lt;script&gt;alert(1)&lt;/script&gt; against host",
+        "third against host",
+    ] {
+        assert!(html.contains(env), "no ratio chart for {env}");
+    }
+    assert!(html.matches("class=\"run\"").count() >= 2 * 3 + 3 * 3);
     assert!(
         !html.contains("http://")
             || html
@@ -272,7 +309,7 @@ fn html_report_renders_in_chromium_and_escapes_environment_strings() {
             "--no-sandbox",
             "--disable-gpu",
             "--hide-scrollbars",
-            "--window-size=1200,1400",
+            "--window-size=1400,3000",
         ])
         .arg(format!("--screenshot={}", png.display()))
         .arg(format!(
@@ -290,16 +327,20 @@ fn html_report_renders_in_chromium_and_escapes_environment_strings() {
     let info = reader.next_frame(&mut buf).unwrap();
     let px = info.color_type.samples();
     let pixels = &buf[..info.buffer_size()];
-    // Chart bars are saturated colours; text and lines are grey.
-    let coloured = pixels
-        .chunks(px)
-        .filter(|p| {
-            let (r, g, b) = (p[0] as i32, p[1] as i32, p[2] as i32);
-            (r - g).abs() > 60 || (g - b).abs() > 60 || (r - b).abs() > 60
-        })
-        .count();
-    assert!(
-        coloured > 2000,
-        "only {coloured} coloured pixels: no charts drawn?"
-    );
+    // Every environment's marks in its palette colour (baseline blue,
+    // then orange, then green): bars and run points.
+    let near = |p: &[u8], (r, g, b): (i32, i32, i32)| {
+        (p[0] as i32 - r).abs() + (p[1] as i32 - g).abs() + (p[2] as i32 - b).abs() < 24
+    };
+    for (env, colour) in [
+        ("host", (0x4e, 0x79, 0xa7)),
+        ("<script>", (0xf2, 0x8e, 0x2b)),
+        ("third", (0x59, 0xa1, 0x4f)),
+    ] {
+        let n = pixels.chunks(px).filter(|p| near(p, colour)).count();
+        assert!(
+            n > 300,
+            "only {n} pixels in {env}'s colour: its marks are not drawn"
+        );
+    }
 }

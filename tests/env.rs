@@ -106,6 +106,8 @@ fn host_driver_runs_the_agent_and_fingerprints_it() {
     assert_eq!(d[0]["env"]["name"], "host");
     assert_eq!(d[0]["env"]["kind"], "host");
     assert!(metric(&d[0], "events_per_sec") > 0.0);
+    // The host checked the run: the agent's busy thread is its own.
+    assert!(d[0]["monitor"]["env_busy_pct"].as_f64().unwrap() > 0.0);
 }
 
 #[test]
@@ -154,6 +156,18 @@ fn half_a_cpu_gives_half_the_throughput(cli: &str) {
         assert_eq!(half[0]["env"]["kind"], cli);
         assert_eq!(half[0]["env"]["cgroup"]["cpu_quota"], 0.5);
         let ratio = metric(&half[0], "events_per_sec") / metric(&host[0], "events_per_sec");
+        // The host found the container's processes (outside virtperf's own
+        // tree): their half CPU counts as the environment's, not as
+        // foreign load.
+        let cpus = std::thread::available_parallelism().unwrap().get() as f64;
+        let own = half[0]["monitor"]["env_busy_pct"]
+            .as_f64()
+            .expect("the host checked the container's CPU use");
+        // (When it got its half CPU: a loaded machine can give it less.)
+        assert!(
+            !(0.45..=0.55).contains(&ratio) || own >= 0.7 * 50.0 / cpus,
+            "{env}: only {own:.1}% of the CPUs counted as the container's"
+        );
         ratios.push(ratio);
         if (0.45..=0.55).contains(&ratio) {
             break;

@@ -1,7 +1,8 @@
 //! Golden files for every exporter: one fixed analysis (three environments,
 //! throughput and latency metrics, seed 001 categories, a flagged run, a
 //! failed run and a hostile environment name) rendered in each format and
-//! compared with `tests/golden/report.<format>`. After an intended change,
+//! compared with `tests/golden/report.<format>` (`report.detail.<format>`:
+//! with `--detail`). After an intended change,
 //! regenerate with `UPDATE_GOLDEN=1 cargo test --test golden` and review the
 //! diff.
 
@@ -9,7 +10,8 @@ use std::path::Path;
 
 use virtperf::analysis::analyze;
 use virtperf::core::result::{EnvInfo, Metric, Monitor, ResultDoc, SCHEMA};
-use virtperf::report::EXPORTERS;
+use virtperf::report::{View, EXPORTERS};
+use virtperf::stats::VerdictSettings;
 use virtperf::store::{ComparisonRow, RunRow};
 
 const ENVS: [&str; 3] = ["host", "docker", "qemu <b>&\"x\""];
@@ -124,13 +126,24 @@ fn every_exporter_matches_its_golden_file() {
         args: vec![],
         finished: true,
     };
-    let analysis = analyze(&cmp, &runs());
+    let analysis = analyze(&cmp, &runs(), &VerdictSettings::default());
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/golden");
     let update = std::env::var_os("UPDATE_GOLDEN").is_some();
     let mut differ = Vec::new();
-    for exporter in EXPORTERS {
-        let text = exporter.render(&analysis);
-        let path = dir.join(format!("report.{}", exporter.name()));
+    // Every format as `compare` prints it, and the two whose content
+    // `--detail` changes with it.
+    let views = EXPORTERS
+        .iter()
+        .map(|e| (*e, View::default(), e.name().to_string()))
+        .chain(
+            EXPORTERS
+                .iter()
+                .filter(|e| matches!(e.name(), "table" | "markdown"))
+                .map(|e| (*e, View { detail: true }, format!("detail.{}", e.name()))),
+        );
+    for (exporter, view, name) in views {
+        let text = exporter.render(&analysis, view);
+        let path = dir.join(format!("report.{name}"));
         if update {
             std::fs::write(&path, &text).unwrap();
             continue;
@@ -149,7 +162,7 @@ fn every_exporter_matches_its_golden_file() {
                 .unwrap_or(want.lines().count().min(text.lines().count()));
             differ.push(format!(
                 "{}: first difference at line {}:\n  golden: {:?}\n  now:    {:?}",
-                exporter.name(),
+                name,
                 line + 1,
                 want.lines().nth(line).unwrap_or(""),
                 text.lines().nth(line).unwrap_or("")

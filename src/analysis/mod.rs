@@ -1,29 +1,49 @@
 //! Turns a comparison's stored runs into what reports show: per entry,
-//! metric and environment a summary, and against the baseline a ratio with
-//! its interval, the test and a verdict (Holm over each entry's metrics);
-//! seed 001's categories and score per environment; flagged runs.
+//! metric and environment a summary, and against the baseline the verdict of
+//! `stats::assess_family` (ratio of geometric means with its 95% interval,
+//! Welch's p raw and Holm-adjusted, the Mann–Whitney p beside it, one of four
+//! verdicts, and for an inconclusive one the repetitions that would decide
+//! it); seed 001's categories and score per environment; flagged runs.
+//!
+//! Two families per entry and environment, each Holm-corrected on its own:
+//! - the headline family: the metrics the workload declares headline
+//!   (`MetricDef::headline`, each measurement once). These verdicts are the
+//!   product: the summary shows them and `--repeat auto` waits for them.
+//! - the detail family: every other metric (the same measurement in another
+//!   unit, percentiles, rates derived from the headline). Their verdicts are
+//!   descriptive (`EnvStat::headline` is false, reports show them only with
+//!   `--detail` and mark them so): a second family keeps them from diluting
+//!   the headline verdicts, and since it counts a measurement more than once
+//!   its correction is conservative.
+//!
+//! A workload this build does not know (an old store) has every metric in
+//! the headline family.
 
 use std::collections::BTreeMap;
 
 use serde::Serialize;
 
 use crate::core::result::ResultDoc;
-use crate::stats::{self, Comparison, Ranking, Summary};
+use crate::stats::{self, Assessment, MetricSamples, Outcome, Ranking, Summary, VerdictSettings};
 use crate::store::{ComparisonRow, RunRow};
 use crate::workload::MetricDef;
 
 /// Steal above this share of CPU time flags a run.
 pub const STEAL_LIMIT_PCT: f64 = 5.0;
-/// Busy CPU not explained by virtperf above this share flags a run.
+/// CPU used by other processes (not the benchmark, not work done on the
+/// environment's behalf) above this share flags a run.
 pub const FOREIGN_LIMIT_PCT: f64 = 10.0;
-pub const ALPHA: f64 = 0.05;
 
 #[derive(Debug, Clone, Serialize)]
 pub struct EnvStat {
     pub env: String,
     pub samples: Vec<f64>,
     pub summary: Option<Summary>,
-    pub vs_baseline: Option<Comparison>,
+    /// Against the baseline; None for the baseline itself and for metrics
+    /// that cannot be compared (see `not_comparable`).
+    pub vs_baseline: Option<Assessment>,
+    /// Why this environment's metric has no comparison, when it has runs.
+    pub not_comparable: Option<String>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -31,6 +51,8 @@ pub struct MetricAnalysis {
     pub name: String,
     pub unit: String,
     pub higher_is_better: bool,
+    /// In the headline family (see the module doc).
+    pub headline: bool,
     pub per_env: Vec<EnvStat>,
 }
 
@@ -67,12 +89,25 @@ pub struct Analysis {
     pub baseline: String,
     /// Baseline first.
     pub envs: Vec<String>,
+    /// α, the equivalence margin and the power the verdicts used.
+    pub settings: VerdictSettings,
     /// Where each environment ran (from the first result's fingerprint).
     pub fingerprints: BTreeMap<String, crate::core::result::EnvInfo>,
     pub entries: Vec<EntryAnalysis>,
     pub rankings: Vec<(String, Ranking)>,
     pub flags: Vec<Flag>,
     pub failures: Vec<Failure>,
+}
+
+/// One row of the headline summary: a headline metric of one entry in one
+/// environment against the baseline.
+#[derive(Debug, Clone)]
+pub struct HeadlineRow<'a> {
+    pub entry: &'a EntryAnalysis,
+    pub metric: &'a MetricAnalysis,
+    pub stat: &'a EnvStat,
+    /// Some run of this entry in this environment was flagged noisy.
+    pub noisy: bool,
 }
 
 fn flag_reasons(doc: &ResultDoc) -> Vec<String> {
@@ -82,7 +117,10 @@ fn flag_reasons(doc: &ResultDoc) -> Vec<String> {
         out.push(format!("steal {:.1}%", m.cpu_steal_pct));
     }
     if m.foreign_busy_pct > FOREIGN_LIMIT_PCT {
-        out.push(format!("foreign load {:.1}%", m.foreign_busy_pct));
+        out.push(format!(
+            "other processes used {:.1}% of the CPUs",
+            m.foreign_busy_pct
+        ));
     }
     out
 }
@@ -99,7 +137,7 @@ type EntryRuns = (
     Samples,
 );
 
-pub fn analyze(cmp: &ComparisonRow, runs: &[RunRow]) -> Analysis {
+pub fn analyze(cmp: &ComparisonRow, runs: &[RunRow], settings: &VerdictSettings) -> Analysis {
     let mut envs = cmp.envs.clone();
     for r in runs {
         if !envs.contains(&r.env) {
@@ -162,44 +200,34 @@ pub fn analyze(cmp: &ComparisonRow, runs: &[RunRow]) -> Analysis {
             .iter()
             .map(|(name, unit, hib)| {
                 let per = samples.get(name);
-                let base = per
-                    .and_then(|p| p.get(&baseline))
-                    .cloned()
-                    .unwrap_or_default();
                 MetricAnalysis {
                     name: name.clone(),
                     unit: unit.clone(),
                     higher_is_better: *hib,
+                    headline: is_headline(&workload, name),
                     per_env: envs
                         .iter()
                         .map(|env| {
                             let xs = per.and_then(|p| p.get(env)).cloned().unwrap_or_default();
-                            let vs = (env != &baseline && !xs.is_empty() && !base.is_empty())
-                                .then(|| stats::compare(&base, &xs, *hib));
                             EnvStat {
                                 env: env.clone(),
                                 summary: (!xs.is_empty()).then(|| stats::summarize(&xs)),
                                 samples: xs,
-                                vs_baseline: vs,
+                                vs_baseline: None,
+                                not_comparable: None,
                             }
                         })
                         .collect(),
                 }
             })
             .collect();
-        // Holm across this entry's metrics, per environment.
-        for (ei, env) in envs.iter().enumerate() {
-            if env == &baseline {
-                continue;
+        let Some(bi) = envs.iter().position(|e| e == &baseline) else {
+            continue;
+        };
+        for ei in (0..envs.len()).filter(|&i| i != bi) {
+            for headline in [true, false] {
+                assess(&mut metrics, bi, ei, headline, settings);
             }
-            let mut family: Vec<(&mut Comparison, bool)> = metrics
-                .iter_mut()
-                .filter_map(|m| {
-                    let hib = m.higher_is_better;
-                    m.per_env[ei].vs_baseline.as_mut().map(|c| (c, hib))
-                })
-                .collect();
-            stats::decide(&mut family, ALPHA);
         }
         entries.push(EntryAnalysis {
             index,
@@ -234,6 +262,7 @@ pub fn analyze(cmp: &ComparisonRow, runs: &[RunRow]) -> Analysis {
         suite: cmp.suite.clone(),
         baseline,
         envs,
+        settings: *settings,
         fingerprints,
         entries,
         rankings,
@@ -242,63 +271,68 @@ pub fn analyze(cmp: &ComparisonRow, runs: &[RunRow]) -> Analysis {
     }
 }
 
-/// An entry with more metrics than its runs can carry through Holm's
-/// correction: even environments that never overlap come out "n.s.".
-#[derive(Debug, Clone, PartialEq)]
-pub struct Underpowered {
-    pub label: String,
-    pub metrics: usize,
-    pub n: usize,
-    /// The smallest adjusted p-value these runs could possibly give.
-    pub best_p: f64,
-    /// Runs per environment that would make a verdict possible.
-    pub needed: usize,
-}
-
-/// The smallest two-sided p-value the rank test gives for samples of these
-/// sizes: complete separation.
-fn best_rank_p(n1: usize, n2: usize) -> f64 {
-    let a: Vec<f64> = (0..n1).map(|i| i as f64).collect();
-    let b: Vec<f64> = (0..n2).map(|i| (n1 + i) as f64).collect();
-    stats::mann_whitney_p(&a, &b)
+/// One family of an entry (headline or detail) in environment `ei` against
+/// the baseline `bi`: one `assess_family` call, results written back.
+fn assess(
+    metrics: &mut [MetricAnalysis],
+    bi: usize,
+    ei: usize,
+    headline: bool,
+    settings: &VerdictSettings,
+) {
+    let members: Vec<usize> = (0..metrics.len())
+        .filter(|&i| {
+            let m = &metrics[i];
+            m.headline == headline
+                && !m.per_env[ei].samples.is_empty()
+                && !m.per_env[bi].samples.is_empty()
+        })
+        .collect();
+    let family: Vec<MetricSamples> = members
+        .iter()
+        .map(|&i| MetricSamples {
+            base: &metrics[i].per_env[bi].samples,
+            env: &metrics[i].per_env[ei].samples,
+            higher_is_better: metrics[i].higher_is_better,
+        })
+        .collect();
+    let results = stats::assess_family(&family, settings);
+    for (&i, r) in members.iter().zip(results) {
+        let s = &mut metrics[i].per_env[ei];
+        match r {
+            Ok(a) => s.vs_baseline = Some(a),
+            Err(e) => s.not_comparable = Some(e.to_string()),
+        }
+    }
 }
 
 impl Analysis {
-    /// Entries where Holm's correction over `metrics` tests leaves no room
-    /// for significance with the runs made, and how many runs would.
-    pub fn underpowered(&self) -> Vec<Underpowered> {
+    /// Whether some run of `label` in `env` was flagged noisy.
+    pub fn noisy(&self, env: &str, label: &str) -> bool {
+        self.flags.iter().any(|f| f.env == env && f.label == label)
+    }
+
+    /// The headline summary: per entry and environment (baseline left out),
+    /// each headline metric, in entry order.
+    pub fn headline_rows(&self) -> Vec<HeadlineRow<'_>> {
         let mut out = Vec::new();
         for e in &self.entries {
-            let Some(base) = self.envs.iter().position(|x| x == &self.baseline) else {
-                continue;
-            };
-            for (ei, _) in self.envs.iter().enumerate().filter(|(i, _)| *i != base) {
-                let compared: Vec<&MetricAnalysis> = e
-                    .metrics
-                    .iter()
-                    .filter(|m| m.per_env[ei].vs_baseline.is_some())
-                    .collect();
-                let Some(first) = compared.first() else {
-                    continue;
-                };
-                let n1 = first.per_env[base].samples.len();
-                let n2 = first.per_env[ei].samples.len();
-                let m = compared.len();
-                let best_p = (best_rank_p(n1, n2) * m as f64).min(1.0);
-                if best_p < ALPHA || n1.min(n2) < 4 {
-                    // Fine, or already covered by the few-runs note.
+            for (ei, env) in self.envs.iter().enumerate() {
+                if *env == self.baseline {
                     continue;
                 }
-                let needed = (n1.min(n2)..=100)
-                    .find(|&k| best_rank_p(k, k) * (m as f64) < ALPHA)
-                    .unwrap_or(100);
-                if !out.iter().any(|u: &Underpowered| u.label == e.label) {
-                    out.push(Underpowered {
-                        label: e.label.clone(),
-                        metrics: m,
-                        n: n1.min(n2),
-                        best_p,
-                        needed,
+                for m in e.metrics.iter().filter(|m| m.headline) {
+                    let Some(stat) = m.per_env.get(ei) else {
+                        continue;
+                    };
+                    if stat.samples.is_empty() {
+                        continue;
+                    }
+                    out.push(HeadlineRow {
+                        entry: e,
+                        metric: m,
+                        stat,
+                        noisy: self.noisy(env, &e.label),
                     });
                 }
             }
@@ -306,17 +340,43 @@ impl Analysis {
         out
     }
 
-    /// One line per underpowered entry, for every report format.
-    pub fn underpowered_notes(&self) -> Vec<String> {
-        self.underpowered()
+    /// How many headline verdicts there are of each outcome, and how many
+    /// headline metrics could not be compared.
+    pub fn headline_counts(&self) -> (BTreeMap<&'static str, usize>, usize) {
+        let mut counts = BTreeMap::new();
+        let mut not_comparable = 0;
+        for r in self.headline_rows() {
+            match &r.stat.vs_baseline {
+                Some(a) => *counts.entry(a.outcome.label()).or_default() += 1,
+                None => not_comparable += 1,
+            }
+        }
+        (counts, not_comparable)
+    }
+
+    /// Whether every headline metric of every environment has a decided
+    /// verdict (not inconclusive, not lacking runs): the `--repeat auto`
+    /// stopping rule.
+    pub fn headline_decided(&self) -> bool {
+        self.headline_rows().iter().all(|r| {
+            r.stat
+                .vs_baseline
+                .as_ref()
+                .is_some_and(|a| a.outcome != Outcome::Inconclusive)
+        })
+    }
+
+    /// The most repetitions per side any inconclusive headline verdict asks
+    /// for (None inside: more than the planner looks at).
+    pub fn headline_runs_needed(&self) -> Option<Option<usize>> {
+        self.headline_rows()
             .iter()
-            .map(|u| {
-                format!(
-                    "{}: {} metrics tested with {} runs each, so even a complete separation gives a Holm-adjusted p of {:.3} and every verdict there is n.s.; --repeat {} or more makes a verdict possible (the ratios and intervals stand).",
-                    u.label, u.metrics, u.n, u.best_p, u.needed
-                )
+            .filter_map(|r| r.stat.vs_baseline.as_ref()?.runs_needed)
+            .map(|n| n.per_side)
+            .reduce(|a, b| match (a, b) {
+                (Some(x), Some(y)) => Some(x.max(y)),
+                _ => None,
             })
-            .collect()
     }
 
     /// The smallest number of runs behind any environment's figure.
@@ -328,40 +388,6 @@ impl Analysis {
             .filter_map(|s| s.summary.as_ref().map(|x| x.n))
             .min()
     }
-
-    /// Whether every headline metric of every environment is precise to
-    /// ±`rel` (the `--repeat auto` stopping rule).
-    pub fn precise_enough(&self, rel: f64) -> bool {
-        self.entries.iter().all(|e| {
-            e.metrics
-                .iter()
-                .filter(|m| is_headline(&e.workload, &m.name))
-                .all(|m| {
-                    m.per_env
-                        .iter()
-                        .all(|s| stats::precise_enough(&s.samples, rel))
-                })
-        })
-    }
-
-    /// (A/A use) the share of comparisons with no significant difference.
-    pub fn share_not_different(&self) -> f64 {
-        let verdicts: Vec<_> = self
-            .entries
-            .iter()
-            .flat_map(|e| e.metrics.iter())
-            .flat_map(|m| m.per_env.iter())
-            .filter_map(|s| s.vs_baseline.as_ref().map(|c| c.verdict))
-            .collect();
-        if verdicts.is_empty() {
-            return 1.0;
-        }
-        verdicts
-            .iter()
-            .filter(|v| **v == stats::Verdict::NoSignificantDifference)
-            .count() as f64
-            / verdicts.len() as f64
-    }
 }
 
 /// What the workload declares about a metric it produced.
@@ -369,9 +395,8 @@ fn metric_def(workload: &str, metric: &str) -> Option<&'static MetricDef> {
     crate::workload::find(workload)?.metric(metric)
 }
 
-/// Whether a metric is one of its workload's headline figures: what
-/// `--repeat auto` waits for. A workload this build does not know (an old
-/// store) has every metric counted.
+/// Whether a metric is one of its workload's headline figures. A workload
+/// this build does not know (an old store) has every metric counted.
 pub fn is_headline(workload: &str, metric: &str) -> bool {
     match crate::workload::find(workload) {
         Some(def) => def.metric(metric).is_some_and(|m| m.headline),

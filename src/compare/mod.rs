@@ -32,7 +32,12 @@ pub fn main(args: &[String]) -> Result<()> {
         })?;
         // The stored settings win, so the resumed runs belong together.
         let (p, _) = plan::plan(&last.args, &observer)?;
-        plan = Plan { out: plan.out, ..p };
+        plan = Plan {
+            out: plan.out,
+            format: plan.format,
+            view: plan.view,
+            ..p
+        };
         observer.note(&format!(
             "resuming comparison #{} started {}",
             last.id, last.started_at
@@ -78,6 +83,7 @@ pub fn main(args: &[String]) -> Result<()> {
         envs: &envs,
         repeat: plan.repeat,
         budget: plan.budget,
+        settings: plan.settings,
         store: &store,
         observer: &observer,
     }
@@ -98,11 +104,11 @@ pub fn main(args: &[String]) -> Result<()> {
     }
     store.finish(id)?;
     let cmp = store.comparison(id)?.expect("exists");
-    let analysis = report::analyze(&cmp, &store.runs(id)?);
+    let analysis = report::analyze(&cmp, &store.runs(id)?, &plan.settings);
     let html = plan.out.join(format!("comparison-{id}.html"));
-    std::fs::write(&html, report::html().render(&analysis))
+    std::fs::write(&html, report::html().render(&analysis, plan.view))
         .with_context(|| format!("writing {}", html.display()))?;
-    print!("{}", plan.format.render(&analysis));
+    print!("{}", plan.format.render(&analysis, plan.view));
     observer.note(&format!("report written to {}", html.display()));
     if !outcome.failed.is_empty() {
         bail!("some environments failed; their errors are in the report");

@@ -11,7 +11,8 @@ use super::schedule::Repeat;
 use crate::core::observer::Observer;
 use crate::core::options::{self, CliError, OptKind, OptionSpec};
 use crate::env::{self, probe, Spec};
-use crate::report::{self, Exporter};
+use crate::report::{self, Exporter, View};
+use crate::stats::VerdictSettings;
 use crate::suite::{self, Suite};
 use crate::workload;
 
@@ -34,7 +35,7 @@ pub const OPTIONS: &[OptionSpec] = &[
         "repeat",
         OptKind::Text,
         "5",
-        "repetitions per environment, or auto: until every headline metric's 95% CI is within ±2% of its mean (at least 3, within --budget)",
+        "repetitions per environment, or auto: add rounds until every headline verdict is decided (slower, faster or equivalent; at least 3 rounds, within --budget)",
     ),
     OptionSpec::new(
         "budget",
@@ -42,6 +43,8 @@ pub const OPTIONS: &[OptionSpec] = &[
         "3600",
         "seconds --repeat auto may spend",
     ),
+    MARGIN,
+    DETAIL,
     OptionSpec::new("out", OptKind::Text, "virtperf-results", "results directory (SQLite store and reports)"),
     OptionSpec::new(
         "resume",
@@ -57,14 +60,41 @@ pub const OPTIONS: &[OptionSpec] = &[
     ),
 ];
 
+/// `--margin`, shared with `virtperf report`.
+pub const MARGIN: OptionSpec = OptionSpec::new(
+    "margin",
+    OptKind::Float { min: 0.1, max: 100.0 },
+    "5",
+    "equivalence margin in percent: ratios within [1/(1+m), 1+m] are called equivalent when the 95%-level tests show it",
+);
+
+/// `--detail`, shared with `virtperf report`.
+pub const DETAIL: OptionSpec = OptionSpec::new(
+    "detail",
+    OptKind::Bool,
+    "off",
+    "show every metric of every entry, not only the headline summary (terminal and markdown)",
+);
+
+/// The verdict settings `--margin` asks for.
+pub fn settings(margin_pct: f64) -> VerdictSettings {
+    VerdictSettings {
+        margin: margin_pct / 100.0,
+        ..VerdictSettings::default()
+    }
+}
+
 pub fn help() -> String {
     format!(
         "virtperf compare [options] [WORKLOAD [workload options]]\n\n\
          Runs a suite (or one workload given after the options) on the baseline and on every\n\
          environment, --repeat times with the order rotated, stores every result in\n\
          --out/results.db as it arrives, and reports each environment against the baseline:\n\
-         ratio with a bootstrap 95% CI, overhead or times slower, Mann–Whitney U with Holm\n\
-         correction, and a verdict. Writes --out/comparison-N.html.\n\n{}\n\
+         a headline summary with the ratio of geometric means and its 95% CI (Welch's t on\n\
+         logs), overhead or times slower, and a verdict over each entry's headline metrics\n\
+         (Holm-corrected): slower, faster, equivalent within --margin, or inconclusive with\n\
+         the runs that would decide it; the exact Mann–Whitney p beside Welch's. Every metric\n\
+         with --detail. Writes --out/comparison-N.html.\n\n{}\n\
          Examples:\n  virtperf compare\n  virtperf compare --env host --env docker:cpus=0.5 --repeat 3 cpu --time=2\n  \
          virtperf compare --suite standard --env qemu:smp=2 --repeat auto --budget 7200\n",
         options::render_help("Options", OPTIONS)
@@ -78,6 +108,8 @@ pub struct Plan {
     pub budget: Duration,
     pub out: PathBuf,
     pub format: &'static dyn Exporter,
+    pub settings: VerdictSettings,
+    pub view: View,
 }
 
 /// Splits compare's own options from a trailing workload invocation.
@@ -89,7 +121,8 @@ pub fn split_args(args: &[String]) -> (Vec<String>, Vec<String>) {
             return (args[..i].to_vec(), args[i..].to_vec());
         }
         // An option taking the next word as its value.
-        if a.starts_with("--") && !a.contains('=') && !matches!(a.as_str(), "--resume") {
+        if a.starts_with("--") && !a.contains('=') && !matches!(a.as_str(), "--resume" | "--detail")
+        {
             i += 1;
         }
         i += 1;
@@ -161,6 +194,10 @@ pub fn plan(args: &[String], observer: &dyn Observer) -> Result<(Plan, bool)> {
             budget: Duration::from_secs_f64(v.float("budget")),
             out: PathBuf::from(v.text("out")),
             format: report::exporter(v.text("format"))?,
+            settings: settings(v.float("margin")),
+            view: View {
+                detail: v.flag("detail"),
+            },
         },
         v.flag("resume"),
     ))

@@ -21,11 +21,13 @@ pub const REPORT_OPTIONS: &[OptionSpec] = &[
         "",
         "write to this file instead of standard output",
     ),
+    super::plan::MARGIN,
+    super::plan::DETAIL,
 ];
 
 pub fn report_help() -> String {
     format!(
-        "virtperf report [RUN|DIR] [--format FORMAT] [--out FILE]\n\n\
+        "virtperf report [RUN|DIR] [--format FORMAT] [--out FILE] [--margin PCT] [--detail]\n\n\
          Renders a stored comparison: RUN is a comparison number in ./virtperf-results, DIR a\n\
          results directory (its newest comparison), DIR/N a number in DIR. Default: the newest in\n\
          ./virtperf-results.\n\n{}",
@@ -68,8 +70,15 @@ pub fn report_main(args: &[String]) -> Result<()> {
         None => store.latest()?,
     }
     .ok_or_else(|| anyhow!("report: no such comparison in {}", dir.display()))?;
-    let analysis = report::analyze(&cmp, &store.runs(cmp.id)?);
-    let text = report::exporter(v.text("format"))?.render(&analysis);
+    let analysis = report::analyze(
+        &cmp,
+        &store.runs(cmp.id)?,
+        &super::plan::settings(v.float("margin")),
+    );
+    let view = report::View {
+        detail: v.flag("detail"),
+    };
+    let text = report::exporter(v.text("format"))?.render(&analysis, view);
     match v.text("out") {
         "" => print!("{text}"),
         path => std::fs::write(path, text).with_context(|| format!("--out {path}"))?,

@@ -3,8 +3,8 @@
 //! finishes an interrupted comparison), every result stored the moment it
 //! arrives, an environment that fails reported and skipped while the others
 //! carry on, simultaneous instances combined into one summed result, and
-//! `--repeat auto` adding rounds until the headline metrics are precise or
-//! the budget is spent. Environments are reached through an `Executor`, so
+//! `--repeat auto` adding rounds until every headline verdict is decided
+//! (slower, faster or equivalent) or the budget is spent. Environments are reached through an `Executor`, so
 //! all of this is tested with a scripted one in milliseconds.
 
 use std::collections::BTreeMap;
@@ -16,6 +16,7 @@ use crate::core::observer::{Observer, Progress};
 use crate::core::result::ResultDoc;
 use crate::core::signals;
 use crate::env::{self, Environment, InstanceOutcome, OnResult};
+use crate::stats::VerdictSettings;
 use crate::store::Store;
 use crate::suite::{self, Suite};
 use crate::workload::Job;
@@ -24,7 +25,7 @@ use crate::workload::Job;
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Repeat {
     Fixed(usize),
-    /// Until every headline metric is precise to ±2%, at least 3 rounds.
+    /// Until no headline verdict is inconclusive, at least 3 rounds.
     Auto,
 }
 
@@ -83,6 +84,8 @@ pub struct Schedule<'a> {
     pub envs: &'a [EnvSlot],
     pub repeat: Repeat,
     pub budget: Duration,
+    /// The verdicts `--repeat auto` waits for are judged with these.
+    pub settings: VerdictSettings,
     pub store: &'a Store,
     pub observer: &'a dyn Observer,
 }
@@ -195,22 +198,43 @@ impl Schedule<'_> {
             }
             if self.repeat == Repeat::Auto && round + 1 >= 3 {
                 let cmp = self.store.comparison(self.comparison)?.expect("exists");
-                let a = crate::analysis::analyze(&cmp, &self.store.runs(self.comparison)?);
-                if a.precise_enough(0.02) {
+                let a = crate::analysis::analyze(
+                    &cmp,
+                    &self.store.runs(self.comparison)?,
+                    &self.settings,
+                );
+                if a.headline_decided() {
                     out.stopped_because = Some(format!(
-                        "every headline metric is within ±2% after {} rounds",
+                        "every headline verdict is decided after {} rounds",
                         round + 1
                     ));
                     break;
                 }
                 if started.elapsed() > self.budget {
+                    let wanted = match a.headline_runs_needed() {
+                        Some(Some(n)) => format!("; about {n} rounds would decide them"),
+                        Some(None) => format!(
+                            "; some would need more than {} rounds",
+                            crate::stats::MAX_RUNS_PER_SIDE
+                        ),
+                        None => String::new(),
+                    };
                     out.stopped_because = Some(format!(
-                        "--budget of {:.0} s spent after {} rounds; some metrics are less precise than ±2%",
+                        "--budget of {:.0} s spent after {} rounds; some headline verdicts are still inconclusive{wanted}",
                         self.budget.as_secs_f64(),
                         round + 1
                     ));
                     break;
                 }
+                self.observer.progress(&Progress {
+                    done,
+                    total: None,
+                    text: format!(
+                        "round {} done; some headline verdicts still inconclusive, adding a round",
+                        round + 1
+                    ),
+                    eta_s: None,
+                });
             }
         }
         self.observer.progress_done();
@@ -423,6 +447,7 @@ mod tests {
             envs: &w.envs,
             repeat,
             budget: Duration::from_secs(3600),
+            settings: VerdictSettings::default(),
             store: &w.store,
             observer: &w.recording,
         }
@@ -536,23 +561,69 @@ mod tests {
     }
 
     #[test]
-    fn repeat_auto_stops_when_precise_and_otherwise_at_the_budget() {
-        // Steady values: precise after the minimum of three rounds.
-        let w = world(1, &[("host", 1), ("vm", 1)]);
-        let mut ex = Scripted::new(&w.envs, |_, _, _, _| Ok(100.0));
-        let out = schedule(&w, Repeat::Auto).run(&mut ex).unwrap();
-        assert_eq!(out.rounds, 3);
-        assert!(out.stopped_because.unwrap().contains("within ±2%"));
-        // Wildly varying values never get precise: the budget stops them.
+    fn repeat_auto_adds_rounds_until_every_headline_verdict_is_decided() {
+        // Identical steady values: equivalent after the minimum of three rounds.
         let w = world(1, &[("host", 1), ("vm", 1)]);
         let mut ex = Scripted::new(&w.envs, |_, _, round, _| {
-            Ok(if round % 2 == 0 { 10.0 } else { 1000.0 })
+            Ok(100.0 + [0.0, 0.1, -0.1][round % 3])
+        });
+        let out = schedule(&w, Repeat::Auto).run(&mut ex).unwrap();
+        assert_eq!(out.rounds, 3);
+        assert!(out.stopped_because.unwrap().contains("decided after 3"));
+        // A 6% slowdown under 3% noise: three rounds are not enough to
+        // call it, a few more are; the scheduler stops at the first round
+        // where the verdict is decided, and it is "slower".
+        let w = world(1, &[("host", 1), ("vm", 1)]);
+        let mut ex = Scripted::new(&w.envs, |env, _, round, _| {
+            let noise = [1.0, 1.04, 0.96, 1.03, 0.97, 1.0, 1.02, 0.98];
+            Ok(if env == "vm" {
+                94.0 * noise[(round + 3) % 8]
+            } else {
+                100.0 * noise[round % 8]
+            })
+        });
+        let out = schedule(&w, Repeat::Auto).run(&mut ex).unwrap();
+        assert!(out.rounds > 3, "{out:?}");
+        assert!(out.stopped_because.unwrap().contains("decided"));
+        let cmp = w.store.comparison(w.id).unwrap().unwrap();
+        let a = crate::analysis::analyze(
+            &cmp,
+            &w.store.runs(w.id).unwrap(),
+            &VerdictSettings::default(),
+        );
+        let v = a.entries[0].metrics[0].per_env[1]
+            .vs_baseline
+            .as_ref()
+            .unwrap();
+        assert_eq!(v.outcome, crate::stats::Outcome::Slower);
+        // And the round before was not yet decided: it stopped at once.
+        let runs: Vec<_> = w
+            .store
+            .runs(w.id)
+            .unwrap()
+            .into_iter()
+            .filter(|r| r.round + 1 < out.rounds)
+            .collect();
+        assert!(
+            !crate::analysis::analyze(&cmp, &runs, &VerdictSettings::default()).headline_decided()
+        );
+        // A difference right at the margin under heavy noise never decides:
+        // the budget stops it, and the message says what would.
+        let w = world(1, &[("host", 1), ("vm", 1)]);
+        let mut ex = Scripted::new(&w.envs, |env, _, round, _| {
+            let noise = [1.0, 1.3, 0.75][round % 3];
+            Ok(if env == "vm" { 105.0 } else { 100.0 } * noise)
         });
         let mut s = schedule(&w, Repeat::Auto);
         s.budget = Duration::ZERO;
         let out = s.run(&mut ex).unwrap();
         assert_eq!(out.rounds, 3);
-        assert!(out.stopped_because.unwrap().contains("--budget"));
+        let why = out.stopped_because.unwrap();
+        assert!(
+            why.contains("--budget") && why.contains("inconclusive"),
+            "{why}"
+        );
+        assert!(why.contains("rounds would decide"), "{why}");
     }
 
     #[test]

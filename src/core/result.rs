@@ -106,10 +106,17 @@ pub struct Monitor {
     pub cpu_sys_pct: f64,
     pub cpu_iowait_pct: f64,
     pub cpu_steal_pct: f64,
-    /// Busy share of the CPUs not explained by this process: load from
-    /// something else that was running at the same time.
+    /// Busy share of the CPUs used by other processes: load from something
+    /// else that was running at the same time. The agent's figure, replaced
+    /// by the host's when the environment runs on this machine (see
+    /// `sys::monitor`).
     #[serde(default)]
     pub foreign_busy_pct: f64,
+    /// Busy share of the CPUs used on the environment's behalf as the host
+    /// saw it (its processes, virtperf, kernel threads); None when the host
+    /// did not check (a remote machine, simultaneous instances).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub env_busy_pct: Option<f64>,
 }
 
 /// One run's result.

@@ -11,7 +11,7 @@ use std::time::Duration;
 use anyhow::{anyhow, bail, Context, Result};
 
 use super::def::{Check, DriverDef, EnvOption};
-use super::{Environment, Launched, Spec};
+use super::{Environment, Launched, OnHost, Spec};
 use crate::core::observer::Observer;
 
 const OPTIONS: &[EnvOption] = &[
@@ -337,6 +337,7 @@ impl Environment for DockerEnvironment {
             .spawn()
             .with_context(|| format!("running {} run", self.cli))?;
         let cli = self.cli;
+        let inspect_name = name.clone();
         let last = index + 1 == self.spec.count;
         let volume = self.volume.clone().filter(|_| last);
         Ok(Launched {
@@ -358,6 +359,18 @@ impl Environment for DockerEnvironment {
             console: None,
             workdir: self.workdir().into(),
             forwarded: None,
+            on_host: OnHost::Container(Box::new(move || {
+                let out = Command::new(cli)
+                    .args(["inspect", "-f", "{{.State.Pid}}", &inspect_name])
+                    .stderr(Stdio::null())
+                    .output()
+                    .ok()?;
+                String::from_utf8_lossy(&out.stdout)
+                    .trim()
+                    .parse()
+                    .ok()
+                    .filter(|&pid: &u32| pid > 0)
+            })),
         })
     }
 

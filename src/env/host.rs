@@ -6,7 +6,7 @@ use std::process::{Command, Stdio};
 use anyhow::{Context, Result};
 
 use super::def::DriverDef;
-use super::{Environment, Launched, Spec};
+use super::{Environment, Launched, OnHost, Spec};
 
 pub const DEF: DriverDef = DriverDef {
     name: "host",
@@ -65,6 +65,7 @@ impl Environment for HostEnvironment {
             console: None,
             workdir: workdir.to_string_lossy().into_owned(),
             forwarded: None,
+            on_host: OnHost::Tree,
         })
     }
 }

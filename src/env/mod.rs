@@ -24,6 +24,7 @@ use crate::agent::{Message, Plan, PROTOCOL};
 use crate::core::observer::Observer;
 use crate::core::result::{Metric, ResultDoc};
 use crate::core::signals;
+use crate::sys::monitor;
 use crate::workload::Job;
 pub use def::DriverDef;
 pub use spec::Spec;
@@ -69,6 +70,22 @@ pub struct Launched {
     /// (host port, port inside): how a host-side client reaches a server
     /// there (QEMU's user-mode network).
     pub forwarded: Option<(u16, u16)>,
+    /// Where the host sees the instance's CPU use.
+    pub on_host: OnHost,
+}
+
+/// Where the host can see an instance's CPU use, so that the noise check
+/// tells work done on its behalf from other processes' load (see
+/// `sys::monitor`).
+pub enum OnHost {
+    /// It runs on another machine (SSH): the agent's figures stand.
+    Elsewhere,
+    /// The launched process tree is all of it (the host agent; QEMU with
+    /// its vCPU threads).
+    Tree,
+    /// Also a container's processes, counted by its cgroup: this returns
+    /// the pid of its init once it runs.
+    Container(Box<dyn Fn() -> Option<u32> + Send>),
 }
 
 /// One way of running agents.
@@ -126,6 +143,7 @@ struct Session {
     console: Option<PathBuf>,
     workdir: String,
     forwarded: Option<(u16, u16)>,
+    on_host: OnHost,
     launched_at: Instant,
 }
 
@@ -165,6 +183,7 @@ impl Session {
             console: launched.console,
             workdir: launched.workdir,
             forwarded: launched.forwarded,
+            on_host: launched.on_host,
             launched_at: Instant::now(),
         })
     }
@@ -357,6 +376,15 @@ pub fn run_with(
     }
     let mut results: Vec<Vec<std::result::Result<ResultDoc, String>>> =
         vec![Vec::new(); sessions.len()];
+    // The host's check of each run's foreign load: with one instance,
+    // whose results arrive as its runs end; simultaneous instances' results
+    // are read one instance after the other, so intervals would not match.
+    let roots = (sessions.len() == 1)
+        .then(|| host_roots(&sessions[0]))
+        .flatten();
+    let mut mark = roots
+        .as_ref()
+        .and_then(|(_, cgroups)| monitor::HostSnapshot::take(cgroups));
     // Instances run concurrently; read each one's stream in turn, every
     // message is buffered by its reader thread meanwhile.
     for (i, s) in sessions.iter_mut().enumerate() {
@@ -370,6 +398,14 @@ pub fn run_with(
             let outcome = match msg {
                 Message::Result { mut doc, .. } => {
                     doc.env.ready_s = Some(ready_after[i].as_secs_f64());
+                    if let (Some((roots, cgroups)), Some(start)) = (&roots, &mark) {
+                        if let Some(now) = monitor::HostSnapshot::take(cgroups) {
+                            let load = monitor::host_load(start, &now, roots);
+                            doc.monitor.foreign_busy_pct = load.foreign_pct;
+                            doc.monitor.env_busy_pct = Some(load.env_pct);
+                            mark = Some(now);
+                        }
+                    }
                     Ok(*doc)
                 }
                 Message::Error { message, .. } => Err(message),
@@ -396,6 +432,23 @@ pub fn run_with(
             forwarded: s.forwarded,
         })
         .collect())
+}
+
+/// What works for a session on this machine: the launched process's tree
+/// and, for a container, its cgroup. None when it runs elsewhere.
+fn host_roots(s: &Session) -> Option<(Vec<u32>, Vec<monitor::CgroupCpu>)> {
+    let child = s.child.as_ref()?.id();
+    match &s.on_host {
+        OnHost::Elsewhere => None,
+        OnHost::Tree => Some((vec![child], Vec::new())),
+        OnHost::Container(init) => Some((
+            vec![child],
+            init()
+                .and_then(monitor::CgroupCpu::of)
+                .into_iter()
+                .collect(),
+        )),
+    }
 }
 
 /// The summed throughput of instances that ran at once: higher-is-better

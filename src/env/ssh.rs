@@ -11,7 +11,7 @@ use std::time::Duration;
 use anyhow::{bail, Context, Result};
 
 use super::def::{Check, DriverDef, EnvOption};
-use super::{Environment, Launched, Spec};
+use super::{Environment, Launched, OnHost, Spec};
 
 pub const DEF: DriverDef = DriverDef {
     name: "ssh",
@@ -164,6 +164,7 @@ impl Environment for SshEnvironment {
             console: None,
             workdir: format!("{dir}/work"),
             forwarded: None,
+            on_host: OnHost::Elsewhere,
         })
     }
 

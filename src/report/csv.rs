@@ -1,8 +1,10 @@
-//! CSV for spreadsheets: one row per entry, metric and environment.
+//! CSV for spreadsheets: one row per entry, metric and environment, with
+//! both tests' p-values and the verdict (the headline column says which
+//! family it belongs to).
 
 use std::fmt::Write as _;
 
-use super::{Analysis, Exporter};
+use super::{Analysis, Exporter, View};
 
 pub struct CsvExporter;
 
@@ -27,17 +29,28 @@ impl Exporter for CsvExporter {
         "csv"
     }
 
-    fn render(&self, a: &Analysis) -> String {
-        let mut out = String::from("comparison,entry,label,workload,metric,unit,higher_is_better,environment,n,mean,median,stddev,cv,min,max,ci_lower,ci_upper,ratio,ratio_lower,ratio_upper,overhead_pct,times_slower,p_value,p_holm,verdict,flagged\n");
+    fn render(&self, a: &Analysis, _view: View) -> String {
+        let mut out = String::from("comparison,entry,label,workload,metric,unit,higher_is_better,headline,environment,n,mean,median,stddev,cv,min,max,ci_lower,ci_upper,ratio,ratio_lower,ratio_upper,overhead_pct,times_slower,p_welch,p_welch_holm,p_rank,p_rank_holm,p_equivalence_holm,tests_disagree,verdict,runs_needed,flagged\n");
         for e in &a.entries {
             for m in &e.metrics {
                 for s in &m.per_env {
                     let Some(sum) = &s.summary else { continue };
                     let c = s.vs_baseline.as_ref();
-                    let flagged = a.flags.iter().any(|f| f.env == s.env && f.label == e.label);
+                    let verdict = match (c, &s.not_comparable) {
+                        (Some(c), _) => c.outcome.label(),
+                        (None, Some(_)) => "not comparable",
+                        (None, None) => "baseline",
+                    };
+                    let runs_needed = c
+                        .and_then(|c| c.runs_needed)
+                        .map(|n| match n.per_side {
+                            Some(k) => k.to_string(),
+                            None => format!(">{}", crate::stats::MAX_RUNS_PER_SIDE),
+                        })
+                        .unwrap_or_default();
                     let _ = writeln!(
                         out,
-                        "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
+                        "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
                         a.id,
                         e.index,
                         field(&e.label),
@@ -45,6 +58,7 @@ impl Exporter for CsvExporter {
                         field(&m.name),
                         field(&m.unit),
                         m.higher_is_better,
+                        m.headline,
                         field(&s.env),
                         sum.n,
                         sum.mean,
@@ -60,10 +74,15 @@ impl Exporter for CsvExporter {
                         opt(c.map(|c| c.ratio.upper)),
                         opt(c.and_then(|c| c.overhead_pct)),
                         opt(c.and_then(|c| c.times_slower)),
-                        opt(c.map(|c| c.p_value)),
-                        opt(c.map(|c| c.p_adjusted)),
-                        c.map(|c| c.verdict.label()).unwrap_or("baseline"),
-                        flagged
+                        opt(c.map(|c| c.p_welch)),
+                        opt(c.map(|c| c.p_welch_adjusted)),
+                        opt(c.map(|c| c.p_rank)),
+                        opt(c.map(|c| c.p_rank_adjusted)),
+                        opt(c.map(|c| c.p_equivalence_adjusted)),
+                        c.map(|c| c.tests_disagree.to_string()).unwrap_or_default(),
+                        verdict,
+                        runs_needed,
+                        a.noisy(&s.env, &e.label)
                     );
                 }
             }

@@ -1,6 +1,7 @@
-//! JSON: the whole analysis, for other tools.
+//! JSON: the whole analysis, for other tools: every metric with its
+//! summary, samples and full assessment, whatever `--detail` says.
 
-use super::{Analysis, Exporter};
+use super::{Analysis, Exporter, View};
 
 pub struct JsonExporter;
 
@@ -13,11 +14,10 @@ impl Exporter for JsonExporter {
         "json"
     }
 
-    fn render(&self, a: &Analysis) -> String {
+    fn render(&self, a: &Analysis, _view: View) -> String {
         let mut v = serde_json::to_value(a).unwrap_or_default();
         if let Some(obj) = v.as_object_mut() {
-            obj.insert("schema".into(), serde_json::json!("virtperf.comparison/1"));
-            obj.insert("notes".into(), serde_json::json!(a.underpowered_notes()));
+            obj.insert("schema".into(), serde_json::json!("virtperf.comparison/2"));
         }
         serde_json::to_string_pretty(&v).unwrap_or_default() + "\n"
     }

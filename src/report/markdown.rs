@@ -1,9 +1,13 @@
-//! Markdown, for an issue or a wiki: one pipe table per entry, then the
-//! categories, flags and failures.
+//! Markdown, for an issue or a wiki: the headline summary and the tally of
+//! verdicts, with `--detail` one pipe table per entry, then the categories,
+//! flags and failures.
 
 use std::fmt::Write as _;
 
-use super::{comparison_cells, num, run_lines, Analysis, Cells, Exporter};
+use super::{
+    effect, marks, method, num, ratio_text, run_lines, tally, verdict_cell, Analysis, Exporter,
+    View,
+};
 
 pub struct MarkdownExporter;
 
@@ -25,43 +29,71 @@ impl Exporter for MarkdownExporter {
         "md"
     }
 
-    fn render(&self, a: &Analysis) -> String {
+    fn render(&self, a: &Analysis, view: View) -> String {
         let mut out = format!(
-            "# virtperf comparison #{}\n\nSuite `{}`, baseline **{}**, started {}. Means of n runs with 95% confidence intervals; ratios are environment / baseline with bootstrap 95% intervals; p is the two-sided Mann–Whitney U test, Holm-corrected across each entry's metrics.\n",
+            "# virtperf comparison #{}\n\nSuite `{}`, baseline **{}**, started {}. {}\n",
             a.id,
             cell(&a.suite),
             cell(&a.baseline),
-            cell(&a.started_at)
+            cell(&a.started_at),
+            cell(&method(a))
         );
-        for e in &a.entries {
-            let _ = writeln!(out, "\n## {}\n", cell(&e.label));
-            out.push_str("| metric | environment | n | mean | 95% CI | CV | ratio [95% CI] | effect | p (Holm) | verdict |\n");
-            out.push_str("|---|---|---:|---:|---|---:|---|---|---:|---|\n");
-            for m in &e.metrics {
-                for s in &m.per_env {
-                    let Some(sum) = &s.summary else { continue };
-                    let Cells {
-                        ratio,
-                        effect: eff,
-                        p,
-                        verdict: v,
-                    } = comparison_cells(s.vs_baseline.as_ref());
-                    let _ = writeln!(
-                        out,
-                        "| {} ({}) | {} | {} | {} | [{}, {}] | {:.1}% | {} | {} | {} | {} |",
-                        cell(&m.name),
-                        cell(&m.unit),
-                        cell(&s.env),
-                        sum.n,
-                        num(sum.mean),
-                        num(sum.ci.lower),
-                        num(sum.ci.upper),
-                        sum.cv * 100.0,
-                        ratio,
-                        eff,
-                        p,
-                        v
-                    );
+        out.push_str("\n## Headline summary\n\n");
+        let rows = a.headline_rows();
+        if rows.is_empty() {
+            out.push_str("No environment besides the baseline has results.\n");
+        } else {
+            out.push_str("| entry | environment | metric | ratio [95% CI] | effect | verdict |\n");
+            out.push_str("|---|---|---|---|---|---|\n");
+            for r in &rows {
+                let x = r.stat.vs_baseline.as_ref();
+                let _ = writeln!(
+                    out,
+                    "| {} | {} | {} | {} | {} | {}{} |",
+                    cell(&r.entry.label),
+                    cell(&r.stat.env),
+                    cell(&r.metric.name),
+                    x.map(ratio_text).unwrap_or_default(),
+                    x.map(effect).unwrap_or_default(),
+                    cell(&verdict_cell(r.stat, true, false)),
+                    marks(r)
+                );
+            }
+        }
+        let _ = writeln!(out, "\n{}", cell(&tally(a)));
+        if view.detail {
+            out.push_str("\n## Every metric\n\nA verdict in [brackets] belongs to a detail metric: its own Holm family, descriptive only.\n");
+            for e in &a.entries {
+                let _ = writeln!(out, "\n### {}\n", cell(&e.label));
+                out.push_str("| metric | environment | n | mean | 95% CI | CV | ratio [95% CI] | effect | p Welch | p Welch (Holm) | p rank (Holm) | verdict |\n");
+                out.push_str("|---|---|---:|---:|---|---:|---|---|---:|---:|---:|---|\n");
+                for m in &e.metrics {
+                    for s in &m.per_env {
+                        let Some(sum) = &s.summary else { continue };
+                        let x = s.vs_baseline.as_ref();
+                        let p = |f: fn(&crate::stats::Assessment) -> f64| {
+                            x.map(|x| super::pval(f(x))).unwrap_or_default()
+                        };
+                        let _ = writeln!(
+                            out,
+                            "| {} ({}) | {} | {} | {} | [{}, {}] | {:.1}% | {} | {} | {} | {} | {} | {}{} |",
+                            cell(&m.name),
+                            cell(&m.unit),
+                            cell(&s.env),
+                            sum.n,
+                            num(sum.mean),
+                            num(sum.ci.lower),
+                            num(sum.ci.upper),
+                            sum.cv * 100.0,
+                            x.map(ratio_text).unwrap_or_default(),
+                            x.map(effect).unwrap_or_default(),
+                            p(|x| x.p_welch),
+                            p(|x| x.p_welch_adjusted),
+                            p(|x| x.p_rank_adjusted),
+                            cell(&verdict_cell(s, m.headline, s.env == a.baseline)),
+                            if x.is_some_and(|x| x.tests_disagree) { " †" } else { "" }
+                        );
+                    }
                 }
             }
         }
@@ -83,9 +115,6 @@ impl Exporter for MarkdownExporter {
                     let _ = writeln!(out, "\nNo ranking score: missing {}.", r.missing.join(", "));
                 }
             }
-        }
-        for note in a.underpowered_notes() {
-            let _ = writeln!(out, "\n> Note: {}", cell(&note));
         }
         if !a.flags.is_empty() {
             out.push_str("\n## Flagged runs\n\n");

@@ -11,14 +11,23 @@ pub use crate::analysis::{analyze, Analysis};
 
 use std::fmt::Write as _;
 
+use crate::analysis::{EnvStat, HeadlineRow};
 use crate::core::options::CliError;
-use crate::stats::{Comparison, Verdict};
+use crate::stats::{Assessment, Goal, Outcome};
+
+/// What a report shows besides the headline summary.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct View {
+    /// Every metric of every entry (`--detail`); formats that always carry
+    /// everything (CSV, JSON) ignore it.
+    pub detail: bool,
+}
 
 /// Renders an analysis in one format.
 pub trait Exporter: Sync {
     /// The `--format` word.
     fn name(&self) -> &'static str;
-    fn render(&self, a: &Analysis) -> String;
+    fn render(&self, a: &Analysis, view: View) -> String;
     /// File extension for `--out` defaults.
     fn extension(&self) -> &'static str;
 }
@@ -80,43 +89,157 @@ pub fn num(x: f64) -> String {
     }
 }
 
-/// "−12.3% overhead" / "1.52× slower" / "baseline".
-fn effect(c: &Comparison) -> String {
-    match (c.overhead_pct, c.times_slower) {
-        (Some(o), _) => format!("{o:+.1}% overhead"),
-        (_, Some(t)) => format!("{t:.2}× slower"),
+/// A p-value to four decimals, "<0.0001" below that.
+pub fn pval(p: f64) -> String {
+    if p.is_nan() {
+        "–".into()
+    } else if p < 1e-4 {
+        "<0.0001".into()
+    } else {
+        format!("{p:.4}")
+    }
+}
+
+/// A fraction as a percentage without needless decimals: 0.05 is "5".
+pub fn percent(x: f64) -> String {
+    let s = format!("{:.2}", x * 100.0);
+    s.trim_end_matches('0').trim_end_matches('.').to_string()
+}
+
+/// A ratio with three significant figures or so: 0.0412, 0.970, 36.9.
+pub fn ratio_num(x: f64) -> String {
+    if !x.is_finite() {
+        return "–".into();
+    }
+    let a = x.abs();
+    if a >= 100.0 {
+        format!("{x:.0}")
+    } else if a >= 10.0 {
+        format!("{x:.1}")
+    } else if a >= 0.1 {
+        format!("{x:.3}")
+    } else {
+        format!("{x:.4}")
+    }
+}
+
+/// "0.970× [0.951, 0.990]"
+pub fn ratio_text(a: &Assessment) -> String {
+    format!(
+        "{}× [{}, {}]",
+        ratio_num(a.ratio.point),
+        ratio_num(a.ratio.lower),
+        ratio_num(a.ratio.upper)
+    )
+}
+
+/// "12.3% overhead" / "4.0% faster" for rates, "1.52× slower" / "1.10×
+/// faster" for times.
+pub fn effect(a: &Assessment) -> String {
+    match (a.overhead_pct, a.times_slower) {
+        (Some(o), _) if o >= 0.0 => format!("{o:.1}% overhead"),
+        (Some(o), _) => format!("{:.1}% faster", -o),
+        (_, Some(t)) if t >= 1.0 => format!("{t:.2}× slower"),
+        (_, Some(t)) => format!("{:.2}× faster", 1.0 / t),
         _ => String::new(),
     }
 }
 
-/// The cells every report table shows against the baseline: the ratio with
-/// its interval, the effect, Holm's p and the verdict. The baseline's own
-/// row reads "baseline" with the rest empty.
-pub struct Cells {
-    pub ratio: String,
-    pub effect: String,
-    pub p: String,
-    pub verdict: &'static str,
+/// The verdict word, and for an inconclusive one the repetitions per side
+/// that would decide it at the observed variance.
+pub fn verdict_text(a: &Assessment) -> String {
+    match (a.outcome, a.runs_needed) {
+        (Outcome::Inconclusive, Some(n)) => {
+            let goal = match n.to_show {
+                Goal::Difference => "a difference",
+                Goal::Equivalence => "equivalence",
+            };
+            match n.per_side {
+                Some(k) => format!("inconclusive (~{k} runs to show {goal})"),
+                None => format!(
+                    "inconclusive (over {} runs to show {goal})",
+                    crate::stats::MAX_RUNS_PER_SIDE
+                ),
+            }
+        }
+        (o, _) => o.label().to_string(),
+    }
 }
 
-pub fn comparison_cells(c: Option<&Comparison>) -> Cells {
-    match c {
-        Some(c) => Cells {
-            ratio: format!(
-                "{:.3} [{:.3}, {:.3}]",
-                c.ratio.point, c.ratio.lower, c.ratio.upper
-            ),
-            effect: effect(c),
-            p: format!("{:.4}", c.p_adjusted),
-            verdict: verdict_symbol(c.verdict),
-        },
-        None => Cells {
-            ratio: "baseline".into(),
-            effect: String::new(),
-            p: String::new(),
-            verdict: "",
-        },
+/// The verdict cell of any table: the verdict, in brackets when it is a
+/// descriptive one of the detail family, "baseline", or why there is none.
+pub fn verdict_cell(s: &EnvStat, headline: bool, baseline: bool) -> String {
+    match (&s.vs_baseline, &s.not_comparable) {
+        (Some(a), _) if headline => verdict_text(a),
+        (Some(a), _) => format!("[{}]", a.outcome.label()),
+        (None, Some(_)) => "not comparable".into(),
+        (None, None) if baseline => "baseline".into(),
+        (None, None) => String::new(),
     }
+}
+
+/// Marks after a headline row's verdict: ⚑ a noisy run, † the tests
+/// disagree.
+pub fn marks(r: &HeadlineRow) -> String {
+    let mut m = String::new();
+    if r.noisy {
+        m.push_str(" ⚑");
+    }
+    if r.stat
+        .vs_baseline
+        .as_ref()
+        .is_some_and(|a| a.tests_disagree)
+    {
+        m.push_str(" †");
+    }
+    m
+}
+
+/// The method, in one paragraph every format prints.
+pub fn method(a: &Analysis) -> String {
+    format!(
+        "Ratios are environment / baseline of geometric means, with 95% intervals (Welch's t on log values). \
+         Verdicts over each entry's headline metrics, Holm-corrected, at α = {}: slower or faster when the difference is significant, \
+         equivalent when the ratio lies within ±{}% (two one-sided tests), otherwise inconclusive with the runs per side that would decide it. \
+         The exact Mann–Whitney p is shown beside Welch's as a robustness check (†: they disagree). ⚑: a run was noisy (steal, or other processes' load).",
+        a.settings.alpha,
+        percent(a.settings.margin)
+    )
+}
+
+/// "3 slower, 2 equivalent, 1 inconclusive" over the headline verdicts,
+/// and the repetitions that would decide the inconclusive ones.
+pub fn tally(a: &Analysis) -> String {
+    let (counts, not_comparable) = a.headline_counts();
+    let mut parts: Vec<String> = ["slower", "faster", "equivalent", "inconclusive"]
+        .iter()
+        .filter_map(|k| counts.get(k).map(|n| format!("{n} {k}")))
+        .collect();
+    if not_comparable > 0 {
+        parts.push(format!("{not_comparable} not comparable"));
+    }
+    if parts.is_empty() {
+        return "No headline verdicts.".into();
+    }
+    let mut out = format!("Headline verdicts: {}.", parts.join(", "));
+    match a.headline_runs_needed() {
+        Some(Some(n)) => {
+            let _ = write!(
+                out,
+                " About {n} runs per side would decide every inconclusive one at the observed noise (--repeat {n}, or --repeat auto)."
+            );
+        }
+        Some(None) => {
+            let _ = write!(
+                out,
+                " Some inconclusive ones would need more than {} runs per side: the difference is too close to the ±{}% margin to tell at this noise.",
+                crate::stats::MAX_RUNS_PER_SIDE,
+                percent(a.settings.margin)
+            );
+        }
+        None => {}
+    }
+    out
 }
 
 /// A run named in a report's flagged or failed list, with the reason.
@@ -139,18 +262,11 @@ pub fn run_lines<'a>(
     out
 }
 
-fn verdict_symbol(v: Verdict) -> &'static str {
-    match v {
-        Verdict::Faster => "faster",
-        Verdict::Slower => "slower",
-        Verdict::NoSignificantDifference => "n.s.",
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::core::result::{EnvInfo, Metric, Monitor, ResultDoc, SCHEMA};
+    use crate::stats::VerdictSettings;
     use crate::store::{ComparisonRow, RunRow};
 
     fn run(env: &str, round: usize, v: f64, steal: f64) -> RunRow {
@@ -187,7 +303,11 @@ mod tests {
     }
 
     fn fixture() -> Analysis {
-        analyze(&comparison_row(), &fixture_runs())
+        analyze(
+            &comparison_row(),
+            &fixture_runs(),
+            &VerdictSettings::default(),
+        )
     }
 
     fn comparison_row() -> ComparisonRow {
@@ -220,98 +340,179 @@ mod tests {
         runs
     }
 
-    #[test]
-    fn an_entry_with_too_many_metrics_for_its_runs_is_called_out() {
-        assert!(fixture().underpowered().is_empty());
-        // 24 metrics, 5 runs a side, the VM always slower: the best a rank
-        // test can give is 2/252, and Holm multiplies it by 24.
+    fn microops_runs(ops_cycles: usize, rounds: usize) -> Vec<RunRow> {
         let mut runs = Vec::new();
-        for r in 0..5 {
+        for r in 0..rounds {
             for (env, v) in [("host", 100.0 + r as f64), ("vm", 50.0 + r as f64)] {
                 let mut row = run(env, r, v, 0.0);
-                row.doc.as_mut().unwrap().metrics = (0..24)
-                    .map(|i| Metric::new(&format!("op{i}_ns"), v, "ns", false))
-                    .collect();
+                let doc = row.doc.as_mut().unwrap();
+                doc.workload = "microops".into();
+                doc.metrics = vec![Metric::new("getpid_ns", v, "ns", false)];
+                doc.metrics.extend(
+                    (0..ops_cycles)
+                        .map(|i| Metric::new(&format!("op{i}_cycles"), v * 3.0, "cycles", false)),
+                );
                 runs.push(row);
             }
         }
-        let a = analyze(&comparison_row(), &runs);
-        let u = a.underpowered();
-        assert_eq!(u.len(), 1, "{u:?}");
-        assert_eq!((u[0].metrics, u[0].n, u[0].needed), (24, 5, 7));
-        assert!(
-            (u[0].best_p - 24.0 * 2.0 / 252.0).abs() < 1e-9,
-            "{}",
-            u[0].best_p
+        runs
+    }
+
+    #[test]
+    fn detail_metrics_do_not_dilute_the_headline_verdict() {
+        // getpid_ns is the headline; 24 more figures in cycles are detail.
+        // With 3 runs a side the headline is decided (a 2× difference),
+        // whatever the number of detail metrics.
+        let a = analyze(
+            &comparison_row(),
+            &microops_runs(24, 3),
+            &VerdictSettings::default(),
         );
-        for f in ["table", "markdown", "html", "json"].map(|n| exporter(n).unwrap()) {
-            assert!(f.render(&a).contains("--repeat 7 or more"));
+        let m = &a.entries[0].metrics;
+        assert!(m[0].headline && m[1..].iter().all(|m| !m.headline));
+        let head = m[0].per_env[1].vs_baseline.as_ref().unwrap();
+        assert_eq!(head.outcome, Outcome::Faster, "{head:?}");
+        // A family of one: Holm changes nothing.
+        assert_eq!(head.p_welch, head.p_welch_adjusted);
+        // The detail family is corrected on its own, over 24.
+        let detail = m[1].per_env[1].vs_baseline.as_ref().unwrap();
+        assert!(
+            detail.p_welch_adjusted >= detail.p_welch * 2.0,
+            "{detail:?}"
+        );
+        assert!(a.headline_decided());
+        // The summary has the one headline row; --detail shows the rest,
+        // their verdicts in brackets.
+        let t = exporter("table").unwrap();
+        let short = t.render(&a, View::default());
+        assert!(
+            short.contains("getpid_ns") && !short.contains("op3_cycles"),
+            "{short}"
+        );
+        let long = t.render(&a, View { detail: true });
+        assert!(
+            long.contains("op3_cycles") && long.contains("[faster]"),
+            "{long}"
+        );
+    }
+
+    #[test]
+    fn an_inconclusive_verdict_says_how_many_runs_would_decide_it() {
+        // A 3% difference under 3% noise with 3 runs a side.
+        let mut runs = Vec::new();
+        for (r, j) in [1.0, 1.03, 0.97].iter().enumerate() {
+            runs.push(run("host", r, 100.0 * j, 0.0));
+            runs.push(run("vm", r, 97.0 * [1.02, 0.97, 1.01][r], 0.0));
         }
-        // With 7 runs a side the same separation is significant.
-        let mut more = runs.clone();
-        for r in 5..7 {
-            for (env, v) in [("host", 100.0 + r as f64), ("vm", 50.0 + r as f64)] {
-                let mut row = run(env, r, v, 0.0);
-                row.doc.as_mut().unwrap().metrics = (0..24)
-                    .map(|i| Metric::new(&format!("op{i}_ns"), v, "ns", false))
-                    .collect();
-                more.push(row);
-            }
+        let a = analyze(&comparison_row(), &runs, &VerdictSettings::default());
+        let v = a.entries[0].metrics[0].per_env[1]
+            .vs_baseline
+            .as_ref()
+            .unwrap();
+        assert_eq!(v.outcome, Outcome::Inconclusive);
+        let n = v.runs_needed.unwrap().per_side.unwrap();
+        assert!(n > 3, "{n}");
+        let text = exporter("table").unwrap().render(&a, View::default());
+        assert!(text.contains(&format!("inconclusive (~{n} runs")), "{text}");
+        assert!(text.contains(&format!("--repeat {n}")), "{text}");
+        assert!(!a.headline_decided());
+    }
+
+    #[test]
+    fn a_wider_margin_turns_a_small_difference_equivalent() {
+        let mut runs = Vec::new();
+        for r in 0..5 {
+            let j = [1.0, 1.005, 0.995, 1.002, 0.998][r];
+            runs.push(run("host", r, 100.0 * j, 0.0));
+            runs.push(run("vm", r, 96.0 * j, 0.0));
         }
-        let a = analyze(&comparison_row(), &more);
-        assert!(a.underpowered().is_empty());
-        assert_eq!(
+        let outcome = |margin: f64| {
+            let s = VerdictSettings {
+                margin,
+                ..VerdictSettings::default()
+            };
+            let a = analyze(&comparison_row(), &runs, &s);
             a.entries[0].metrics[0].per_env[1]
                 .vs_baseline
                 .as_ref()
                 .unwrap()
-                .verdict,
-            Verdict::Faster
-        );
+                .outcome
+        };
+        assert_eq!(outcome(0.02), Outcome::Slower);
+        assert_eq!(outcome(0.10), Outcome::Equivalent);
     }
 
     #[test]
     fn csv_is_pinned() {
-        let csv = exporter("csv").unwrap().render(&fixture());
+        let csv = exporter("csv").unwrap().render(&fixture(), View::default());
         let lines: Vec<&str> = csv.lines().collect();
         assert_eq!(lines.len(), 3);
+        assert!(lines[0].contains(",p_welch,p_welch_holm,p_rank,p_rank_holm,"));
         assert_eq!(
             lines[1],
-            "7,0,cpu,cpu,events_per_sec,events/s,true,host,5,100,100,0.7071067811865476,0.007071067811865475,99,101,99.12215172153726,100.87784827846274,,,,,,,,baseline,false"
+            "7,0,cpu,cpu,events_per_sec,events/s,true,true,host,5,100,100,0.7071067811865476,0.007071067811865475,99,101,99.12215172153726,100.87784827846274,,,,,,,,,,,,baseline,,false"
         );
-        assert!(lines[2].starts_with("7,0,cpu,cpu,events_per_sec,events/s,true,vm,5,50,50,"));
-        assert!(lines[2].contains(",0.5,"), "{}", lines[2]);
-        // Tied values: the normal approximation with tie correction.
-        assert!(lines[2].ends_with(",slower,true"), "{}", lines[2]);
-        let p: f64 = lines[2].split(',').nth(22).unwrap().parse().unwrap();
-        assert!((p - 0.0102).abs() < 0.0005, "{p}");
+        assert!(lines[2].starts_with("7,0,cpu,cpu,events_per_sec,events/s,true,true,vm,5,50,50,"));
+        assert!(lines[2].ends_with(",false,slower,,true"), "{}", lines[2]);
+        let col = |i: usize| -> f64 { lines[2].split(',').nth(i).unwrap().parse().unwrap() };
+        assert!((col(18) - 0.5).abs() < 0.001, "ratio {}", col(18));
+        assert!((col(21) - 50.0).abs() < 0.1, "overhead {}", col(21));
+        assert!(col(23) < 1e-6, "Welch p {}", col(23));
+        // Tied values: the rank test's normal approximation.
+        assert!((col(25) - 0.0102).abs() < 0.0005, "rank p {}", col(25));
     }
 
     #[test]
-    fn markdown_is_pinned() {
-        let md = exporter("markdown").unwrap().render(&fixture());
+    fn markdown_puts_the_headline_summary_first() {
+        let md = exporter("markdown")
+            .unwrap()
+            .render(&fixture(), View::default());
         assert!(md.starts_with("# virtperf comparison #7\n"));
-        assert!(md.contains("| events_per_sec (events/s) | host | 5 | 100.0 | [99.1, 100.9] | 0.7% | baseline |  |  |  |"), "{md}");
+        let summary = md.find("## Headline summary").unwrap();
         assert!(
-            md.contains("| events_per_sec (events/s) | vm | 5 | 50.0 |"),
+            md.contains(
+                "| cpu | vm | events_per_sec | 0.500× [0.491, 0.509] | 50.0% overhead | slower ⚑ |"
+            ),
             "{md}"
         );
-        assert!(
-            md.contains("| 0.500 [0.494, 0.506] | +50.0% overhead | 0.0102 | slower |"),
-            "{md}"
-        );
+        assert!(md.contains("Headline verdicts: 1 slower."), "{md}");
+        assert!(!md.contains("## Every metric"));
+        assert!(md.find("## Flagged runs").unwrap() > summary);
         assert!(
             md.contains("## Flagged runs\n\n- vm / cpu / round 3: steal 9.0%"),
             "{md}"
+        );
+        let long = exporter("markdown")
+            .unwrap()
+            .render(&fixture(), View { detail: true });
+        assert!(
+            long.contains(
+                "| events_per_sec (events/s) | host | 5 | 100.0 | [99.1, 100.9] | 0.7% |"
+            ),
+            "{long}"
         );
     }
 
     #[test]
     fn every_format_flags_noisy_runs() {
         let a = fixture();
-        assert!(exporter("table").unwrap().render(&a).contains("steal 9.0%"));
-        assert!(exporter("html").unwrap().render(&a).contains("steal 9.0%"));
-        assert!(exporter("json").unwrap().render(&a).contains("steal 9.0%"));
-        assert!(exporter("csv").unwrap().render(&a).contains(",true"));
+        let v = View::default();
+        assert!(exporter("table")
+            .unwrap()
+            .render(&a, v)
+            .contains("steal 9.0%"));
+        assert!(exporter("table")
+            .unwrap()
+            .render(&a, v)
+            .contains("slower ⚑"));
+        assert!(exporter("html")
+            .unwrap()
+            .render(&a, v)
+            .contains("steal 9.0%"));
+        assert!(exporter("json")
+            .unwrap()
+            .render(&a, v)
+            .contains("steal 9.0%"));
+        assert!(exporter("csv").unwrap().render(&a, v).contains(",true"));
     }
 }

@@ -1,9 +1,14 @@
-//! The terminal table: per entry and metric, each environment's mean with
-//! its interval and, against the baseline, ratio, effect, p and verdict.
+//! The terminal report: the headline summary first (one row per entry,
+//! environment and headline metric), the tally of verdicts, seed 001's
+//! categories and score, flagged and failed runs; with `--detail`, every
+//! metric of every entry with both tests' p-values.
 
 use std::fmt::Write as _;
 
-use super::{comparison_cells, num, run_lines, Analysis, Cells, Exporter};
+use super::{
+    effect, marks, method, num, ratio_text, run_lines, tally, verdict_cell, Analysis, Exporter,
+    View,
+};
 
 pub struct TableExporter;
 
@@ -16,109 +21,25 @@ impl Exporter for TableExporter {
         "txt"
     }
 
-    fn render(&self, a: &Analysis) -> String {
+    fn render(&self, a: &Analysis, view: View) -> String {
         let mut out = String::new();
         let _ = writeln!(
             out,
             "Comparison #{} ({}), suite {}, baseline {}",
             a.id, a.started_at, a.suite, a.baseline
         );
-        for e in &a.entries {
-            let _ = writeln!(out, "\n== {} ==", e.label);
-            let _ = writeln!(
-                out,
-                "{:<28} {:<24} {:>3} {:>12} {:>8} {:>6}  {:>22} {:>20} {:>8}  verdict",
-                "metric",
-                "environment",
-                "n",
-                "mean",
-                "±95%",
-                "CV%",
-                "ratio [95% CI]",
-                "effect",
-                "p(Holm)",
-            );
-            for m in &e.metrics {
-                for s in &m.per_env {
-                    let Some(sum) = &s.summary else {
-                        continue;
-                    };
-                    let half = if sum.mean != 0.0 {
-                        (sum.ci.upper - sum.mean) / sum.mean.abs() * 100.0
-                    } else {
-                        0.0
-                    };
-                    let Cells {
-                        ratio,
-                        effect: eff,
-                        p,
-                        verdict,
-                    } = comparison_cells(s.vs_baseline.as_ref());
-                    let _ = writeln!(
-                        out,
-                        "{:<28} {:<24} {:>3} {:>12} {:>7.1}% {:>6.1}  {:>22} {:>20} {:>8}  {}",
-                        truncate(&format!("{} ({})", m.name, m.unit), 28),
-                        truncate(&s.env, 24),
-                        sum.n,
-                        num(sum.mean),
-                        half,
-                        sum.cv * 100.0,
-                        ratio,
-                        eff,
-                        p,
-                        verdict
-                    );
-                }
-            }
+        let _ = writeln!(out, "\n{}", wrap(&method(a), 100));
+        summary(&mut out, a);
+        let _ = writeln!(out, "\n{}", wrap(&tally(a), 100));
+        if view.detail {
+            detail(&mut out, a);
         }
-        if let Some(n) = a.min_n().filter(|&n| n < 4) {
-            let _ = writeln!(
-                out,
-                "\nNote: only {n} runs per environment; a rank test cannot reach p < 0.05 with fewer than 4 runs on each side. Use --repeat 5 or more for verdicts."
-            );
-        }
-        for note in a.underpowered_notes() {
-            let _ = writeln!(out, "\nNote: {note}");
-        }
-        for (env, r) in &a.rankings {
-            if r.categories.iter().all(|c| c.value.is_none()) {
-                let _ = writeln!(out, "\nOverhead categories for {env}: none of this suite's workloads belong to seed 001's categories (disk, micro-operations, LINPACK, network).");
-                continue;
-            }
-            let _ = writeln!(out, "\nOverhead categories for {env} (seed 001's method):");
-            for c in &r.categories {
-                match c.value {
-                    Some(v) => {
-                        let _ = writeln!(out, "  {:<28} {:>10.2} {}", c.name, v, c.unit);
-                    }
-                    None => {
-                        let _ = writeln!(
-                            out,
-                            "  {:<28} {:>10} (no such workload in this suite)",
-                            c.name, "–"
-                        );
-                    }
-                }
-            }
-            match r.score {
-                Some(s) => {
-                    let _ = writeln!(
-                        out,
-                        "  {:<28} {:>10.2} (lower is better)",
-                        "ranking score", s
-                    );
-                }
-                None => {
-                    let _ = writeln!(
-                        out,
-                        "  ranking score: needs an overhead category and a times-slower category; missing: {}",
-                        r.missing.join(", ")
-                    );
-                }
-            }
-        }
+        categories(&mut out, a);
         if !a.flags.is_empty() {
-            let _ = writeln!(out, "\nFlagged runs (noisy: results may be off):");
+            let _ = writeln!(
+                out,
+                "\nFlagged runs (⚑: something else competed for the CPUs; results may be off):"
+            );
             let flags = a
                 .flags
                 .iter()
@@ -133,8 +54,185 @@ impl Exporter for TableExporter {
                 .map(|f| (&*f.env, &*f.label, f.round, &*f.error));
             out.push_str(&run_lines(failures, str::to_string, "  "));
         }
+        if !view.detail {
+            let _ = writeln!(
+                out,
+                "\nEvery metric with both tests' p-values: --detail (or --format json / csv)."
+            );
+        }
         out
     }
+}
+
+fn summary(out: &mut String, a: &Analysis) {
+    let rows = a.headline_rows();
+    let _ = writeln!(
+        out,
+        "\nHeadline summary (environment against {}):",
+        a.baseline
+    );
+    if rows.is_empty() {
+        let _ = writeln!(out, "  no environment besides the baseline has results");
+        return;
+    }
+    let _ = writeln!(
+        out,
+        "{:<30} {:<18} {:<24} {:>26} {:>16}  verdict",
+        "entry", "environment", "metric", "ratio [95% CI]", "effect"
+    );
+    let mut last = "";
+    for r in &rows {
+        let label = if r.entry.label == last {
+            ""
+        } else {
+            &r.entry.label
+        };
+        last = &r.entry.label;
+        let (ratio, eff) = r
+            .stat
+            .vs_baseline
+            .as_ref()
+            .map(|x| (ratio_text(x), effect(x)))
+            .unwrap_or_default();
+        let _ = writeln!(
+            out,
+            "{:<30} {:<18} {:<24} {:>26} {:>16}  {}{}",
+            truncate(label, 30),
+            truncate(&r.stat.env, 18),
+            truncate(&r.metric.name, 24),
+            ratio,
+            eff,
+            verdict_cell(r.stat, true, false),
+            marks(r)
+        );
+    }
+}
+
+fn detail(out: &mut String, a: &Analysis) {
+    let _ = writeln!(
+        out,
+        "\nEvery metric ([verdict]: a detail metric, its own Holm family; descriptive only):"
+    );
+    for e in &a.entries {
+        let _ = writeln!(out, "\n== {} ==", e.label);
+        let _ = writeln!(
+            out,
+            "{:<30} {:<18} {:>3} {:>12} {:>7} {:>6} {:>26} {:>16} {:>8} {:>8} {:>8}  verdict",
+            "metric",
+            "environment",
+            "n",
+            "mean",
+            "±95%",
+            "CV%",
+            "ratio [95% CI]",
+            "effect",
+            "p Welch",
+            "p(Holm)",
+            "p rank"
+        );
+        for m in &e.metrics {
+            for s in &m.per_env {
+                let Some(sum) = &s.summary else {
+                    continue;
+                };
+                let half = if sum.mean != 0.0 {
+                    (sum.ci.upper - sum.mean) / sum.mean.abs() * 100.0
+                } else {
+                    0.0
+                };
+                let c = s.vs_baseline.as_ref();
+                let p = |f: fn(&crate::stats::Assessment) -> f64| {
+                    c.map(|x| super::pval(f(x))).unwrap_or_default()
+                };
+                let _ = writeln!(
+                    out,
+                    "{:<30} {:<18} {:>3} {:>12} {:>6.1}% {:>6.1} {:>26} {:>16} {:>8} {:>8} {:>8}  {}{}",
+                    truncate(
+                        &format!("{}{} ({})", if m.headline { "" } else { "  " }, m.name, m.unit),
+                        30
+                    ),
+                    truncate(&s.env, 18),
+                    sum.n,
+                    num(sum.mean),
+                    half,
+                    sum.cv * 100.0,
+                    c.map(ratio_text).unwrap_or_default(),
+                    c.map(effect).unwrap_or_default(),
+                    p(|x| x.p_welch),
+                    p(|x| x.p_welch_adjusted),
+                    p(|x| x.p_rank_adjusted),
+                    verdict_cell(s, m.headline, s.env == a.baseline),
+                    if c.is_some_and(|x| x.tests_disagree) {
+                        " †"
+                    } else {
+                        ""
+                    }
+                );
+                if let Some(why) = &s.not_comparable {
+                    let _ = writeln!(out, "    {}: {why}", s.env);
+                }
+            }
+        }
+    }
+}
+
+fn categories(out: &mut String, a: &Analysis) {
+    for (env, r) in &a.rankings {
+        if r.categories.iter().all(|c| c.value.is_none()) {
+            let _ = writeln!(out, "\nOverhead categories for {env}: none of this suite's workloads belong to seed 001's categories (disk, micro-operations, LINPACK, network).");
+            continue;
+        }
+        let _ = writeln!(out, "\nOverhead categories for {env} (seed 001's method):");
+        for c in &r.categories {
+            match c.value {
+                Some(v) => {
+                    let _ = writeln!(out, "  {:<28} {:>10.2} {}", c.name, v, c.unit);
+                }
+                None => {
+                    let _ = writeln!(
+                        out,
+                        "  {:<28} {:>10} (no such workload in this suite)",
+                        c.name, "–"
+                    );
+                }
+            }
+        }
+        match r.score {
+            Some(s) => {
+                let _ = writeln!(
+                    out,
+                    "  {:<28} {:>10.2} (lower is better)",
+                    "ranking score", s
+                );
+            }
+            None => {
+                let _ = writeln!(
+                    out,
+                    "  ranking score: needs an overhead category and a times-slower category; missing: {}",
+                    r.missing.join(", ")
+                );
+            }
+        }
+    }
+}
+
+/// Breaks a paragraph into lines of at most `width` characters.
+fn wrap(text: &str, width: usize) -> String {
+    let mut out = String::new();
+    let mut line = 0;
+    for word in text.split_whitespace() {
+        let n = word.chars().count();
+        if line > 0 && line + 1 + n > width {
+            out.push('\n');
+            line = 0;
+        } else if line > 0 {
+            out.push(' ');
+            line += 1;
+        }
+        out.push_str(word);
+        line += n;
+    }
+    out
 }
 
 fn truncate(s: &str, n: usize) -> String {

@@ -29,25 +29,26 @@ fn ranks(all: &[(f64, usize)]) -> (Vec<f64>, f64) {
 /// Number of ways to get each U for sample sizes n1, n2 (no ties).
 fn exact_counts(n1: usize, n2: usize) -> Vec<f64> {
     // f[i][j][u]: arrangements of i from sample 1 and j from sample 2 with
-    // statistic u; built by the standard recurrence.
-    let max_u = n1 * n2;
-    let mut f = vec![vec![vec![0.0; max_u + 1]; n2 + 1]; n1 + 1];
-    for row in f.iter_mut() {
-        row[0][0] = 1.0;
+    // statistic u, by the standard recurrence f[i][j][u] = f[i−1][j][u−j] +
+    // f[i][j−1][u]. One flat row over j is kept and updated in place for
+    // each i (u descending, so f[i−1][j][u−j] is still unchanged when read):
+    // this runs for every comparison, so no nested vectors.
+    let width = n1 * n2 + 1;
+    let mut row = vec![0.0; (n2 + 1) * width];
+    for j in 0..=n2 {
+        row[j * width] = 1.0;
     }
-    for cell in f[0].iter_mut() {
-        cell[0] = 1.0;
-    }
-    for i in 1..=n1 {
+    for _ in 1..=n1 {
         for j in 1..=n2 {
-            for u in 0..=max_u {
-                let a = if u >= j { f[i - 1][j][u - j] } else { 0.0 };
-                let b = f[i][j - 1][u];
-                f[i][j][u] = a + b;
+            let (before, here) = row.split_at_mut(j * width);
+            let left = &before[(j - 1) * width..];
+            for u in (0..width).rev() {
+                let carried = if u >= j { here[u - j] } else { 0.0 };
+                here[u] = carried + left[u];
             }
         }
     }
-    f[n1][n2].clone()
+    row.split_off(n2 * width)
 }
 
 /// Two-sided p-value of the Mann–Whitney U test for `a` against `b`.
@@ -133,6 +134,16 @@ mod tests {
         let c = exact_counts(5, 5);
         assert_eq!(c.iter().sum::<f64>(), 252.0);
         assert_eq!(c[0], 1.0);
+        // U for 3 against 3: partitions in a 3 × 3 box.
+        assert_eq!(exact_counts(3, 3), [1., 1., 2., 3., 3., 3., 3., 2., 1., 1.]);
+        for (n1, n2, total) in [(2, 7, 36.0), (7, 2, 36.0), (4, 6, 210.0), (1, 1, 2.0)] {
+            let c = exact_counts(n1, n2);
+            assert_eq!(c.len(), n1 * n2 + 1);
+            assert_eq!(c.iter().sum::<f64>(), total);
+            let mut mirrored = c.clone();
+            mirrored.reverse();
+            assert_eq!(c, mirrored, "U is symmetric about n1 n2 / 2");
+        }
     }
 
     #[test]

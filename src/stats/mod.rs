@@ -1,12 +1,25 @@
-//! Pure statistics: summaries with confidence intervals, the ratio of two
-//! samples with a bootstrap interval, the Mann–Whitney U test, Holm's
-//! correction and the verdict. Imports nothing else of the crate.
+//! Pure statistics: summaries with confidence intervals, Holm's correction,
+//! the Mann–Whitney U test, and in `verdict` the verdict itself
+//! (`assess_family`: Welch's t on logs with the rank test beside it, four
+//! verdicts with an equivalence margin, repetitions needed for the
+//! inconclusive ones). Imports nothing else of the crate.
 
 mod mannwhitney;
 pub mod ranking;
+mod tdist;
+mod verdict;
+mod welch;
 
 pub use mannwhitney::mann_whitney_p;
 pub use ranking::{ranking, Category, CategoryValue, Ranking};
+pub use tdist::{
+    regularized_incomplete_beta, student_t_cdf, student_t_quantile, student_t_upper_tail,
+};
+pub use verdict::{
+    assess, assess_family, runs_needed, Assessment, Goal, MetricSamples, Outcome, RankCheck,
+    RunsNeeded, VerdictSettings, MAX_RUNS_PER_SIDE,
+};
+pub use welch::{welch_log_ratio, LogRatio, SampleError, Side};
 
 use serde::Serialize;
 
@@ -101,16 +114,11 @@ pub fn summarize(xs: &[f64]) -> Summary {
     }
 }
 
-/// Whether the 95% CI half-width is within `rel` of the mean (for
-/// `--repeat auto`).
-pub fn precise_enough(xs: &[f64], rel: f64) -> bool {
-    let s = summarize(xs);
-    s.n >= 3 && (s.stddev == 0.0 || (s.mean != 0.0 && (s.ci.upper - s.mean) <= rel * s.mean.abs()))
-}
-
-/// A small seeded generator so bootstrap results are reproducible.
+/// A small seeded generator for the simulations in the tests.
+#[cfg(test)]
 struct SplitMix(u64);
 
+#[cfg(test)]
 impl SplitMix {
     fn next(&mut self) -> u64 {
         self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
@@ -118,44 +126,6 @@ impl SplitMix {
         z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
         z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
         z ^ (z >> 31)
-    }
-
-    fn below(&mut self, n: usize) -> usize {
-        ((self.next() as u128 * n as u128) >> 64) as usize
-    }
-}
-
-/// mean(env) / mean(base) with a 95% percentile bootstrap interval.
-pub fn ratio_of_means(base: &[f64], env: &[f64], resamples: usize) -> Estimate {
-    let point = mean(env) / mean(base);
-    let mut rng = SplitMix(0x5eed);
-    let mut ratios: Vec<f64> = (0..resamples)
-        .map(|_| {
-            let b: f64 = (0..base.len())
-                .map(|_| base[rng.below(base.len())])
-                .sum::<f64>()
-                / base.len() as f64;
-            let e: f64 = (0..env.len())
-                .map(|_| env[rng.below(env.len())])
-                .sum::<f64>()
-                / env.len() as f64;
-            e / b
-        })
-        .filter(|r| r.is_finite())
-        .collect();
-    ratios.sort_by(f64::total_cmp);
-    if ratios.is_empty() {
-        return Estimate {
-            point,
-            lower: f64::NAN,
-            upper: f64::NAN,
-        };
-    }
-    let at = |q: f64| ratios[((ratios.len() - 1) as f64 * q).round() as usize];
-    Estimate {
-        point,
-        lower: at(0.025),
-        upper: at(0.975),
     }
 }
 
@@ -172,76 +142,6 @@ pub fn holm(p: &[f64]) -> Vec<f64> {
         adjusted[i] = running;
     }
     adjusted
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Verdict {
-    Faster,
-    Slower,
-    NoSignificantDifference,
-}
-
-impl Verdict {
-    pub fn label(self) -> &'static str {
-        match self {
-            Verdict::Faster => "faster",
-            Verdict::Slower => "slower",
-            Verdict::NoSignificantDifference => "no significant difference",
-        }
-    }
-}
-
-/// An environment's metric against the baseline's.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Comparison {
-    /// env / base, with a bootstrap 95% interval.
-    pub ratio: Estimate,
-    /// 1 − env/base in percent, for higher-is-better metrics.
-    pub overhead_pct: Option<f64>,
-    /// env/base, for lower-is-better metrics ("times slower").
-    pub times_slower: Option<f64>,
-    pub p_value: f64,
-    /// After Holm's correction across the family of metrics.
-    pub p_adjusted: f64,
-    pub verdict: Verdict,
-}
-
-/// Compares one metric; `p_adjusted` and `verdict` are final once `decide`
-/// has seen the whole family.
-pub fn compare(base: &[f64], env: &[f64], higher_is_better: bool) -> Comparison {
-    let ratio = ratio_of_means(base, env, 2000);
-    Comparison {
-        ratio,
-        overhead_pct: higher_is_better.then_some((1.0 - ratio.point) * 100.0),
-        times_slower: (!higher_is_better).then_some(ratio.point),
-        p_value: mann_whitney_p(base, env),
-        p_adjusted: f64::NAN,
-        verdict: Verdict::NoSignificantDifference,
-    }
-}
-
-/// Applies Holm's correction over a family and sets each verdict at α.
-pub fn decide(family: &mut [(&mut Comparison, bool)], alpha: f64) {
-    let p: Vec<f64> = family.iter().map(|(c, _)| c.p_value).collect();
-    let adjusted = holm(&p);
-    for ((c, higher_is_better), padj) in family.iter_mut().zip(adjusted) {
-        c.p_adjusted = padj;
-        c.verdict = if padj < alpha {
-            let better = if *higher_is_better {
-                c.ratio.point > 1.0
-            } else {
-                c.ratio.point < 1.0
-            };
-            if better {
-                Verdict::Faster
-            } else {
-                Verdict::Slower
-            }
-        } else {
-            Verdict::NoSignificantDifference
-        };
-    }
 }
 
 #[cfg(test)]
@@ -270,67 +170,12 @@ mod tests {
         }
     }
 
-    #[test]
-    fn a_clear_slowdown_is_called_slower() {
-        let base = [100.0, 101.0, 99.0, 100.5, 99.5];
-        let env = [50.0, 51.0, 49.0, 50.5, 49.5];
-        let mut c = compare(&base, &env, true);
-        decide(&mut [(&mut c, true)], 0.05);
-        assert_eq!(c.verdict, Verdict::Slower);
-        assert!((c.overhead_pct.unwrap() - 50.0).abs() < 1e-9);
-        assert!(c.ratio.lower <= 0.5 && c.ratio.upper >= 0.5);
-        // Lower is better: a smaller time is faster.
-        let mut t = compare(&base, &env, false);
-        decide(&mut [(&mut t, false)], 0.05);
-        assert_eq!(t.verdict, Verdict::Faster);
-        assert_eq!(t.times_slower, Some(t.ratio.point));
-    }
-
-    #[test]
-    fn aa_comparisons_rarely_find_a_difference() {
-        // Same distribution on both sides: at α = 0.05 no more than about
-        // 5% of comparisons may be called different.
-        let mut rng = SplitMix(7);
-        let mut noise = || (rng.next() >> 11) as f64 / (1u64 << 53) as f64;
-        let mut significant = 0;
-        let trials = 400;
-        for _ in 0..trials {
-            let a: Vec<f64> = (0..5).map(|_| 100.0 + noise()).collect();
-            let b: Vec<f64> = (0..5).map(|_| 100.0 + noise()).collect();
-            let mut c = compare(&a, &b, true);
-            decide(&mut [(&mut c, true)], 0.05);
-            if c.verdict != Verdict::NoSignificantDifference {
-                significant += 1;
-            }
-        }
-        assert!(
-            significant as f64 / trials as f64 <= 0.08,
-            "{significant}/{trials}"
-        );
-    }
-
-    #[test]
-    fn precision_rule_for_auto_repeat() {
-        assert!(precise_enough(&[100.0, 100.1, 99.9, 100.0], 0.02));
-        assert!(!precise_enough(&[100.0, 130.0, 70.0], 0.02));
-        assert!(!precise_enough(&[100.0, 100.0], 0.02));
-    }
-
     proptest! {
         #[test]
         fn ci_contains_the_mean(xs in prop::collection::vec(1.0f64..1e6, 2..40)) {
             let s = summarize(&xs);
             prop_assert!(s.ci.lower <= s.mean + 1e-9 && s.mean <= s.ci.upper + 1e-9);
             prop_assert!(s.min <= s.median && s.median <= s.max);
-        }
-
-        #[test]
-        fn ratio_interval_contains_the_point(
-            a in prop::collection::vec(1.0f64..1e3, 3..12),
-            b in prop::collection::vec(1.0f64..1e3, 3..12),
-        ) {
-            let r = ratio_of_means(&a, &b, 500);
-            prop_assert!(r.lower <= r.point * (1.0 + 1e-9) && r.point <= r.upper * (1.0 + 1e-9));
         }
 
         #[test]

@@ -1,7 +1,37 @@
 //! System monitors sampled around a run: CPU time shares from /proc/stat
 //! (user, system, iowait, steal) and the busy time of other processes.
+//!
+//! Two vantage points. The agent samples inside the environment
+//! ([`Sampler`]): busy CPU beyond its own process counts as foreign there.
+//! Inside a container that is wrong: /proc/stat is the host's, and the
+//! kernel work done for the container outside its processes (writeback,
+//! block I/O completion in kernel threads), the container runtime and the
+//! relay of the agent's stdio all count as "foreign", so a file-I/O run in
+//! docker is flagged every time. Inside a VM it misses the host's other
+//! processes entirely.
+//!
+//! So the host checks too ([`HostSnapshot`], taken by the environment
+//! driver around each run when the environment runs on this machine).
+//! Busy CPU of the whole machine (user, nice, system from /proc/stat; not
+//! irq and softirq, which no process is charged with) is split into:
+//! - on the environment's behalf: virtperf itself, the process tree it
+//!   launched (the host agent, QEMU with every vCPU thread, the `docker run`
+//!   client; each including the time of children they reaped, and still
+//!   there as zombies until virtperf reaps them), a container's cgroup CPU
+//!   time ([`CgroupCpu`], found from its init's pid, which `docker inspect`
+//!   gives; the cgroup outlives the processes, which the container runtime
+//!   reaps at once), and kernel threads (the kernel's work for everyone's
+//!   I/O);
+//! - everything else: other processes' load, the only part that flags a
+//!   run ([`HostLoad::foreign_pct`]), with steal from inside.
+//!
+//! A process that other software started and that ended within the run is
+//! still counted as foreign: it is in the machine's busy time and in no
+//! tree. The driver replaces the agent's foreign figure with the host's.
 
+use std::collections::HashMap;
 use std::fs;
+use std::path::Path;
 use std::time::Instant;
 
 use crate::core::result::Monitor;
@@ -115,6 +145,206 @@ pub fn shares(a: &CpuTimes, b: &CpuTimes, own_cpu_s: f64, wall_s: f64, cpus: u32
         cpu_iowait_pct: pct(b.iowait, a.iowait),
         cpu_steal_pct: pct(b.steal, a.steal),
         foreign_busy_pct: (busy_pct - own_pct).max(0.0),
+        env_busy_pct: None,
+    }
+}
+
+/// One process as the host sees it.
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct Proc {
+    ppid: u32,
+    /// utime + stime + the same of reaped children, in clock ticks.
+    ticks: u64,
+    kernel_thread: bool,
+}
+
+/// The machine's CPU counters and every process's CPU time at one moment.
+#[derive(Debug, Clone, Default)]
+pub struct HostSnapshot {
+    cpu: CpuTimes,
+    procs: HashMap<u32, Proc>,
+    /// CPU time of each cgroup asked for, in clock ticks.
+    cgroups: Vec<Option<u64>>,
+}
+
+/// A container's CPU accounting file on the host: its cgroup outlives its
+/// processes until the container is removed, so the last run's time is
+/// still there when its init has already exited and been reaped.
+#[derive(Debug, Clone, PartialEq)]
+pub enum CgroupCpu {
+    /// cgroup v1 `cpuacct.usage`, nanoseconds.
+    V1(std::path::PathBuf),
+    /// cgroup v2 `cpu.stat`, its `usage_usec` line.
+    V2(std::path::PathBuf),
+}
+
+impl CgroupCpu {
+    /// The cgroup of process `pid`, as /proc/PID/cgroup names it.
+    pub fn of(pid: u32) -> Option<CgroupCpu> {
+        let text = fs::read_to_string(format!("/proc/{pid}/cgroup")).ok()?;
+        let root = Path::new("/sys/fs/cgroup");
+        for line in text.lines() {
+            let mut f = line.splitn(3, ':');
+            let (_, controllers, path) = (f.next()?, f.next()?, f.next()?);
+            let rel = path.trim_start_matches('/');
+            if controllers.split(',').any(|c| c == "cpuacct") {
+                let file = root.join(controllers).join(rel).join("cpuacct.usage");
+                if file.exists() {
+                    return Some(CgroupCpu::V1(file));
+                }
+            }
+        }
+        let path = text.lines().find_map(|l| l.strip_prefix("0::"))?;
+        let file = root.join(path.trim_start_matches('/')).join("cpu.stat");
+        file.exists().then_some(CgroupCpu::V2(file))
+    }
+
+    fn ticks(&self) -> Option<u64> {
+        // SAFETY: sysconf only reads a configuration value.
+        let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as u64;
+        match self {
+            CgroupCpu::V1(f) => {
+                let ns: u64 = fs::read_to_string(f).ok()?.trim().parse().ok()?;
+                Some(ns / (1_000_000_000 / hz))
+            }
+            CgroupCpu::V2(f) => {
+                let text = fs::read_to_string(f).ok()?;
+                let us: u64 = text
+                    .lines()
+                    .find_map(|l| l.strip_prefix("usage_usec "))?
+                    .trim()
+                    .parse()
+                    .ok()?;
+                Some(us / (1_000_000 / hz))
+            }
+        }
+    }
+}
+
+/// Where a run's busy CPU went, as the host saw it, in percent of all CPUs.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct HostLoad {
+    /// Used on the environment's behalf (see the module doc).
+    pub env_pct: f64,
+    /// Used by other processes: what flags a run.
+    pub foreign_pct: f64,
+}
+
+const PF_KTHREAD: u64 = 0x0020_0000;
+
+/// Parses /proc/PID/stat: (ppid, utime + stime + cutime + cstime, kernel
+/// thread). The command name may hold spaces and parentheses: fields are
+/// counted from the last ')'.
+fn parse_proc_stat(stat: &str) -> Option<Proc> {
+    let rest = &stat[stat.rfind(')')? + 1..];
+    let f: Vec<&str> = rest.split_whitespace().collect();
+    // rest starts at field 3 (state): ppid is field 4, flags 9, utime 14,
+    // stime 15, cutime 16, cstime 17.
+    let num = |field: usize| -> Option<u64> { f.get(field - 3)?.parse().ok() };
+    let signed = |field: usize| -> Option<u64> {
+        f.get(field - 3)?
+            .parse::<i64>()
+            .ok()
+            .map(|v| v.max(0) as u64)
+    };
+    Some(Proc {
+        ppid: num(4)? as u32,
+        ticks: num(14)? + num(15)? + signed(16)? + signed(17)?,
+        kernel_thread: num(9)? & PF_KTHREAD != 0,
+    })
+}
+
+impl HostSnapshot {
+    /// Reads /proc (and the given cgroups' CPU time) now; None where there
+    /// is no /proc/stat.
+    pub fn take(cgroups: &[CgroupCpu]) -> Option<HostSnapshot> {
+        let cpu = read_times()?;
+        let mut procs = HashMap::new();
+        for entry in fs::read_dir("/proc").ok()?.flatten() {
+            let Some(pid) = entry
+                .file_name()
+                .to_str()
+                .and_then(|n| n.parse::<u32>().ok())
+            else {
+                continue;
+            };
+            // A process may end between listing and reading: skip it.
+            if let Some(p) =
+                fs::read_to_string(Path::new("/proc").join(pid.to_string()).join("stat"))
+                    .ok()
+                    .and_then(|s| parse_proc_stat(&s))
+            {
+                procs.insert(pid, p);
+            }
+        }
+        let cgroups = cgroups.iter().map(CgroupCpu::ticks).collect();
+        Some(HostSnapshot {
+            cpu,
+            procs,
+            cgroups,
+        })
+    }
+
+    /// `roots` and every process below them, as of this snapshot.
+    fn trees(&self, roots: &[u32]) -> Vec<u32> {
+        let mut children: HashMap<u32, Vec<u32>> = HashMap::new();
+        for (&pid, p) in &self.procs {
+            children.entry(p.ppid).or_default().push(pid);
+        }
+        let mut out = Vec::new();
+        let mut stack: Vec<u32> = roots
+            .iter()
+            .copied()
+            .filter(|r| self.procs.contains_key(r))
+            .collect();
+        while let Some(pid) = stack.pop() {
+            if out.contains(&pid) {
+                continue;
+            }
+            out.push(pid);
+            stack.extend(children.get(&pid).into_iter().flatten());
+        }
+        out
+    }
+}
+
+/// The split of busy CPU between two snapshots; `roots` are the process
+/// trees working on the environment's behalf (virtperf itself is added),
+/// and the snapshots' cgroups (a container's) too. A container's processes
+/// must be given by its cgroup, not as a root, or they count twice.
+pub fn host_load(a: &HostSnapshot, b: &HostSnapshot, roots: &[u32]) -> HostLoad {
+    let total = b.cpu.total().saturating_sub(a.cpu.total()) as f64;
+    if total <= 0.0 {
+        return HostLoad::default();
+    }
+    let busy = (b.cpu.user + b.cpu.nice + b.cpu.system)
+        .saturating_sub(a.cpu.user + a.cpu.nice + a.cpu.system) as f64;
+    let delta = |pid: u32| -> u64 {
+        let end = b.procs.get(&pid).map_or(0, |p| p.ticks);
+        // A process that started within the interval used all its time in it.
+        end.saturating_sub(a.procs.get(&pid).map_or(0, |p| p.ticks))
+    };
+    let mut roots = roots.to_vec();
+    roots.push(std::process::id());
+    let own = b.trees(&roots);
+    let on_behalf: u64 = own.iter().map(|&p| delta(p)).sum::<u64>()
+        + b.procs
+            .iter()
+            .filter(|(pid, p)| p.kernel_thread && !own.contains(pid))
+            .map(|(&pid, _)| delta(pid))
+            .sum::<u64>()
+        + a.cgroups
+            .iter()
+            .zip(&b.cgroups)
+            .map(|(x, y)| match (x, y) {
+                (Some(x), Some(y)) => y.saturating_sub(*x),
+                _ => 0,
+            })
+            .sum::<u64>();
+    let env = (on_behalf as f64).min(busy);
+    HostLoad {
+        env_pct: 100.0 * env / total,
+        foreign_pct: 100.0 * (busy - env).max(0.0) / total,
     }
 }
 
@@ -134,5 +364,147 @@ mod tests {
         assert!((m.cpu_iowait_pct - 1.0).abs() < 1e-9);
         assert!((m.cpu_steal_pct - 14.0).abs() < 1e-9);
         assert!((m.foreign_busy_pct - 15.0).abs() < 1e-9);
+    }
+
+    #[test]
+    fn parses_a_process_line_with_parentheses_in_its_name() {
+        let line = "42 (a (b) c) S 7 42 42 0 -1 4194560 100 0 0 0 250 50 10 5 20 0 1 0 100 0 0";
+        let p = parse_proc_stat(line).unwrap();
+        assert_eq!(p.ppid, 7);
+        assert_eq!(p.ticks, 250 + 50 + 10 + 5);
+        assert!(!p.kernel_thread);
+        let k = "9 (kworker/0:1) I 2 0 0 0 -1 69238880 0 0 0 0 3 4 0 0 20 0 1 0 5 0 0";
+        assert!(parse_proc_stat(k).unwrap().kernel_thread);
+    }
+
+    fn snap(busy: u64, idle: u64, procs: &[(u32, u32, u64, bool)]) -> HostSnapshot {
+        HostSnapshot {
+            cpu: CpuTimes {
+                user: busy,
+                idle,
+                ..CpuTimes::default()
+            },
+            procs: procs
+                .iter()
+                .map(|&(pid, ppid, ticks, kernel_thread)| {
+                    (
+                        pid,
+                        Proc {
+                            ppid,
+                            ticks,
+                            kernel_thread,
+                        },
+                    )
+                })
+                .collect(),
+            cgroups: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn the_environments_trees_and_kernel_threads_are_not_foreign() {
+        // 1000 ticks elapse: 600 busy. QEMU (pid 10) and its vCPU child
+        // (11) use 300, a kernel thread 100, a compiler (50) 150, and a
+        // short job that came and went 50 (in no process table).
+        let a = snap(
+            0,
+            0,
+            &[
+                (10, 1, 0, false),
+                (11, 10, 0, false),
+                (3, 2, 0, true),
+                (50, 1, 0, false),
+            ],
+        );
+        let b = snap(
+            600,
+            400,
+            &[
+                (10, 1, 100, false),
+                (11, 10, 200, false),
+                (3, 2, 100, true),
+                (50, 1, 150, false),
+            ],
+        );
+        let l = host_load(&a, &b, &[10]);
+        assert!((l.env_pct - 40.0).abs() < 1e-9, "{l:?}");
+        assert!((l.foreign_pct - 20.0).abs() < 1e-9, "{l:?}");
+        // The same interval with the compiler as the environment: the
+        // QEMU tree becomes the foreign load.
+        let l = host_load(&a, &b, &[50]);
+        assert!((l.foreign_pct - 35.0).abs() < 1e-9, "{l:?}");
+    }
+
+    #[test]
+    fn a_busy_process_of_the_environment_is_not_foreign_load_on_the_real_machine() {
+        // A real busy child, measured both ways from the same snapshots:
+        // as the environment's process it is not foreign, as anyone else's
+        // it is. Other load on the machine is the same in both figures, so
+        // only the difference is asserted.
+        // Both detached (parent gone), so they are outside virtperf's own
+        // tree, as a container's processes are.
+        let detached = |script: &str| -> u32 {
+            let out = std::process::Command::new("sh")
+                .args(["-c", &format!("{script} >/dev/null 2>&1 & echo $!")])
+                .output()
+                .unwrap();
+            String::from_utf8_lossy(&out.stdout).trim().parse().unwrap()
+        };
+        // Bounded by its count (some seconds), killed sooner below.
+        let busy = detached("i=0; while [ $i -lt 20000000 ]; do i=$((i+1)); done");
+        let idle = detached("sleep 10");
+        std::thread::sleep(std::time::Duration::from_millis(100));
+        let a = HostSnapshot::take(&[]).unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(1500));
+        let b = HostSnapshot::take(&[]).unwrap();
+        for pid in [busy, idle] {
+            // SAFETY: kill(2) with the pid of a process this test started.
+            unsafe { libc::kill(pid as i32, libc::SIGKILL) };
+        }
+        let as_env = host_load(&a, &b, &[busy]);
+        let as_other = host_load(&a, &b, &[idle]);
+        // The machine may be busy with other work, so the loop's share is
+        // not known in advance; what it did get moves, exactly.
+        let used = b.procs[&busy].ticks - a.procs.get(&busy).map_or(0, |p| p.ticks);
+        let total = (b.cpu.total() - a.cpu.total()) as f64;
+        let moved = as_other.foreign_pct - as_env.foreign_pct;
+        assert!(used > 0, "the busy loop never ran");
+        assert!(
+            (moved - 100.0 * used as f64 / total).abs() < 1e-6 || as_env.foreign_pct == 0.0,
+            "the busy child used {used} of {total} ticks but moved {moved:.2}%: {as_env:?} {as_other:?}"
+        );
+        assert!(as_env.env_pct >= moved - 1e-9);
+    }
+
+    #[test]
+    fn a_containers_cgroup_counts_after_its_processes_are_gone() {
+        // The container's init (pid 20) ran 200 ticks and exited before the
+        // second snapshot; its cgroup still says so.
+        let mut a = snap(0, 0, &[(20, 5, 0, false)]);
+        let mut b = snap(300, 700, &[]);
+        a.cgroups = vec![Some(1000)];
+        b.cgroups = vec![Some(1200)];
+        let l = host_load(&a, &b, &[]);
+        assert!((l.env_pct - 20.0).abs() < 1e-9, "{l:?}");
+        assert!((l.foreign_pct - 10.0).abs() < 1e-9, "{l:?}");
+    }
+
+    #[test]
+    fn finds_and_reads_this_process_cgroup() {
+        if !Path::new("/sys/fs/cgroup")
+            .join("cgroup.controllers")
+            .exists()
+            && !Path::new("/sys/fs/cgroup/cpuacct").exists()
+        {
+            eprintln!("skipping: no cgroup file system mounted");
+            return;
+        }
+        let cg = CgroupCpu::of(std::process::id()).expect("this process's cgroup");
+        let t0 = cg.ticks().expect("its CPU time");
+        let spin = Instant::now();
+        while spin.elapsed().as_millis() < 300 {
+            std::hint::black_box(0u64);
+        }
+        assert!(cg.ticks().unwrap() >= t0);
     }
 }

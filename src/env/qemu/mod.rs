@@ -18,7 +18,7 @@ use std::time::{Duration, Instant};
 use anyhow::{anyhow, bail, Context, Result};
 
 use super::def::{Check, DriverDef, EnvOption};
-use super::{Environment, Launched, Spec};
+use super::{Environment, Launched, OnHost, Spec};
 use crate::core::observer::{Observer, Silent};
 
 pub const DEF: DriverDef = DriverDef {
@@ -320,6 +320,7 @@ impl Environment for QemuEnvironment {
             console: Some(console),
             workdir: "/scratch".into(),
             forwarded,
+            on_host: OnHost::Tree,
         })
     }
 

@@ -1,6 +1,9 @@
 //! One self-contained HTML file with inline SVG charts (no script, no
-//! network): overhead bars per environment, a bar chart with 95% whiskers per
-//! headline metric, line charts for parameter sweeps, and the full tables.
+//! network): the headline summary first, the environments' fingerprints,
+//! per environment the headline slowdowns on a log axis centred at 1× with
+//! every run drawn, line charts for parameter sweeps, per entry bar charts
+//! of the headline metrics with each run, and every metric's table (folded
+//! unless `--detail`).
 //! Every string that came from an environment is escaped.
 
 mod svg;
@@ -8,9 +11,10 @@ mod sweeps;
 
 use std::fmt::Write as _;
 
-use super::{comparison_cells, num, Analysis, Cells, Exporter};
-use crate::analysis::is_headline;
-use crate::stats::Verdict;
+use super::{
+    effect, marks, method, num, pval, ratio_text, tally, verdict_cell, Analysis, Exporter, View,
+};
+use crate::stats::Outcome;
 pub use svg::esc;
 use svg::*;
 use sweeps::sweeps;
@@ -26,34 +30,62 @@ impl Exporter for HtmlExporter {
         "html"
     }
 
-    fn render(&self, a: &Analysis) -> String {
+    fn render(&self, a: &Analysis, view: View) -> String {
         let mut h = String::from(
             r#"<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>virtperf comparison</title><style>
 body{font:14px/1.45 system-ui,-apple-system,Segoe UI,Helvetica,Arial,sans-serif;margin:24px auto;max-width:1200px;color:#222;padding:0 16px}
 h1{font-size:24px}h2{font-size:19px;margin-top:34px;border-bottom:1px solid #ddd}h3{font-size:15px}
 table{border-collapse:collapse;margin:8px 0 16px;font-size:12.5px}td,th{border:1px solid #ddd;padding:3px 7px;text-align:right}th{background:#f4f4f4}td:first-child,td:nth-child(2),th{text-align:left}
-.slower{color:#c0392b;font-weight:600}.faster{color:#2e7d32;font-weight:600}.ns{color:#777}.flag{background:#fff3cd}
+.slower{color:#c0392b;font-weight:600}.faster{color:#2e7d32;font-weight:600}.equivalent{color:#1f5fa8;font-weight:600}.ns{color:#777}.flag{background:#fff3cd}
 svg{margin:6px 12px 6px 0;background:#fff;border:1px solid #eee}svg .t{font-size:13px;font-weight:600}svg .a{font-size:11px;fill:#444}svg .v{font-size:10.5px;fill:#222}
 .charts{display:flex;flex-wrap:wrap}.note{color:#555}
 </style></head><body>"#,
         );
         let _ = write!(
             h,
-            "<h1>virtperf comparison #{}</h1><p class=\"note\">Suite <b>{}</b>, baseline <b>{}</b>, started {}. Bars are means with 95% confidence intervals; overheads are 1 − environment/baseline for higher-is-better metrics and environment/baseline − 1 (slower) for lower-is-better ones, with bootstrap 95% intervals; verdicts use the two-sided Mann–Whitney U test, Holm-corrected across each entry's metrics (α = 0.05).</p>",
+            "<h1>virtperf comparison #{}</h1><p class=\"note\">Suite <b>{}</b>, baseline <b>{}</b>, started {}. {}</p>",
             a.id,
             esc(&a.suite),
             esc(&a.baseline),
-            esc(&a.started_at)
+            esc(&a.started_at),
+            esc(&method(a))
         );
-        h.push_str("<h2>Environments</h2><table><tr><th>environment</th><th>kind</th><th>hypervisor</th><th>CPUs</th><th>memory</th><th>CPU quota</th><th>kernel</th><th>ready after</th></tr>");
+        h.push_str("<h2>Headline summary</h2>");
+        let rows = a.headline_rows();
+        if rows.is_empty() {
+            h.push_str("<p>No environment besides the baseline has results.</p>");
+        } else {
+            h.push_str("<table><tr><th>entry</th><th>environment</th><th>metric</th><th>ratio [95% CI]</th><th>effect</th><th>verdict</th></tr>");
+            for r in &rows {
+                let x = r.stat.vs_baseline.as_ref();
+                let _ = write!(
+                    h,
+                    "<tr{}><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td class=\"{}\">{}{}</td></tr>",
+                    if r.noisy { " class=\"flag\"" } else { "" },
+                    esc(&r.entry.label),
+                    esc(&r.stat.env),
+                    esc(&r.metric.name),
+                    x.map(ratio_text).unwrap_or_default(),
+                    esc(&x.map(effect).unwrap_or_default()),
+                    class(x.map(|x| x.outcome)),
+                    esc(&verdict_cell(r.stat, true, false)),
+                    esc(&marks(r))
+                );
+            }
+            h.push_str("</table>");
+        }
+        let _ = write!(h, "<p>{}</p>", esc(&tally(a)));
+
+        h.push_str("<h2>Environments</h2><table><tr><th>environment</th><th>kind</th><th>hypervisor</th><th>CPU</th><th>CPUs</th><th>memory</th><th>CPU quota</th><th>kernel</th><th>ready after</th></tr>");
         for env in &a.envs {
             let f = a.fingerprints.get(env);
             let _ = write!(
                 h,
-                "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+                "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
                 esc(env),
                 esc(f.map(|f| f.kind.as_str()).unwrap_or("")),
                 esc(f.map(|f| f.hypervisor.as_str()).unwrap_or("")),
+                esc(f.map(|f| f.cpu_model.as_str()).unwrap_or("")),
                 f.map(|f| f.cpus.to_string()).unwrap_or_default(),
                 f.map(|f| format!("{:.1} GiB", f.memory_bytes as f64 / (1u64 << 30) as f64)).unwrap_or_default(),
                 f.and_then(|f| f.cgroup.cpu_quota).map(|q| format!("{q}")).unwrap_or_else(|| "–".into()),
@@ -63,42 +95,50 @@ svg{margin:6px 12px 6px 0;background:#fff;border:1px solid #eee}svg .t{font-size
         }
         h.push_str("</table>");
 
-        // Overhead per environment, headline metrics.
-        h.push_str("<h2>Overhead against the baseline</h2><div class=\"charts\">");
+        // Slowdown per environment, headline metrics, on a log axis.
+        h.push_str("<h2>Against the baseline</h2><p class=\"note\">Each headline metric as a slowdown factor (a throughput's ratio inverted, so right is always slower) on a log axis centred at 1×. Points: each run against the baseline's geometric mean; diamond and bar: the geometric mean with its 95% interval, coloured by verdict (red slower, green faster, blue equivalent, grey inconclusive); shaded: the equivalence margin.</p><div class=\"charts\">");
+        let base_i = a.envs.iter().position(|e| *e == a.baseline);
         for (ei, env) in a.envs.iter().enumerate() {
             if *env == a.baseline {
                 continue;
             }
-            let rows: Vec<(String, f64, f64, f64, Verdict)> = a
+            let rows: Vec<RatioRow> = a
                 .entries
                 .iter()
                 .flat_map(|e| {
                     e.metrics
                         .iter()
-                        .filter(|m| is_headline(&e.workload, &m.name))
+                        .filter(|m| m.headline)
                         .filter_map(move |m| {
-                            let c = m.per_env.get(ei)?.vs_baseline.as_ref()?;
-                            let to_pct = |r: f64| {
-                                if m.higher_is_better {
-                                    (1.0 - r) * 100.0
-                                } else {
-                                    (r - 1.0) * 100.0
-                                }
-                            };
-                            Some((
-                                format!("{} · {}", e.label, m.name),
-                                to_pct(c.ratio.point),
-                                to_pct(c.ratio.lower),
-                                to_pct(c.ratio.upper),
-                                c.verdict,
-                            ))
+                            let s = m.per_env.get(ei)?;
+                            if s.samples.is_empty() {
+                                return None;
+                            }
+                            let base = &m.per_env.get(base_i?)?.samples;
+                            let gm = geometric_mean(base);
+                            let slow = |r: f64| if m.higher_is_better { 1.0 / r } else { r };
+                            let x = s.vs_baseline.as_ref();
+                            Some(RatioRow {
+                                label: format!("{} · {}", e.label, m.name),
+                                point: x.map_or(f64::NAN, |x| slow(x.ratio.point)),
+                                lower: x.map_or(f64::NAN, |x| {
+                                    slow(x.ratio.lower).min(slow(x.ratio.upper))
+                                }),
+                                upper: x.map_or(f64::NAN, |x| {
+                                    slow(x.ratio.lower).max(slow(x.ratio.upper))
+                                }),
+                                runs: s.samples.iter().map(|v| slow(v / gm)).collect(),
+                                verdict: x.map(|x| x.outcome),
+                                color: color(ei),
+                            })
                         })
                 })
                 .collect();
             if !rows.is_empty() {
-                h.push_str(&overhead_chart(
-                    &format!("{env}: overhead in % (right = slower)"),
+                h.push_str(&ratio_chart(
+                    &format!("{env} against {}: slowdown (log scale)", a.baseline),
                     &rows,
+                    a.settings.margin,
                 ));
             }
         }
@@ -110,11 +150,7 @@ svg{margin:6px 12px 6px 0;background:#fff;border:1px solid #eee}svg .t{font-size
             h.push_str("<h2>Parameter sweeps</h2><div class=\"charts\">");
             for (workload, key, group) in &sw {
                 let Some(first) = group.first() else { continue };
-                for m in first
-                    .metrics
-                    .iter()
-                    .filter(|m| is_headline(workload, &m.name))
-                {
+                for m in first.metrics.iter().filter(|m| m.headline) {
                     let series: Vec<Series> = a
                         .envs
                         .iter()
@@ -147,12 +183,7 @@ svg{margin:6px 12px 6px 0;background:#fff;border:1px solid #eee}svg .t{font-size
         // Per entry: charts of headline metrics and the full table.
         for e in &a.entries {
             let _ = write!(h, "<h2>{}</h2><div class=\"charts\">", esc(&e.label));
-            for m in e
-                .metrics
-                .iter()
-                .filter(|m| is_headline(&e.workload, &m.name))
-                .take(8)
-            {
+            for m in e.metrics.iter().filter(|m| m.headline) {
                 let bars: Vec<Bar> = m
                     .per_env
                     .iter()
@@ -165,30 +196,29 @@ svg{margin:6px 12px 6px 0;background:#fff;border:1px solid #eee}svg .t{font-size
                             lower: sum.ci.lower,
                             upper: sum.ci.upper,
                             color: color(i).to_string(),
+                            runs: s.samples.clone(),
                         })
                     })
                     .collect();
                 h.push_str(&bar_chart(&m.name, &m.unit, &bars));
             }
-            h.push_str("</div><table><tr><th>metric</th><th>environment</th><th>n</th><th>mean</th><th>95% CI</th><th>CV</th><th>ratio [95% CI]</th><th>effect</th><th>p (Holm)</th><th>verdict</th></tr>");
+            let _ = write!(
+                h,
+                "</div><details{}><summary>Every metric of {}</summary><table><tr><th>metric</th><th>environment</th><th>n</th><th>mean</th><th>95% CI</th><th>CV</th><th>ratio [95% CI]</th><th>effect</th><th>p Welch</th><th>p Welch (Holm)</th><th>p rank (Holm)</th><th>verdict</th></tr>",
+                if view.detail { " open" } else { "" },
+                esc(&e.label)
+            );
             for m in &e.metrics {
                 for s in &m.per_env {
                     let Some(sum) = &s.summary else { continue };
-                    let flagged = a.flags.iter().any(|f| f.env == s.env && f.label == e.label);
-                    let Cells {
-                        ratio,
-                        effect: eff,
-                        p,
-                        verdict: v,
-                    } = comparison_cells(s.vs_baseline.as_ref());
-                    let class = s.vs_baseline.as_ref().map_or("", |c| match c.verdict {
-                        Verdict::Slower => "slower",
-                        Verdict::Faster => "faster",
-                        Verdict::NoSignificantDifference => "ns",
-                    });
+                    let flagged = a.noisy(&s.env, &e.label);
+                    let x = s.vs_baseline.as_ref();
+                    let p = |f: fn(&crate::stats::Assessment) -> f64| {
+                        x.map(|x| pval(f(x))).unwrap_or_default()
+                    };
                     let _ = write!(
                         h,
-                        "<tr{}><td>{} ({})</td><td>{}{}</td><td>{}</td><td>{}</td><td>[{}, {}]</td><td>{:.1}%</td><td>{}</td><td>{}</td><td>{}</td><td class=\"{class}\">{}</td></tr>",
+                        "<tr{}><td>{} ({})</td><td>{}{}</td><td>{}</td><td>{}</td><td>[{}, {}]</td><td>{:.1}%</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td class=\"{}\">{}{}</td></tr>",
                         if flagged { " class=\"flag\"" } else { "" },
                         esc(&m.name),
                         esc(&m.unit),
@@ -199,14 +229,18 @@ svg{margin:6px 12px 6px 0;background:#fff;border:1px solid #eee}svg .t{font-size
                         num(sum.ci.lower),
                         num(sum.ci.upper),
                         sum.cv * 100.0,
-                        ratio,
-                        esc(&eff),
-                        p,
-                        v
+                        x.map(ratio_text).unwrap_or_default(),
+                        esc(&x.map(effect).unwrap_or_default()),
+                        p(|x| x.p_welch),
+                        p(|x| x.p_welch_adjusted),
+                        p(|x| x.p_rank_adjusted),
+                        if m.headline { class(x.map(|x| x.outcome)) } else { "ns" },
+                        esc(&verdict_cell(s, m.headline, s.env == a.baseline)),
+                        if x.is_some_and(|x| x.tests_disagree) { " †" } else { "" }
                     );
                 }
             }
-            h.push_str("</table>");
+            h.push_str("</table></details>");
         }
 
         for (env, r) in &a.rankings {
@@ -240,9 +274,6 @@ svg{margin:6px 12px 6px 0;background:#fff;border:1px solid #eee}svg .t{font-size
                 }
             }
         }
-        for note in a.underpowered_notes() {
-            let _ = write!(h, "<p class=\"note\">Note: {}</p>", esc(&note));
-        }
         if !a.flags.is_empty() {
             h.push_str("<h2>Flagged runs</h2><ul>");
             for f in &a.flags {
@@ -274,4 +305,22 @@ svg{margin:6px 12px 6px 0;background:#fff;border:1px solid #eee}svg .t{font-size
         h.push_str("</body></html>\n");
         h
     }
+}
+
+/// The CSS class of a verdict cell.
+fn class(o: Option<Outcome>) -> &'static str {
+    match o {
+        Some(Outcome::Slower) => "slower",
+        Some(Outcome::Faster) => "faster",
+        Some(Outcome::Equivalent) => "equivalent",
+        _ => "ns",
+    }
+}
+
+fn geometric_mean(xs: &[f64]) -> f64 {
+    let logs: Vec<f64> = xs.iter().filter(|x| **x > 0.0).map(|x| x.ln()).collect();
+    if logs.is_empty() {
+        return f64::NAN;
+    }
+    (logs.iter().sum::<f64>() / logs.len() as f64).exp()
 }

@@ -1,10 +1,11 @@
 //! SVG primitives for the HTML report: escaping, the palette, bar charts
-//! with 95% whiskers, overhead bars and line charts.
+//! with 95% whiskers and each run's value, ratio charts on a log axis and
+//! line charts.
 
 use std::fmt::Write as _;
 
 use super::super::num;
-use crate::stats::Verdict;
+use crate::stats::Outcome;
 
 pub(super) const PALETTE: [&str; 8] = [
     "#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#76b7b2", "#edc948", "#b07aa1", "#9c755f",
@@ -36,12 +37,19 @@ pub(super) struct Bar {
     pub(super) lower: f64,
     pub(super) upper: f64,
     pub(super) color: String,
+    /// Each run's value, drawn as points beside the bar.
+    pub(super) runs: Vec<f64>,
 }
 
-/// Vertical bars with 95% whiskers, starting at zero.
+/// Vertical bars with 95% whiskers, starting at zero, each run a point
+/// beside its bar; columns as wide as their labels.
 pub(super) fn bar_chart(title: &str, unit: &str, bars: &[Bar]) -> String {
+    let col = bars
+        .iter()
+        .map(|b| b.label.chars().count() as f64 * 6.6 + 16.0)
+        .fold(120.0, f64::max);
     let (w, h, left, bottom, top) = (
-        120.0 * bars.len().max(2) as f64 + 80.0,
+        col * bars.len().max(2) as f64 + 80.0,
         260.0,
         70.0,
         60.0,
@@ -49,7 +57,7 @@ pub(super) fn bar_chart(title: &str, unit: &str, bars: &[Bar]) -> String {
     );
     let max = bars
         .iter()
-        .map(|b| b.upper.max(b.value))
+        .map(|b| b.runs.iter().copied().fold(b.upper.max(b.value), f64::max))
         .filter(|v| v.is_finite())
         .fold(0.0f64, f64::max)
         .max(1e-12)
@@ -80,7 +88,7 @@ pub(super) fn bar_chart(title: &str, unit: &str, bars: &[Bar]) -> String {
         esc(unit)
     );
     for (i, b) in bars.iter().enumerate() {
-        let x = left + 20.0 + i as f64 * 120.0;
+        let x = left + 20.0 + i as f64 * col;
         let (y0, y1) = (y(b.value.max(0.0)), y(0.0));
         let _ = write!(
             s,
@@ -110,74 +118,200 @@ pub(super) fn bar_chart(title: &str, unit: &str, bars: &[Bar]) -> String {
             r#"<text x="{:.1}" y="{:.1}" class="a" text-anchor="middle">{}</text><text x="{:.1}" y="{:.1}" class="v" text-anchor="middle">{}</text>"#,
             x + 35.0,
             h - bottom + 16.0,
-            esc(&short(&b.label, 18)),
+            esc(&b.label),
             x + 35.0,
             y0 - 6.0,
             num(b.value)
         );
+        for (k, v) in b.runs.iter().enumerate() {
+            if v.is_finite() {
+                let _ = write!(
+                    s,
+                    r##"<circle cx="{:.1}" cy="{:.1}" r="3" fill="{}" stroke="#222" stroke-width="0.6" class="run"><title>run {}: {}</title></circle>"##,
+                    x + 80.0 + (k % 3) as f64 * 5.0,
+                    y(v.max(0.0)),
+                    b.color,
+                    k + 1,
+                    num(*v)
+                );
+            }
+        }
     }
     s.push_str("</svg>");
     s
 }
 
-/// Horizontal bars of overhead in percent (negative: faster), with whiskers.
-pub(super) fn overhead_chart(title: &str, rows: &[(String, f64, f64, f64, Verdict)]) -> String {
-    let row_h = 22.0;
-    let (w, left, top) = (860.0, 300.0, 34.0);
-    let h = top + rows.len() as f64 * row_h + 30.0;
-    let span = rows
-        .iter()
-        .flat_map(|r| [r.1.abs(), r.2.abs(), r.3.abs()])
-        .filter(|v| v.is_finite())
-        .fold(5.0f64, f64::max)
-        * 1.1;
-    let x = |v: f64| left + (w - left - 20.0) * (v + span) / (2.0 * span);
-    let mut s = format!(
-        r##"<svg xmlns="http://www.w3.org/2000/svg" width="{w}" height="{h}" role="img"><title>{t}</title><text x="10" y="18" class="t">{t}</text><line x1="{z:.1}" x2="{z:.1}" y1="{top}" y2="{:.1}" stroke="#888"/>"##,
-        h - 24.0,
-        t = esc(title),
-        z = x(0.0)
-    );
-    for (k, v) in [-span, -span / 2.0, 0.0, span / 2.0, span]
-        .iter()
-        .enumerate()
-    {
-        let _ = write!(
-            s,
-            r#"<text x="{:.1}" y="{:.1}" class="a" text-anchor="middle">{:+.0}%</text>"#,
-            x(*v),
-            h - 8.0,
-            v
-        );
-        let _ = k;
+/// One row of a ratio chart: a headline metric of one entry, as a factor
+/// where above 1 is slower (so a throughput's ratio is inverted).
+pub(super) struct RatioRow {
+    pub(super) label: String,
+    /// Geometric-mean slowdown with its 95% interval.
+    pub(super) point: f64,
+    pub(super) lower: f64,
+    pub(super) upper: f64,
+    /// Each run's own slowdown against the baseline's geometric mean.
+    pub(super) runs: Vec<f64>,
+    pub(super) verdict: Option<Outcome>,
+    pub(super) color: &'static str,
+}
+
+fn verdict_color(v: Option<Outcome>) -> &'static str {
+    match v {
+        Some(Outcome::Slower) => "#c0392b",
+        Some(Outcome::Faster) => "#2e7d32",
+        Some(Outcome::Equivalent) => "#1f5fa8",
+        _ => "#555555",
     }
-    for (i, (label, v, lo, hi, verdict)) in rows.iter().enumerate() {
-        let yy = top + i as f64 * row_h;
-        let fill = match verdict {
-            Verdict::Slower => "#e15759",
-            Verdict::Faster => "#59a14f",
-            Verdict::NoSignificantDifference => "#b0b0b0",
-        };
-        let (a, b) = (x(0.0).min(x(*v)), x(0.0).max(x(*v)));
+}
+
+/// "0.5×", "2×", "1.25×"
+fn factor(x: f64) -> String {
+    if x >= 10.0 || (x - x.round()).abs() < 1e-9 {
+        format!("{x:.0}×")
+    } else if x >= 1.0 {
+        format!("{x:.2}×").replace(".00×", "×")
+    } else {
+        let s = format!("{x:.3}");
+        format!("{}×", s.trim_end_matches('0').trim_end_matches('.'))
+    }
+}
+
+/// Slowdown factors on a log axis centred at 1× (left faster, right
+/// slower), so 0.04× and 37× both read; the equivalence band shaded, each
+/// run a point of its environment's colour, the geometric mean a diamond in
+/// its verdict's colour with its 95% interval. The label column is as wide
+/// as the longest label: nothing is cut.
+pub(super) fn ratio_chart(title: &str, rows: &[RatioRow], margin: f64) -> String {
+    let row_h = 26.0;
+    let longest = rows
+        .iter()
+        .map(|r| r.label.chars().count())
+        .max()
+        .unwrap_or(0) as f64;
+    let (plot, top) = (640.0, 40.0);
+    let left = (longest * 6.6 + 24.0).max(120.0);
+    let w = left + plot + 110.0;
+    let h = top + rows.len() as f64 * row_h + 40.0;
+    let mut span = rows
+        .iter()
+        .flat_map(|r| {
+            [r.point, r.lower, r.upper]
+                .into_iter()
+                .chain(r.runs.iter().copied())
+        })
+        .filter(|v| v.is_finite() && *v > 0.0)
+        .map(|v| v.ln().abs())
+        .fold((1.0 + margin).ln() * 2.0, f64::max)
+        .max(1.25f64.ln())
+        * 1.08;
+    if !span.is_finite() {
+        span = 2f64.ln();
+    }
+    let x = |v: f64| {
+        let l = if v > 0.0 { v.ln() } else { -span };
+        left + plot * (l.clamp(-span, span) + span) / (2.0 * span)
+    };
+    let mut s = format!(
+        r##"<svg xmlns="http://www.w3.org/2000/svg" width="{w:.0}" height="{h:.0}" role="img" class="ratio"><title>{t}</title><text x="10" y="18" class="t">{t}</text>"##,
+        t = esc(title),
+    );
+    // The equivalence band.
+    let (b0, b1) = (x(1.0 / (1.0 + margin)), x(1.0 + margin));
+    let _ = write!(
+        s,
+        r##"<rect x="{b0:.1}" y="{top}" width="{:.1}" height="{:.1}" fill="#e8f0fa"><title>equivalence margin ±{}%</title></rect>"##,
+        (b1 - b0).max(1.0),
+        h - top - 34.0,
+        super::super::percent(margin)
+    );
+    let ticks = [
+        0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 0.8, 1.0, 1.25, 2.0, 5.0, 10.0, 20.0,
+        50.0, 100.0, 200.0, 500.0, 1000.0,
+    ];
+    let shown: Vec<f64> = ticks
+        .iter()
+        .copied()
+        .filter(|t: &f64| t.ln().abs() <= span)
+        .filter(|t| span < 3f64.ln() || (*t != 0.8 && *t != 1.25))
+        .collect();
+    for t in &shown {
         let _ = write!(
             s,
-            r##"<text x="{:.1}" y="{:.1}" class="a" text-anchor="end">{}</text><rect x="{a:.1}" y="{:.1}" width="{:.1}" height="14" fill="{fill}"><title>{}: {:+.1}% ({})</title></rect>"##,
-            left - 8.0,
-            yy + 12.0,
-            esc(&short(label, 44)),
-            yy + 2.0,
-            (b - a).max(1.0),
-            esc(label),
-            v,
-            verdict.label()
+            r##"<line x1="{xx:.1}" x2="{xx:.1}" y1="{top}" y2="{:.1}" stroke="{}"/><text x="{xx:.1}" y="{:.1}" class="a" text-anchor="middle">{}</text>"##,
+            h - 34.0,
+            if *t == 1.0 { "#666" } else { "#e4e4e4" },
+            h - 20.0,
+            factor(*t),
+            xx = x(*t)
         );
-        if lo.is_finite() && hi.is_finite() {
+    }
+    let _ = write!(
+        s,
+        r#"<text x="{:.1}" y="{:.1}" class="a">← faster</text><text x="{:.1}" y="{:.1}" class="a" text-anchor="end">slower →</text>"#,
+        left,
+        h - 6.0,
+        left + plot,
+        h - 6.0
+    );
+    for (i, r) in rows.iter().enumerate() {
+        let yy = top + i as f64 * row_h + row_h / 2.0;
+        let _ = write!(
+            s,
+            r#"<text x="{:.1}" y="{:.1}" class="a" text-anchor="end">{}</text>"#,
+            left - 8.0,
+            yy + 4.0,
+            esc(&r.label)
+        );
+        // Runs a little above the line, so they sit beside the mean.
+        for (k, v) in r.runs.iter().enumerate() {
+            if !(v.is_finite() && *v > 0.0) {
+                continue;
+            }
             let _ = write!(
                 s,
-                r##"<path d="M{:.1} {:.1}H{:.1}" stroke="#222" stroke-width="1.5"/>"##,
-                x(*lo),
+                r##"<circle cx="{:.1}" cy="{:.1}" r="3.2" fill="{}" stroke="#fff" stroke-width="0.6" class="run"><title>run {}: {}</title></circle>"##,
+                x(*v),
+                yy - 7.0 + (k % 3) as f64 * 1.5,
+                r.color,
+                k + 1,
+                factor_text(*v)
+            );
+        }
+        let vc = verdict_color(r.verdict);
+        if r.lower.is_finite() && r.upper.is_finite() {
+            let _ = write!(
+                s,
+                r##"<path d="M{a:.1} {y:.1}H{b:.1}M{a:.1} {:.1}V{:.1}M{b:.1} {:.1}V{:.1}" stroke="{vc}" stroke-width="1.6"/>"##,
+                yy,
+                yy + 8.0,
+                yy,
+                yy + 8.0,
+                a = x(r.lower),
+                b = x(r.upper),
+                y = yy + 4.0
+            );
+        }
+        if r.point.is_finite() {
+            let px = x(r.point);
+            let _ = write!(
+                s,
+                r##"<path d="M{:.1} {:.1}L{:.1} {:.1}L{:.1} {:.1}L{:.1} {:.1}Z" fill="{vc}" class="mean"><title>{}: {} [{}, {}] ({})</title></path><text x="{:.1}" y="{:.1}" class="v">{}</text>"##,
+                px,
+                yy - 1.0,
+                px + 5.0,
+                yy + 4.0,
+                px,
                 yy + 9.0,
-                x(*hi)
+                px - 5.0,
+                yy + 4.0,
+                esc(&r.label),
+                factor_text(r.point),
+                factor_text(r.lower),
+                factor_text(r.upper),
+                r.verdict.map(|v| v.label()).unwrap_or("not comparable"),
+                left + plot + 8.0,
+                yy + 4.0,
+                factor_text(r.point)
             );
         }
     }
@@ -185,12 +319,28 @@ pub(super) fn overhead_chart(title: &str, rows: &[(String, f64, f64, f64, Verdic
     s
 }
 
+/// A slowdown factor as a reader says it: "1.52× slower", "2.10× faster".
+pub(super) fn factor_text(v: f64) -> String {
+    if !v.is_finite() || v <= 0.0 {
+        "–".into()
+    } else if v >= 1.0 {
+        format!("{}× slower", super::super::ratio_num(v))
+    } else {
+        format!("{}× faster", super::super::ratio_num(1.0 / v))
+    }
+}
+
 /// (x, mean, lower, upper) points of one environment's line.
 pub(super) type Series = (String, Vec<(f64, f64, f64, f64)>);
 
 /// Lines over a swept parameter, one per environment, with 95% whiskers.
 pub(super) fn line_chart(title: &str, xlabel: &str, unit: &str, series: &[Series]) -> String {
-    let (w, h, left, bottom, top) = (620.0, 300.0, 70.0, 50.0, 30.0);
+    // The legend is as wide as the longest name: nothing is cut.
+    let legend = series
+        .iter()
+        .map(|s| s.0.chars().count() as f64 * 6.6 + 26.0)
+        .fold(110.0, f64::max);
+    let (w, h, left, bottom, top) = (510.0 + legend, 300.0, 70.0, 50.0, 30.0);
     let xs: Vec<f64> = series
         .iter()
         .flat_map(|s| s.1.iter().map(|p| p.0))
@@ -212,7 +362,7 @@ pub(super) fn line_chart(title: &str, xlabel: &str, unit: &str, series: &[Series
         } else {
             (x - xmin) / (xmax - xmin).max(1e-12)
         };
-        left + 20.0 + (w - left - 140.0) * f
+        left + 20.0 + (w - left - legend - 30.0) * f
     };
     let ty = |y: f64| top + (h - top - bottom) * (1.0 - y / ymax);
     let mut s = format!(
@@ -224,7 +374,7 @@ pub(super) fn line_chart(title: &str, xlabel: &str, unit: &str, series: &[Series
         let _ = write!(
             s,
             r##"<line x1="{left}" x2="{:.1}" y1="{y:.1}" y2="{y:.1}" stroke="#ddd"/><text x="{:.1}" y="{:.1}" class="a" text-anchor="end">{}</text>"##,
-            w - 120.0,
+            w - legend - 10.0,
             left - 6.0,
             ty(v) + 4.0,
             num(v),
@@ -246,7 +396,7 @@ pub(super) fn line_chart(title: &str, xlabel: &str, unit: &str, series: &[Series
     let _ = write!(
         s,
         r#"<text x="{:.1}" y="{:.1}" class="a" text-anchor="middle">{}</text><text x="14" y="{:.1}" class="a" transform="rotate(-90 14 {:.1})" text-anchor="middle">{}</text>"#,
-        (left + w - 120.0) / 2.0,
+        (left + w - legend - 10.0) / 2.0,
         h - 10.0,
         esc(xlabel),
         (h - bottom + top) / 2.0,
@@ -292,23 +442,13 @@ pub(super) fn line_chart(title: &str, xlabel: &str, unit: &str, series: &[Series
         let _ = write!(
             s,
             r#"<rect x="{:.1}" y="{:.1}" width="12" height="12" fill="{c}"/><text x="{:.1}" y="{:.1}" class="a">{}</text>"#,
-            w - 110.0,
+            w - legend,
             top + i as f64 * 18.0,
-            w - 94.0,
+            w - legend + 16.0,
             top + 10.0 + i as f64 * 18.0,
-            esc(&short(name, 14))
+            esc(name)
         );
     }
     s.push_str("</svg>");
     s
-}
-
-pub(super) fn short(s: &str, n: usize) -> String {
-    if s.chars().count() <= n {
-        s.to_string()
-    } else {
-        let mut t: String = s.chars().take(n - 1).collect();
-        t.push('…');
-        t
-    }
 }
