@@ -15,12 +15,16 @@ use super::{Environment, Launched, Spec};
 use crate::core::observer::Observer;
 
 const OPTIONS: &[EnvOption] = &[
-    EnvOption::new("cpus", Check::Positive, "CPU limit, e.g. 0.5 or 2"),
-    EnvOption::new("memory", Check::Size, "memory limit, e.g. 512m or 2g"),
-    EnvOption::new("cpuset", Check::Text, "CPUs to pin to, e.g. 0-1"),
+    EnvOption::new("cpus", Check::Positive(1024.0), "CPU limit, e.g. 0.5 or 2"),
+    EnvOption::new(
+        "memory",
+        Check::Size(6 << 20),
+        "memory limit, e.g. 512m or 2g (at least 6m)",
+    ),
+    EnvOption::new("cpuset", Check::CpuList, "CPUs to pin to, e.g. 0-1"),
     EnvOption::new(
         "image",
-        Check::Text,
+        Check::Image,
         "your image, with virtperf mounted in (default: an image of only the binary)",
     ),
     EnvOption::new(
