@@ -209,6 +209,19 @@ fn storage_modes_host_the_file_tests(cli: &str) {
         ]);
         assert!(metric(&d[0], "reads_per_sec") > 0.0, "{env}");
     }
+    // Issue 14, item 7: two instances on volumes write the same file names
+    // at once; each has its own volume, and both are removed.
+    let env = format!("{cli}:storage=volume,count=2");
+    let d = docs(&[
+        "fileio",
+        "--file-num=2",
+        "--file-total-size=8M",
+        "--file-test-mode=rndrw",
+        "--time=0.5",
+        "--env",
+        &env,
+    ]);
+    assert_eq!(d.len(), 3, "two instances and their sum");
     let vols = Std::new(cli).args(["volume", "ls", "-q"]).output().unwrap();
     assert!(!String::from_utf8_lossy(&vols.stdout).contains("virtperf-"));
     no_virtperf_containers_in(cli);

@@ -396,6 +396,11 @@ impl Session {
     /// Waits for the process to end (it does after "done"), or kills it.
     fn finish(&mut self, grace: Duration) {
         self.stdin.take();
+        let grace = if signals::hurried() {
+            Duration::ZERO
+        } else {
+            grace
+        };
         if let Some(mut child) = self.child.take() {
             if wait_for(&mut child, grace).is_none() {
                 kill(&mut child);
