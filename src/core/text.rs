@@ -7,7 +7,7 @@
 /// bidirectional override, written as `\u{..}`; longer than `max` chars, it
 /// is cut and says so.
 pub fn terminal_safe(text: &str, max: usize) -> String {
-    let mut out = String::with_capacity(text.len().min(max + 16));
+    let mut out = String::with_capacity(text.len().min(max.saturating_add(16)));
     for (n, c) in text.chars().enumerate() {
         if n == max {
             out.push_str("… (cut)");

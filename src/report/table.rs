@@ -133,7 +133,9 @@ impl Exporter for TableExporter {
                 .map(|f| (&*f.env, &*f.label, f.round, &*f.error));
             out.push_str(&run_lines(failures, str::to_string, "  "));
         }
-        out
+        // Labels and errors come from users and guests: printed to a
+        // terminal, they are never escape sequences.
+        crate::core::text::terminal_safe(&out, usize::MAX)
     }
 }
 
