@@ -113,6 +113,10 @@ pub fn plan(args: &[String], observer: &dyn Observer) -> Result<(Plan, bool)> {
         suite::from_args(&workload).map_err(|e| CliError::Usage(format!("{e:#}")))?
     };
     let repeat = match v.text("repeat") {
+        // The suite's own `repeat`, unless the command line says.
+        _ if !v.was_given("repeat") && suite.repeat.is_some() => {
+            Repeat::Fixed(suite.repeat.unwrap_or(1) as usize)
+        }
         "auto" => Repeat::Auto,
         n => match n.parse::<usize>() {
             Ok(k) if (1..=1000).contains(&k) => Repeat::Fixed(k),
@@ -176,6 +180,19 @@ mod tests {
 
     fn s(v: &[&str]) -> Vec<String> {
         v.iter().map(|x| x.to_string()).collect()
+    }
+
+    #[test]
+    fn a_suites_repeat_is_used_unless_the_command_line_says() {
+        // Issue 14, item 16: `repeat` was parsed and never used.
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("two.toml");
+        std::fs::write(&path, "repeat = 2\n[[run]]\nworkload = \"cpu\"\n").unwrap();
+        let p = path.display().to_string();
+        let (plan, _) = plan_quiet(&s(&["--env", "host", "--suite", &p])).unwrap();
+        assert_eq!(plan.repeat, Repeat::Fixed(2));
+        let (plan, _) = plan_quiet(&s(&["--env", "host", "--suite", &p, "--repeat", "3"])).unwrap();
+        assert_eq!(plan.repeat, Repeat::Fixed(3));
     }
 
     #[test]

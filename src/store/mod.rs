@@ -78,6 +78,44 @@ impl Store {
         Ok(Store { conn, path })
     }
 
+    /// Opens `dir/results.db` for reading only (`report`): nothing is
+    /// created or written, so it works in a read-only directory, and a file
+    /// that is not a results store is refused rather than filled with tables.
+    pub fn open_read_only(dir: &Path) -> Result<Store> {
+        use rusqlite::OpenFlags;
+        let path = dir.join("results.db");
+        let flags = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_URI;
+        let usable = |conn: Connection| -> rusqlite::Result<Connection> {
+            conn.query_row(
+                "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name IN ('comparisons', 'runs')",
+                [],
+                |r| r.get::<_, i64>(0),
+            )
+            .map(|n| (n, conn))
+            .and_then(|(n, conn)| match n {
+                2 => Ok(conn),
+                _ => Err(rusqlite::Error::QueryReturnedNoRows),
+            })
+        };
+        let conn = Connection::open_with_flags(&path, flags).and_then(usable);
+        let conn = match conn {
+            Ok(c) => c,
+            Err(rusqlite::Error::QueryReturnedNoRows) => anyhow::bail!(
+                "{} is not a virtperf results store (no comparisons in it): give the directory 'virtperf compare --out' wrote",
+                path.display()
+            ),
+            // A WAL database in a directory we cannot write: read it as a
+            // snapshot that needs no lock files.
+            Err(_) => {
+                let uri = format!("file:{}?immutable=1", path.display());
+                Connection::open_with_flags(uri, flags)
+                    .and_then(usable)
+                    .with_context(|| format!("opening the results store {}", path.display()))?
+            }
+        };
+        Ok(Store { conn, path })
+    }
+
     pub fn path(&self) -> &Path {
         &self.path
     }
@@ -201,6 +239,37 @@ impl Store {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn reading_never_writes() {
+        // Issue 14, item 18: report opened the store read-write and wrote
+        // tables into any file named results.db.
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("results.db"), b"").unwrap();
+        let err = Store::open_read_only(dir.path()).err().unwrap().to_string();
+        assert!(err.contains("not a virtperf results store"), "{err}");
+        assert_eq!(
+            std::fs::metadata(dir.path().join("results.db"))
+                .unwrap()
+                .len(),
+            0
+        );
+        std::fs::remove_file(dir.path().join("results.db")).unwrap();
+        {
+            let s = Store::open(dir.path()).unwrap();
+            s.begin("t", "suite", "host", &["host".into()], &[])
+                .unwrap();
+        }
+        let before = std::fs::read(dir.path().join("results.db")).unwrap();
+        let r = Store::open_read_only(dir.path()).unwrap();
+        assert_eq!(r.latest().unwrap().unwrap().suite, "suite");
+        assert!(r.begin("t", "x", "host", &[], &[]).is_err(), "read-only");
+        drop(r);
+        assert_eq!(
+            std::fs::read(dir.path().join("results.db")).unwrap(),
+            before
+        );
+    }
     use crate::core::result::{EnvInfo, Metric, SCHEMA as DOC_SCHEMA};
 
     fn doc(v: f64) -> ResultDoc {
