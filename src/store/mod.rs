@@ -62,6 +62,10 @@ CREATE TABLE IF NOT EXISTS runs (
     finished_at TEXT NOT NULL
 );
 CREATE INDEX IF NOT EXISTS runs_by_comparison ON runs(comparison, env, entry, round);
+CREATE TABLE IF NOT EXISTS plans (
+    comparison INTEGER PRIMARY KEY REFERENCES comparisons(id),
+    digest TEXT NOT NULL
+);
 ";
 
 impl Store {
@@ -218,27 +222,87 @@ impl Store {
                 entry: r.get::<_, i64>(1)? as usize,
                 label: r.get(2)?,
                 round: r.get::<_, i64>(3)? as usize,
-                doc: doc.and_then(|d| serde_json::from_str(&d).ok()),
-                error: r.get(5)?,
+                doc: doc.as_deref().and_then(|d| serde_json::from_str(d).ok()),
+                // A stored document that no longer reads is a failed run,
+                // never a silent gap.
+                error: match (r.get::<_, Option<String>>(5)?, &doc) {
+                    (Some(e), _) => Some(e),
+                    (None, Some(d)) if serde_json::from_str::<ResultDoc>(d).is_err() => {
+                        Some("the stored result does not parse".into())
+                    }
+                    (None, _) => None,
+                },
             })
         })?;
         Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
     }
 
-    /// Whether (env, entry, round) already has a successful result.
+    /// Whether (env, entry, round) already has a successful result: one
+    /// that is stored and still reads as a result document.
     pub fn done(&self, comparison: i64, env: &str, entry: usize, round: usize) -> Result<bool> {
-        let n: i64 = self.conn.query_row(
-            "SELECT COUNT(*) FROM runs WHERE comparison = ?1 AND env = ?2 AND entry = ?3 AND round = ?4 AND doc IS NOT NULL",
-            params![comparison, env, entry as i64, round as i64],
-            |r| r.get(0),
+        let mut stmt = self.conn.prepare(
+            "SELECT doc FROM runs WHERE comparison = ?1 AND env = ?2 AND entry = ?3 AND round = ?4 AND doc IS NOT NULL",
         )?;
-        Ok(n > 0)
+        let docs = stmt.query_map(params![comparison, env, entry as i64, round as i64], |r| {
+            r.get::<_, String>(0)
+        })?;
+        for doc in docs {
+            if serde_json::from_str::<ResultDoc>(&doc?).is_ok() {
+                return Ok(true);
+            }
+        }
+        Ok(false)
+    }
+
+    /// Records what a comparison's plan was (a digest of its jobs), so a
+    /// resume can tell that the suite changed.
+    pub fn set_plan_digest(&self, comparison: i64, digest: &str) -> Result<()> {
+        self.conn.execute(
+            "INSERT OR REPLACE INTO plans (comparison, digest) VALUES (?1, ?2)",
+            params![comparison, digest],
+        )?;
+        Ok(())
+    }
+
+    /// The digest recorded by `set_plan_digest`, if any.
+    pub fn plan_digest(&self, comparison: i64) -> Result<Option<String>> {
+        Ok(self
+            .conn
+            .query_row(
+                "SELECT digest FROM plans WHERE comparison = ?1",
+                params![comparison],
+                |r| r.get(0),
+            )
+            .optional()?)
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_stored_result_that_does_not_parse_is_not_done() {
+        // Issue 14, item 17.
+        let dir = tempfile::tempdir().unwrap();
+        let s = Store::open(dir.path()).unwrap();
+        let id = s
+            .begin("t", "suite", "host", &["host".into()], &[])
+            .unwrap();
+        s.conn
+            .execute(
+                "INSERT INTO runs (comparison, env, entry, label, round, doc, error, finished_at) VALUES (?1, 'host', 0, 'cpu', 0, '{\"not\": \"a result\"}', NULL, 'now')",
+                params![id],
+            )
+            .unwrap();
+        assert!(!s.done(id, "host", 0, 0).unwrap());
+        let runs = s.runs(id).unwrap();
+        assert!(runs[0].doc.is_none());
+        assert!(runs[0].error.as_deref().unwrap().contains("does not parse"));
+        assert_eq!(s.plan_digest(id).unwrap(), None);
+        s.set_plan_digest(id, "abc").unwrap();
+        assert_eq!(s.plan_digest(id).unwrap().as_deref(), Some("abc"));
+    }
 
     #[test]
     fn reading_never_writes() {
