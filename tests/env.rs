@@ -363,6 +363,32 @@ fn qemu_tcg_guest_runs_cpu_memory_and_fileio() {
 }
 
 #[test]
+fn qemu_own_errors_reach_the_user() {
+    // Issue 14, item 13: QEMU's stderr was piped and never read.
+    let _serial = serial();
+    if !qemu_ok() {
+        return;
+    }
+    let (tmp, cmd) = private_tmp();
+    cmd()
+        .args([
+            "cpu",
+            "--events=1",
+            "--env",
+            "qemu:accel=tcg,net=none,disk=64m,cpu=no-such-model",
+        ])
+        .timeout(std::time::Duration::from_secs(300))
+        .assert()
+        .failure()
+        .stderr(predicate::str::contains("no-such-model").and(predicate::str::contains("stderr")));
+    assert!(
+        qemu_leftovers(tmp.path()).is_empty(),
+        "{:?}",
+        qemu_leftovers(tmp.path())
+    );
+}
+
+#[test]
 fn qemu_count_two_boots_two_guests() {
     let _serial = serial();
     if !qemu_ok() {

@@ -304,3 +304,39 @@ fn a_guests_stderr_is_read_and_shown_safely() {
     assert!(err.contains("Invalid SMP CPUs 1.5"), "{err}");
     assert!(!err.contains('\u{1b}'), "{err:?}");
 }
+
+#[test]
+fn the_plan_carries_option_words_that_look_like_commands() {
+    // Issue 14, item 6: the agent's argv dropped every word equal to run,
+    // prepare or cleanup, and `--time 600` (two words) missed the deadline.
+    let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    let dir = tempfile::tempdir().unwrap();
+    let saved = dir.path().join("plan.json");
+    let mut fake = Fake::new(
+        &format!(
+            "echo '{HELLO}'; read plan; printf '%s' \"$plan\" > '{}'; echo '{{\"type\":\"done\"}}'; exec cat >/dev/null",
+            saved.display()
+        ),
+        b"",
+    );
+    let job = Job::from_args(&[
+        "fileio".into(),
+        "--file-dir".into(),
+        "run".into(),
+        "--time".into(),
+        "600".into(),
+        "--file-test-mode=seqwr".into(),
+    ])
+    .unwrap();
+    assert!(job.deadline() > Duration::from_secs(6000));
+    // The fake answers no job: the host ends on that, after the plan went out.
+    let _ = env::run(&mut fake, &[job], &Silent);
+    let plan: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&saved).unwrap()).unwrap();
+    let wire: virtperf::workload::JobWire =
+        serde_json::from_value(plan["jobs"][0].clone()).unwrap();
+    assert_eq!(wire.options["file-dir"], "run");
+    let back = Job::from_wire(&wire).unwrap();
+    assert_eq!(back.values.text("file-dir"), "run");
+    assert_eq!(back.values.float("time"), 600.0);
+}
