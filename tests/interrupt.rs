@@ -53,9 +53,10 @@ fn processes_with(marker: &str) -> Vec<String> {
     out
 }
 
-/// Starts `virtperf ARGS` with a private TMPDIR, waits for `started`, sends
-/// `signals` 200 ms apart, and checks the ending; returns stderr.
-fn interrupt(args: &[&str], signals: &[i32], started: impl Fn(&Path) -> bool) -> String {
+/// Starts `virtperf ARGS` with a private TMPDIR, waits for `started` (given
+/// the directory and the pid), sends `signals` 200 ms apart, and checks the
+/// ending; returns the pid.
+fn interrupt(args: &[&str], signals: &[i32], started: impl Fn(&Path, u32) -> bool) -> u32 {
     let tmp = tempfile::tempdir().unwrap();
     let mut child = Command::new(assert_cmd::cargo::cargo_bin("virtperf"))
         .args(args)
@@ -69,9 +70,10 @@ fn interrupt(args: &[&str], signals: &[i32], started: impl Fn(&Path) -> bool) ->
         .spawn()
         .unwrap();
     assert!(
-        wait_until(Duration::from_secs(90), || started(tmp.path())),
+        wait_until(Duration::from_secs(90), || started(tmp.path(), child.id())),
         "{args:?} never got going"
     );
+    let pid = child.id();
     let sent = Instant::now();
     for &sig in signals {
         // SAFETY: signalling our own child.
@@ -105,10 +107,10 @@ fn interrupt(args: &[&str], signals: &[i32], started: impl Fn(&Path) -> bool) ->
         entries(tmp.path()),
         processes_with(&marker)
     );
-    stderr
+    pid
 }
 
-fn host_agent_started(tmp: &Path) -> bool {
+fn host_agent_started(tmp: &Path, _pid: u32) -> bool {
     entries(tmp)
         .iter()
         .any(|n| n.starts_with("virtperf-host-0-"))
@@ -145,7 +147,7 @@ fn host_file_tests_leave_no_files_on_a_double_interrupt() {
             "host",
         ],
         &[libc::SIGINT, libc::SIGINT],
-        |tmp| {
+        |tmp, _| {
             entries(tmp).iter().any(|n| {
                 n.starts_with("virtperf-host-0-") && tmp.join(n).join("test_file.1").exists()
             })
@@ -190,14 +192,23 @@ fn docker_ok() -> bool {
     ok || !skip("no reachable docker engine")
 }
 
-fn labelled(what: &[&str]) -> Vec<String> {
+/// Names of containers or volumes of the virtperf process `pid` (other
+/// virtperf runs may share the engine).
+fn of_run(what: &[&str], pid: u32) -> Vec<String> {
     let out = Command::new("docker")
         .args(what)
-        .args(["-q", "--filter", "label=virtperf=1"])
+        .args(["--filter", "label=virtperf=1", "--format"])
+        .arg(if what[0] == "ps" {
+            "{{.Names}}"
+        } else {
+            "{{.Name}}"
+        })
         .output()
         .unwrap();
+    let prefix = format!("virtperf-{pid}-");
     String::from_utf8_lossy(&out.stdout)
         .split_whitespace()
+        .filter(|n| n.starts_with(&prefix))
         .map(str::to_string)
         .collect()
 }
@@ -208,8 +219,6 @@ fn docker_runs_end_cleanly_on_every_signal() {
     if !docker_ok() {
         return;
     }
-    let containers_before = labelled(&["ps", "-a"]);
-    let volumes_before = labelled(&["volume", "ls"]);
     let cases: &[(&str, &[i32])] = &[
         ("SIGINT", &[libc::SIGINT]),
         ("SIGINT twice", &[libc::SIGINT, libc::SIGINT]),
@@ -218,25 +227,14 @@ fn docker_runs_end_cleanly_on_every_signal() {
     ];
     for (what, signals) in cases {
         eprintln!("docker, {what}");
-        let running = || {
-            labelled(&["ps"])
-                .iter()
-                .any(|c| !containers_before.contains(c))
-        };
-        interrupt(
+        let pid = interrupt(
             &["cpu", "--time=60", "--env", "docker:storage=volume"],
             signals,
-            |_| running(),
+            |_, pid| !of_run(&["ps"], pid).is_empty(),
         );
-        let left: Vec<String> = labelled(&["ps", "-a"])
-            .into_iter()
-            .filter(|c| !containers_before.contains(c))
-            .collect();
+        let left = of_run(&["ps", "-a"], pid);
         assert!(left.is_empty(), "docker, {what}: containers left: {left:?}");
-        let left: Vec<String> = labelled(&["volume", "ls"])
-            .into_iter()
-            .filter(|v| !volumes_before.contains(v))
-            .collect();
+        let left = of_run(&["volume", "ls"], pid);
         assert!(left.is_empty(), "docker, {what}: volumes left: {left:?}");
     }
 }
