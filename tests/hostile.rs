@@ -340,3 +340,83 @@ fn the_plan_carries_option_words_that_look_like_commands() {
     assert_eq!(back.values.text("file-dir"), "run");
     assert_eq!(back.values.float("time"), 600.0);
 }
+
+/// Property tests over arbitrary input, standing in for fuzz targets until
+/// `cargo fuzz` runs here: the parsers a guest or a user feeds never panic
+/// and never accept what their checks refuse.
+mod arbitrary {
+    use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 24, ..ProptestConfig::default() })]
+
+        #[test]
+        fn any_agent_output_ends_the_run_without_a_panic(
+            lines in proptest::collection::vec(
+                prop_oneof![
+                    proptest::collection::vec(any::<u8>(), 0..200),
+                    Just(br#"{"type":"done"}"#.to_vec()),
+                    Just(br#"{"type":"result","index":0}"#.to_vec()),
+                    Just(br#"{"type":"error","index":0,"message":"\u001b[2J"}"#.to_vec()),
+                ],
+                0..6,
+            )
+        ) {
+            let mut reply = Vec::new();
+            for l in lines {
+                reply.extend_from_slice(&l);
+                reply.push(b'\n');
+            }
+            let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+            let mut fake = Fake::new(&format!("echo '{HELLO}'; read plan; cat \"$REPLY_FILE\""), &reply);
+            let job = Job::from_args(&["cpu".into(), "--events=1".into()]).unwrap();
+            let started = Instant::now();
+            let out = env::run(&mut fake, &[job], &Silent);
+            prop_assert!(started.elapsed() < 2 * DEADLINE + Duration::from_secs(6));
+            if let Ok(o) = out {
+                // Only an error line can pass; its text is made safe.
+                let e = o[0].results[0].as_ref().unwrap_err();
+                prop_assert!(!e.contains('\x1b'), "{:?}", e);
+            }
+        }
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 2000, ..ProptestConfig::default() })]
+
+        #[test]
+        fn env_specs_never_panic_and_keep_their_checks(
+            text in "(host|docker|podman|qemu|ssh)(:[-a-z0-9=,.@:_ ]{0,40})?"
+        ) {
+            if let Ok(spec) = Spec::parse(&text) {
+                for (k, v) in &spec.opts {
+                    let option = spec.driver.option(k).unwrap();
+                    prop_assert!(option.check.refuse(k, v).is_none());
+                    prop_assert!(!v.starts_with('-'), "{text}");
+                }
+            }
+        }
+
+        #[test]
+        fn option_checks_never_panic(key in "[a-z]{1,8}", value in "\\PC{0,24}") {
+            use virtperf::env::def::Check;
+            for check in [
+                Check::Positive(1024.0),
+                Check::Whole(1, 255),
+                Check::Size(1 << 20),
+                Check::Port,
+                Check::CpuList,
+                Check::Image,
+                Check::Text,
+            ] {
+                let _ = check.refuse(&key, &value);
+            }
+        }
+
+        #[test]
+        fn suite_files_never_panic(text in "(repeat = -?[0-9]{1,12}\n)?(\\[\\[run\\]\\]\nworkload = \"(cpu|fileio|gpu)\"\n([a-z_]{1,10} = (\\[[0-9, ]{0,30}\\]|[0-9]{1,5}|\"[a-z]{0,5}\")\n){0,4}){0,3}") {
+            let _ = virtperf::suite::parse("fuzz", &text);
+        }
+    }
+}
