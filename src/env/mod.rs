@@ -139,6 +139,26 @@ enum Line {
     Eof,
 }
 
+/// The protocol message on one line of an agent's output: none on a line of
+/// other text (a shell's banner), or why a line that claims to be one is not.
+/// Public for the fuzz targets.
+pub fn message_in(line: &str) -> std::result::Result<Option<Message>, String> {
+    let t = line.trim().trim_start_matches('\u{0}');
+    // A message may follow noise on its line (a serial port's); a line that
+    // is all JSON is a message whatever its key order.
+    let Some(start) = t.find("{\"type\"").or(t.starts_with('{').then_some(0)) else {
+        return Ok(None);
+    };
+    serde_json::from_str::<Message>(&t[start..])
+        .map(Some)
+        .map_err(|e| {
+            format!(
+                "the agent sent a message that does not parse ({e}): {}",
+                text::one_line(&t[start..], 200)
+            )
+        })
+}
+
 /// Reads `input` line by line into `tx`, bounded in line length and (with a
 /// bounded channel) in what waits for the host.
 fn read_lines(input: impl std::io::Read, tx: SyncSender<Line>) {
@@ -317,21 +337,11 @@ impl Session {
                 .lines
                 .recv_timeout(left.min(Duration::from_millis(200)))
             {
-                Ok(Line::Text(text)) => {
-                    let t = text.trim().trim_start_matches('\u{0}');
-                    // A message may follow noise on its line (a serial port's);
-                    // a line that is all JSON is a message whatever its key order.
-                    let start = t.find("{\"type\"").or(t.starts_with('{').then_some(0));
-                    if let Some(start) = start {
-                        return serde_json::from_str::<Message>(&t[start..]).map_err(|e| {
-                            anyhow!(
-                                "{}: protocol error: the agent sent a message that does not parse ({e}): {}",
-                                self.label,
-                                text::one_line(&t[start..], 200)
-                            )
-                        });
-                    }
-                }
+                Ok(Line::Text(text)) => match message_in(&text) {
+                    Ok(Some(msg)) => return Ok(msg),
+                    Ok(None) => {}
+                    Err(why) => bail!("{}: protocol error: {why}", self.label),
+                },
                 Ok(Line::Broken(why)) => {
                     bail!("{}: protocol error: {why}{}", self.label, self.last_words())
                 }
