@@ -341,9 +341,10 @@ fn the_plan_carries_option_words_that_look_like_commands() {
     assert_eq!(back.values.float("time"), 600.0);
 }
 
-/// Property tests over arbitrary input, standing in for fuzz targets until
-/// `cargo fuzz` runs here: the parsers a guest or a user feeds never panic
-/// and never accept what their checks refuse.
+/// Property tests over arbitrary input, a quick companion to the fuzz
+/// targets (`scripts/fuzz`) that runs with every `cargo test`: the parsers a
+/// guest or a user feeds never panic and never accept what their checks
+/// refuse.
 mod arbitrary {
     use super::*;
     use proptest::prelude::*;
