@@ -109,6 +109,13 @@ fn ctrl_c_leaves_nothing_and_cleanup_removes_leftovers() {
     // Leftovers of a killed run are what `cleanup` is for.
     std::fs::write(dir.path().join("virtperf-disk.12345"), b"x").unwrap();
     std::fs::create_dir(dir.path().join("virtperf-disk-files.12345.seq")).unwrap();
+    std::fs::write(
+        dir.path()
+            .join("virtperf-disk-files.12345.seq")
+            .join("0000000001"),
+        b"",
+    )
+    .unwrap();
     std::fs::write(dir.path().join("keep-me"), b"x").unwrap();
     virtperf()
         .arg("disk")
@@ -118,6 +125,28 @@ fn ctrl_c_leaves_nothing_and_cleanup_removes_leftovers() {
         .success();
     assert!(leftovers(dir.path()).is_empty());
     assert!(dir.path().join("keep-me").exists());
+
+    // Issue 14, item 8: only names it makes, of processes that are gone;
+    // a user's look-alikes stay, and so do their contents.
+    let backup = dir.path().join("virtperf-disk-files.backup");
+    std::fs::create_dir(&backup).unwrap();
+    std::fs::write(backup.join("thesis.tex"), b"x").unwrap();
+    std::fs::write(dir.path().join("virtperf-disk.notes"), b"x").unwrap();
+    let mixed = dir.path().join("virtperf-disk-files.12345.rnd");
+    std::fs::create_dir(&mixed).unwrap();
+    std::fs::write(mixed.join("mine.txt"), b"x").unwrap();
+    let live = format!("virtperf-disk.{}", std::process::id());
+    std::fs::write(dir.path().join(&live), b"x").unwrap();
+    virtperf()
+        .arg("disk")
+        .arg(format!("--disk-dir={}", dir.path().display()))
+        .args(["--disk-file-size=8M", "cleanup"])
+        .assert()
+        .success();
+    assert!(backup.join("thesis.tex").exists());
+    assert!(dir.path().join("virtperf-disk.notes").exists());
+    assert!(mixed.join("mine.txt").exists());
+    assert!(dir.path().join(&live).exists(), "a live run's file");
 }
 
 #[test]

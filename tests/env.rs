@@ -223,6 +223,19 @@ fn storage_modes_host_the_file_tests(cli: &str) {
         ]);
         assert!(metric(&d[0], "reads_per_sec") > 0.0, "{env}");
     }
+    // Issue 14, item 7: two instances on volumes write the same file names
+    // at once; each has its own volume, and both are removed.
+    let env = format!("{cli}:storage=volume,count=2");
+    let d = docs(&[
+        "fileio",
+        "--file-num=2",
+        "--file-total-size=8M",
+        "--file-test-mode=rndrw",
+        "--time=0.5",
+        "--env",
+        &env,
+    ]);
+    assert_eq!(d.len(), 3, "two instances and their sum");
     let vols = Std::new(cli).args(["volume", "ls", "-q"]).output().unwrap();
     assert!(!String::from_utf8_lossy(&vols.stdout).contains("virtperf-"));
     no_virtperf_containers_in(cli);
@@ -356,6 +369,32 @@ fn qemu_tcg_guest_runs_cpu_memory_and_fileio() {
         ],
     );
     assert!(metric(&io[0], "writes_per_sec") > 0.0);
+    assert!(
+        qemu_leftovers(tmp.path()).is_empty(),
+        "{:?}",
+        qemu_leftovers(tmp.path())
+    );
+}
+
+#[test]
+fn qemu_own_errors_reach_the_user() {
+    // Issue 14, item 13: QEMU's stderr was piped and never read.
+    let _serial = serial();
+    if !qemu_ok() {
+        return;
+    }
+    let (tmp, cmd) = private_tmp();
+    cmd()
+        .args([
+            "cpu",
+            "--events=1",
+            "--env",
+            "qemu:accel=tcg,net=none,disk=64m,cpu=no-such-model",
+        ])
+        .timeout(std::time::Duration::from_secs(300))
+        .assert()
+        .failure()
+        .stderr(predicate::str::contains("no-such-model").and(predicate::str::contains("stderr")));
     assert!(
         qemu_leftovers(tmp.path()).is_empty(),
         "{:?}",

@@ -122,7 +122,44 @@ fn flag_reasons(doc: &ResultDoc) -> Vec<String> {
             m.foreign_busy_pct
         ));
     }
+    out.extend(multimodal(&doc.details));
     out
+}
+
+/// Parts of a run that measured two faces of the machine: a workload marks
+/// such a part in its details as `{"multimodal": true, "modes": [{"ns": x,
+/// "share": s}, ...]}` (microops does, per operation), so a ratio between
+/// environments is read with that in mind.
+fn multimodal(details: &serde_json::Value) -> Vec<String> {
+    let Some(parts) = details.as_object() else {
+        return Vec::new();
+    };
+    parts
+        .iter()
+        .filter(|(_, v)| v.get("multimodal").and_then(|m| m.as_bool()) == Some(true))
+        .map(|(name, v)| {
+            let modes: Vec<String> = v
+                .get("modes")
+                .and_then(|m| m.as_array())
+                .map(|modes| {
+                    modes
+                        .iter()
+                        .filter_map(|m| {
+                            let at = m.get("ns").or_else(|| m.get("cycles"))?.as_f64()?;
+                            let share = m.get("share")?.as_f64()?;
+                            let unit = if m.get("ns").is_some() {
+                                "ns"
+                            } else {
+                                "cycles"
+                            };
+                            Some(format!("{at:.0} {unit} {:.0}%", share * 100.0))
+                        })
+                        .collect()
+                })
+                .unwrap_or_default();
+            format!("{name} multimodal ({})", modes.join(" / "))
+        })
+        .collect()
 }
 
 /// metric name -> environment -> samples
@@ -401,5 +438,26 @@ pub fn is_headline(workload: &str, metric: &str) -> bool {
     match crate::workload::find(workload) {
         Some(def) => def.metric(metric).is_some_and(|m| m.headline),
         None => true,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_multimodal_part_of_a_run_is_flagged_with_its_modes() {
+        let details = serde_json::json!({
+            "getpid": {"multimodal": true, "modes": [
+                {"cycles": 415.0, "ns": 160.0, "share": 0.6},
+                {"cycles": 600.0, "ns": 231.0, "share": 0.4}]},
+            "cpuid": {"multimodal": false, "modes": [{"ns": 900.0, "share": 1.0}]},
+            "timer": {"source": "tsc"}
+        });
+        assert_eq!(
+            multimodal(&details),
+            vec!["getpid multimodal (160 ns 60% / 231 ns 40%)".to_string()]
+        );
+        assert!(multimodal(&serde_json::Value::Null).is_empty());
     }
 }

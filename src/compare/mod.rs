@@ -30,7 +30,18 @@ pub fn main(args: &[String]) -> Result<()> {
                 plan.out.display()
             )
         })?;
-        // The stored settings win, so the resumed runs belong together.
+        // The stored settings are the plan, so the resumed runs belong
+        // together: other settings on the command line are refused, not
+        // silently dropped, and so is a suite that changed since.
+        let ignored = plan::beyond_resume(args);
+        if !ignored.is_empty() {
+            return Err(crate::core::options::CliError::Usage(format!(
+                "--resume continues comparison #{} with the settings it started with: leave out {}",
+                last.id,
+                ignored.join(" ")
+            ))
+            .into());
+        }
         let (p, _) = plan::plan(&last.args, &observer)?;
         plan = Plan {
             out: plan.out,
@@ -38,6 +49,15 @@ pub fn main(args: &[String]) -> Result<()> {
             view: plan.view,
             ..p
         };
+        if let Some(stored) = store.plan_digest(last.id)? {
+            if stored != plan::digest(&plan) {
+                return Err(crate::core::options::CliError::Usage(format!(
+                    "--resume: the suite '{}' changed since comparison #{} started: start a new comparison (without --resume)",
+                    plan.suite.name, last.id
+                ))
+                .into());
+            }
+        }
         observer.note(&format!(
             "resuming comparison #{} started {}",
             last.id, last.started_at
@@ -45,13 +65,15 @@ pub fn main(args: &[String]) -> Result<()> {
         last.id
     } else {
         let labels: Vec<String> = plan.specs.iter().map(|s| s.label.clone()).collect();
-        store.begin(
+        let id = store.begin(
             &crate::core::time::now_rfc3339(),
             &plan.suite.name,
             &plan.specs[0].label,
             &labels,
             args,
-        )?
+        )?;
+        store.set_plan_digest(id, &plan::digest(&plan))?;
+        id
     };
     observer.note(&format!(
         "comparison #{id}: suite {} ({} runs), environments {}, {} repetitions; results in {}",

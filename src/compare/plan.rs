@@ -146,6 +146,10 @@ pub fn plan(args: &[String], observer: &dyn Observer) -> Result<(Plan, bool)> {
         suite::from_args(&workload).map_err(|e| CliError::Usage(format!("{e:#}")))?
     };
     let repeat = match v.text("repeat") {
+        // The suite's own `repeat`, unless the command line says.
+        _ if !v.was_given("repeat") && suite.repeat.is_some() => {
+            Repeat::Fixed(suite.repeat.unwrap_or(1) as usize)
+        }
         "auto" => Repeat::Auto,
         n => match n.parse::<usize>() {
             Ok(k) if (1..=1000).contains(&k) => Repeat::Fixed(k),
@@ -203,6 +207,45 @@ pub fn plan(args: &[String], observer: &dyn Observer) -> Result<(Plan, bool)> {
     ))
 }
 
+/// The arguments that `--resume` would not use: everything but `--resume`
+/// and `--out DIR`.
+pub fn beyond_resume(args: &[String]) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut it = args.iter();
+    while let Some(a) = it.next() {
+        match a.as_str() {
+            "--resume" | "--resume=on" => {}
+            "--out" => {
+                it.next();
+            }
+            a if a.starts_with("--out=") => {}
+            other => out.push(other.to_string()),
+        }
+    }
+    out
+}
+
+/// A digest of what a plan runs (every job's arguments, in order, and the
+/// environments), to notice a suite file that changed before a resume.
+pub fn digest(plan: &Plan) -> String {
+    use sha2::{Digest, Sha256};
+    let mut h = Sha256::new();
+    for e in &plan.suite.entries {
+        h.update(e.label.as_bytes());
+        h.update([0]);
+        for a in e.job.args() {
+            h.update(a.as_bytes());
+            h.update([0]);
+        }
+        h.update([1]);
+    }
+    for s in &plan.specs {
+        h.update(s.label.as_bytes());
+        h.update([2]);
+    }
+    h.finalize().iter().map(|b| format!("{b:02x}")).collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -213,6 +256,40 @@ mod tests {
 
     fn s(v: &[&str]) -> Vec<String> {
         v.iter().map(|x| x.to_string()).collect()
+    }
+
+    #[test]
+    fn a_suites_repeat_is_used_unless_the_command_line_says() {
+        // Issue 14, item 16: `repeat` was parsed and never used.
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("two.toml");
+        std::fs::write(&path, "repeat = 2\n[[run]]\nworkload = \"cpu\"\n").unwrap();
+        let p = path.display().to_string();
+        let (plan, _) = plan_quiet(&s(&["--env", "host", "--suite", &p])).unwrap();
+        assert_eq!(plan.repeat, Repeat::Fixed(2));
+        let (plan, _) = plan_quiet(&s(&["--env", "host", "--suite", &p, "--repeat", "3"])).unwrap();
+        assert_eq!(plan.repeat, Repeat::Fixed(3));
+    }
+
+    #[test]
+    fn resume_takes_no_other_settings_and_notices_a_changed_suite() {
+        // Issue 14, item 17.
+        assert!(beyond_resume(&s(&["--resume", "--out", "d"])).is_empty());
+        assert!(beyond_resume(&s(&["--out=d", "--resume"])).is_empty());
+        assert_eq!(
+            beyond_resume(&s(&["--resume", "--repeat", "9", "cpu"])),
+            s(&["--repeat", "9", "cpu"])
+        );
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s.toml");
+        let p = path.display().to_string();
+        std::fs::write(&path, "[[run]]\nworkload = \"cpu\"\ntime = 1\n").unwrap();
+        let (a, _) = plan_quiet(&s(&["--env", "host", "--suite", &p])).unwrap();
+        let (same, _) = plan_quiet(&s(&["--env", "host", "--suite", &p])).unwrap();
+        assert_eq!(digest(&a), digest(&same));
+        std::fs::write(&path, "[[run]]\nworkload = \"cpu\"\ntime = 2\n").unwrap();
+        let (b, _) = plan_quiet(&s(&["--env", "host", "--suite", &p])).unwrap();
+        assert_ne!(digest(&a), digest(&b));
     }
 
     #[test]

@@ -64,7 +64,7 @@ pub fn report_main(args: &[String]) -> Result<()> {
         ))
         .into());
     }
-    let store = Store::open(&dir)?;
+    let store = Store::open_read_only(&dir)?;
     let cmp = match id {
         Some(n) => store.comparison(n)?,
         None => store.latest()?,

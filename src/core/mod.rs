@@ -6,5 +6,6 @@ pub mod observer;
 pub mod options;
 pub mod result;
 pub mod signals;
+pub mod text;
 pub mod time;
 pub mod units;

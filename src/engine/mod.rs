@@ -7,7 +7,7 @@ mod histogram;
 mod rng;
 
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Barrier, Mutex, OnceLock};
+use std::sync::{Arc, Condvar, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, Result};
@@ -262,26 +262,41 @@ pub fn run<W: Worker>(opts: &EngineOptions, workers: Vec<W>) -> Result<(Outcome,
         finished: AtomicUsize::new(0),
         error: Mutex::new(None),
     });
-    let ready = Barrier::new(opts.threads + 1);
-    let go = Barrier::new(opts.threads + 1);
+    let ready = Gate::new(opts.threads + 1);
+    let go = Gate::new(opts.threads + 1);
     let shared = &*shared;
     let (ready, go) = (&ready, &go);
 
     let joined = std::thread::scope(|scope| {
-        let handles: Vec<_> = workers
-            .into_iter()
-            .enumerate()
-            .map(|(tid, worker)| {
-                std::thread::Builder::new()
-                    .name(format!("worker-{tid}"))
-                    .spawn_scoped(scope, move || {
-                        thread_main(tid, worker, opts, shared, ready, go)
-                    })
-                    .expect("spawn worker thread")
-            })
-            .collect();
+        let mut handles = Vec::with_capacity(opts.threads);
+        for (tid, worker) in workers.into_iter().enumerate() {
+            let spawned = refused_spawn(tid).map_or_else(
+                || {
+                    std::thread::Builder::new()
+                        .name(format!("worker-{tid}"))
+                        .spawn_scoped(scope, move || {
+                            thread_main(tid, worker, opts, shared, ready, go)
+                        })
+                },
+                Err,
+            );
+            match spawned {
+                Ok(h) => handles.push(h),
+                Err(e) => {
+                    // The threads already started are waiting at the gate:
+                    // release them unrun, and let the scope join them.
+                    ready.cancel();
+                    go.cancel();
+                    return Err(anyhow!(
+                        "cannot start worker thread {} of {} ({e}): lower --threads or raise the process or memory limit",
+                        tid + 1,
+                        opts.threads
+                    ));
+                }
+            }
+        }
         ready.wait();
-        // Threads warm up between the two barriers; the clock starts after.
+        // Threads warm up between the two gates; the clock starts after.
         go.wait();
         let start = Instant::now();
         let _ = shared.start.set(start);
@@ -289,9 +304,9 @@ pub fn run<W: Worker>(opts: &EngineOptions, workers: Vec<W>) -> Result<(Outcome,
             report_interim(opts, shared, start, every);
         }
         let results: Vec<_> = handles.into_iter().map(|h| h.join()).collect();
-        (start, results)
+        Ok((start, results))
     });
-    let (start, results) = joined;
+    let (start, results) = joined?;
     let mut workers = Vec::with_capacity(opts.threads);
     let mut threads = Vec::with_capacity(opts.threads);
     let mut histogram = new_histogram();
@@ -322,6 +337,59 @@ pub fn run<W: Worker>(opts: &EngineOptions, workers: Vec<W>) -> Result<(Outcome,
     ))
 }
 
+#[cfg(test)]
+thread_local! {
+    /// Tests make the spawn of this worker fail as a process limit would.
+    static REFUSE_SPAWN: std::cell::Cell<Option<usize>> = const { std::cell::Cell::new(None) };
+}
+
+/// The error the OS would give for spawning worker `tid`, when a test asks.
+fn refused_spawn(_tid: usize) -> Option<std::io::Error> {
+    #[cfg(test)]
+    if REFUSE_SPAWN.with(|r| r.get()) == Some(_tid) {
+        return Some(std::io::Error::from_raw_os_error(libc::EAGAIN));
+    }
+    None
+}
+
+/// A one-shot barrier that can be called off: when a worker thread cannot
+/// be started, the ones already waiting are released instead of waiting
+/// forever.
+struct Gate {
+    /// (arrived, called off)
+    state: Mutex<(usize, bool)>,
+    opened: Condvar,
+    parties: usize,
+}
+
+impl Gate {
+    fn new(parties: usize) -> Gate {
+        Gate {
+            state: Mutex::new((0, false)),
+            opened: Condvar::new(),
+            parties,
+        }
+    }
+
+    /// Waits until every party arrived (true) or the gate was called off.
+    fn wait(&self) -> bool {
+        let mut s = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        s.0 += 1;
+        if s.0 >= self.parties {
+            self.opened.notify_all();
+        }
+        while s.0 < self.parties && !s.1 {
+            s = self.opened.wait(s).unwrap_or_else(|p| p.into_inner());
+        }
+        !s.1
+    }
+
+    fn cancel(&self) {
+        self.state.lock().unwrap_or_else(|p| p.into_inner()).1 = true;
+        self.opened.notify_all();
+    }
+}
+
 type ThreadResult<W> = (W, ThreadStats, Histogram, Instant);
 
 fn thread_main<W: Worker>(
@@ -329,12 +397,14 @@ fn thread_main<W: Worker>(
     mut worker: W,
     opts: &EngineOptions,
     shared: &Shared,
-    ready: &Barrier,
-    go: &Barrier,
+    ready: &Gate,
+    go: &Gate,
 ) -> ThreadResult<W> {
     let mut hist = new_histogram();
     let mut stats = ThreadStats::default();
-    ready.wait();
+    if !ready.wait() {
+        return (worker, stats, hist, Instant::now());
+    }
     if !opts.warmup.is_zero() {
         let until = Instant::now() + opts.warmup;
         while Instant::now() < until && !signals::interrupted() {
@@ -348,7 +418,9 @@ fn thread_main<W: Worker>(
             }
         }
     }
-    go.wait();
+    if !go.wait() {
+        return (worker, stats, hist, Instant::now());
+    }
     let start = *shared.start.wait();
     let deadline = opts.time.map(|t| start + t);
     let result = if opts.rate > 0.0 {
@@ -617,6 +689,22 @@ mod tests {
                 left: None,
             })
             .collect()
+    }
+
+    #[test]
+    fn a_thread_that_cannot_start_fails_the_run_without_a_hang() {
+        // Issue 14, item 3: the engine panicked, and the threads already
+        // started waited at the barrier forever.
+        REFUSE_SPAWN.with(|r| r.set(Some(3)));
+        let started = Instant::now();
+        let result = run(&opts(6), sleepers(6, 1));
+        REFUSE_SPAWN.with(|r| r.set(None));
+        let err = result.err().expect("the run fails").to_string();
+        assert!(err.contains("cannot start worker thread 4 of 6"), "{err}");
+        assert!(err.contains("--threads"), "{err}");
+        assert!(started.elapsed() < Duration::from_secs(5));
+        // The engine still works afterwards.
+        assert!(run(&opts(2), sleepers(2, 1)).is_ok());
     }
 
     #[test]

@@ -10,34 +10,77 @@ use super::{Environment, Spec};
 /// What values an `--env` option takes.
 #[derive(Debug, Clone, Copy)]
 pub enum Check {
-    /// A number above zero (`cpus=0.5`).
-    Positive,
-    /// A size such as 512m or 2g.
-    Size,
+    /// A finite number above zero, up to the given most (`cpus=0.5`).
+    Positive(f64),
+    /// A whole number in the range (`smp=2`).
+    Whole(u64, u64),
+    /// A size such as 512m or 2g, at least the given bytes.
+    Size(u64),
     /// One word from a list.
     Choice(&'static [&'static str]),
     /// A TCP port, 1 to 65535.
     Port,
-    /// Anything (a path, an image name).
+    /// CPU numbers and ranges, `0-3` (commas separate spec options).
+    CpuList,
+    /// A container image reference: never an option of the engine's CLI.
+    Image,
+    /// Anything (a path, a model name), but never a word starting with `-`.
     Text,
 }
 
 impl Check {
     /// Why `value` is refused, if it is.
     pub fn refuse(&self, key: &str, value: &str) -> Option<String> {
-        match self {
-            Check::Positive if !value.parse::<f64>().is_ok_and(|x| x > 0.0) => {
-                Some(format!("{key}={value}: expected a positive number"))
+        match *self {
+            Check::Positive(most)
+                if !value
+                    .parse::<f64>()
+                    .is_ok_and(|x| x.is_finite() && x > 0.0 && x <= most) =>
+            {
+                Some(format!("{key}={value}: expected a number above 0, at most {most}"))
             }
-            Check::Size if crate::core::units::Bytes::parse(value).is_err() => {
-                Some(format!("{key}={value}: expected a size such as 512m or 2g"))
+            Check::Whole(least, most)
+                if !value
+                    .parse::<u64>()
+                    .is_ok_and(|n| (least..=most).contains(&n)) =>
+            {
+                Some(format!("{key}={value}: expected a whole number, {least} to {most}"))
             }
+            Check::Size(least) => match crate::core::units::Bytes::parse(value) {
+                Err(_) => Some(format!("{key}={value}: expected a size such as 512m or 2g")),
+                Ok(b) if b.0 < least => Some(format!(
+                    "{key}={value}: too small, give at least {}m",
+                    least.div_ceil(1 << 20)
+                )),
+                Ok(_) => None,
+            },
             Check::Choice(words) if !words.contains(&value) => {
                 Some(format!("{key}={value}: use {}", words.join(" or ")))
             }
             Check::Port if !value.parse::<u16>().is_ok_and(|p| p > 0) => {
                 Some(format!("{key}={value}: expected a TCP port, 1 to 65535"))
             }
+            Check::CpuList
+                if value.is_empty()
+                    || !value.chars().all(|c| c.is_ascii_digit() || c == '-')
+                    || value.starts_with('-') =>
+            {
+                Some(format!("{key}={value}: expected CPU numbers such as 0-3"))
+            }
+            Check::Image
+                if value.is_empty()
+                    || !value.starts_with(|c: char| c.is_ascii_alphanumeric())
+                    || !value
+                        .chars()
+                        .all(|c| c.is_ascii_alphanumeric() || "._-/:@".contains(c)) =>
+            {
+                Some(format!(
+                    "{key}={value}: expected an image name such as debian:12 (letters, digits and . _ - / : @, starting with a letter or digit)"
+                ))
+            }
+            Check::Text if value.is_empty() || value.starts_with('-') => Some(format!(
+                "{key}={value}: give a value that does not start with '-'"
+            )),
             _ => None,
         }
     }

@@ -15,12 +15,16 @@ use super::{Environment, Launched, OnHost, Spec};
 use crate::core::observer::Observer;
 
 const OPTIONS: &[EnvOption] = &[
-    EnvOption::new("cpus", Check::Positive, "CPU limit, e.g. 0.5 or 2"),
-    EnvOption::new("memory", Check::Size, "memory limit, e.g. 512m or 2g"),
-    EnvOption::new("cpuset", Check::Text, "CPUs to pin to, e.g. 0-1"),
+    EnvOption::new("cpus", Check::Positive(1024.0), "CPU limit, e.g. 0.5 or 2"),
+    EnvOption::new(
+        "memory",
+        Check::Size(6 << 20),
+        "memory limit, e.g. 512m or 2g (at least 6m)",
+    ),
+    EnvOption::new("cpuset", Check::CpuList, "CPUs to pin to, e.g. 0-1"),
     EnvOption::new(
         "image",
-        Check::Text,
+        Check::Image,
         "your image, with virtperf mounted in (default: an image of only the binary)",
     ),
     EnvOption::new(
@@ -67,8 +71,6 @@ pub struct DockerEnvironment {
     /// `docker` or `podman`.
     cli: &'static str,
     image: String,
-    /// A volume created for storage=volume, removed at the end.
-    volume: Option<String>,
     run_id: String,
     /// Podman's conmon writes an `oom` marker into its working directory; it
     /// runs in this private directory, removed with the environment.
@@ -95,7 +97,6 @@ impl DockerEnvironment {
             conmon_dir,
             cli,
             image: String::new(),
-            volume: None,
             run_id: format!("{}-{}", std::process::id(), rand_suffix()),
             spec,
         })
@@ -224,6 +225,56 @@ pub fn agent_tar(binary: &[u8]) -> Vec<u8> {
     out
 }
 
+impl DockerEnvironment {
+    fn volume_name(&self, index: usize) -> String {
+        format!("virtperf-{}-{index}", self.run_id)
+    }
+
+    /// The `run` command of instance `index`, with its volume if any.
+    fn run_command(&self, index: usize, volume: Option<&str>) -> Result<Command> {
+        let name = self.container_name(index);
+        let mut cmd = Command::new(self.cli);
+        if let Some(dir) = &self.conmon_dir {
+            cmd.current_dir(dir.path());
+        }
+        cmd.args(["run", "-i", "--name", &name, "--label", "virtperf=1"]);
+        cmd.args(["--workdir", self.workdir()]);
+        if self.cli == "podman" {
+            for (name, limit) in podman_ulimits() {
+                cmd.args(["--ulimit", &format!("{name}={limit}:{limit}")]);
+            }
+        }
+        if let Some(cpus) = self.spec.opt("cpus") {
+            cmd.args(["--cpus", cpus]);
+        }
+        if let Some(mem) = self.spec.opt("memory") {
+            cmd.args(["--memory", mem]);
+        }
+        if let Some(set) = self.spec.opt("cpuset") {
+            cmd.args(["--cpuset-cpus", set]);
+        }
+        if let Some(net) = self.spec.opt("network") {
+            cmd.args(["--network", net]);
+        }
+        match (self.spec.opt("storage"), volume) {
+            (Some("tmpfs"), _) => {
+                cmd.args(["--tmpfs", "/work:exec"]);
+            }
+            (Some("volume"), Some(vol)) => {
+                cmd.args(["-v", &format!("{vol}:/work")]);
+            }
+            _ => {}
+        }
+        if self.spec.opt("image").is_some() {
+            let exe = std::env::current_exe()?;
+            cmd.args(["-v", &format!("{}:/virtperf:ro", exe.display())]);
+            cmd.args(["--entrypoint", "/virtperf"]);
+        }
+        cmd.arg(&self.image).arg("agent");
+        Ok(cmd)
+    }
+}
+
 impl Environment for DockerEnvironment {
     fn spec(&self) -> &Spec {
         &self.spec
@@ -275,71 +326,51 @@ impl Environment for DockerEnvironment {
                 }
             }
         }
-        if self.spec.opt("storage") == Some("volume") {
-            let name = format!("virtperf-{}", self.run_id);
-            let ok = Command::new(self.cli)
-                .args(["volume", "create", &name])
-                .stdout(Stdio::null())
-                .status()
-                .is_ok_and(|s| s.success());
-            if !ok {
-                bail!("{} volume create {name} failed", self.cli);
-            }
-            self.volume = Some(name);
-        }
         Ok(())
     }
 
     fn launch(&self, index: usize) -> Result<Launched> {
         let name = self.container_name(index);
-        let mut cmd = Command::new(self.cli);
-        if let Some(dir) = &self.conmon_dir {
-            cmd.current_dir(dir.path());
-        }
-        cmd.args(["run", "-i", "--name", &name, "--label", "virtperf=1"]);
-        cmd.args(["--workdir", self.workdir()]);
-        if self.cli == "podman" {
-            for (name, limit) in podman_ulimits() {
-                cmd.args(["--ulimit", &format!("{name}={limit}:{limit}")]);
+        // storage=volume: a volume of its own per instance, so instances
+        // never share (and delete) each other's files.
+        let volume = if self.spec.opt("storage") == Some("volume") {
+            let vol = self.volume_name(index);
+            let ok = Command::new(self.cli)
+                .args(["volume", "create", "--label", "virtperf=1", &vol])
+                .stdout(Stdio::null())
+                .status()
+                .is_ok_and(|s| s.success());
+            if !ok {
+                bail!("{} volume create {vol} failed", self.cli);
             }
-        }
-        if let Some(cpus) = self.spec.opt("cpus") {
-            cmd.args(["--cpus", cpus]);
-        }
-        if let Some(mem) = self.spec.opt("memory") {
-            cmd.args(["--memory", mem]);
-        }
-        if let Some(set) = self.spec.opt("cpuset") {
-            cmd.args(["--cpuset-cpus", set]);
-        }
-        if let Some(net) = self.spec.opt("network") {
-            cmd.args(["--network", net]);
-        }
-        match (self.spec.opt("storage"), &self.volume) {
-            (Some("tmpfs"), _) => {
-                cmd.args(["--tmpfs", "/work:exec"]);
-            }
-            (Some("volume"), Some(vol)) => {
-                cmd.args(["-v", &format!("{vol}:/work")]);
-            }
-            _ => {}
-        }
-        if self.spec.opt("image").is_some() {
-            let exe = std::env::current_exe()?;
-            cmd.args(["-v", &format!("{}:/virtperf:ro", exe.display())]);
-            cmd.args(["--entrypoint", "/virtperf"]);
-        }
-        cmd.arg(&self.image).arg("agent");
-        let child = cmd
+            Some(vol)
+        } else {
+            None
+        };
+        let remove_volume = |cli: &str, vol: &str| {
+            let _ = Command::new(cli)
+                .args(["volume", "rm", "-f", vol])
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .status();
+        };
+        let mut cmd = self.run_command(index, volume.as_deref())?;
+        let child = match cmd
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
             .spawn()
-            .with_context(|| format!("running {} run", self.cli))?;
+        {
+            Ok(child) => child,
+            Err(e) => {
+                if let Some(v) = &volume {
+                    remove_volume(self.cli, v);
+                }
+                return Err(e).with_context(|| format!("running {} run", self.cli));
+            }
+        };
         let cli = self.cli;
         let inspect_name = name.clone();
-        let last = index + 1 == self.spec.count;
-        let volume = self.volume.clone().filter(|_| last);
         Ok(Launched {
             child,
             cleanup: Some(Box::new(move || {
@@ -349,11 +380,7 @@ impl Environment for DockerEnvironment {
                     .stderr(Stdio::null())
                     .status();
                 if let Some(v) = volume {
-                    let _ = Command::new(cli)
-                        .args(["volume", "rm", "-f", &v])
-                        .stdout(Stdio::null())
-                        .stderr(Stdio::null())
-                        .status();
+                    remove_volume(cli, &v);
                 }
             })),
             console: None,
@@ -414,6 +441,37 @@ impl Environment for DockerEnvironment {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn args(cmd: &Command) -> Vec<String> {
+        cmd.get_args()
+            .map(|a| a.to_string_lossy().into_owned())
+            .collect()
+    }
+
+    #[test]
+    fn every_instance_mounts_a_volume_of_its_own() {
+        // Issue 14, item 7: two instances shared one volume and its files.
+        let mut env =
+            DockerEnvironment::new(Spec::parse("docker:storage=volume,count=2").unwrap()).unwrap();
+        env.image = "virtperf-agent:test".into();
+        let mounts: Vec<String> = (0..2)
+            .map(|i| {
+                let a = args(&env.run_command(i, Some(&env.volume_name(i))).unwrap());
+                a[a.iter().position(|x| x == "-v").unwrap() + 1].clone()
+            })
+            .collect();
+        assert_ne!(mounts[0], mounts[1]);
+        assert!(mounts.iter().all(|m| m.ends_with(":/work")), "{mounts:?}");
+    }
+
+    #[test]
+    fn the_image_is_the_one_word_after_the_options() {
+        let mut env =
+            DockerEnvironment::new(Spec::parse("docker:image=debian:12").unwrap()).unwrap();
+        env.image = "debian:12".into();
+        let a = args(&env.run_command(0, None).unwrap());
+        assert_eq!(&a[a.len() - 2..], ["debian:12", "agent"]);
+    }
 
     #[test]
     fn tarball_has_a_valid_header_and_padding() {

@@ -49,13 +49,20 @@ impl Environment for HostEnvironment {
             .tempdir()
             .context("creating a work directory")?
             .keep();
-        let child = Command::new(exe)
+        let spawned = Command::new(exe)
             .arg("agent")
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
-            .spawn()
-            .context("starting the agent")?;
+            .spawn();
+        let child = match spawned {
+            Ok(child) => child,
+            Err(e) => {
+                // Nothing owns the directory yet: remove it here.
+                let _ = std::fs::remove_dir_all(&workdir);
+                return Err(e).context("starting the agent");
+            }
+        };
         let dir = workdir.clone();
         Ok(Launched {
             child,

@@ -15,7 +15,8 @@ pub mod ssh;
 use std::io::{BufRead, BufReader, Write};
 use std::path::PathBuf;
 use std::process::{Child, ChildStdin};
-use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError, SyncSender};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, bail, Context, Result};
@@ -24,6 +25,7 @@ use crate::agent::{Message, Plan, PROTOCOL};
 use crate::core::observer::Observer;
 use crate::core::result::{Metric, ResultDoc};
 use crate::core::signals;
+use crate::core::text;
 use crate::sys::monitor;
 use crate::workload::Job;
 pub use def::DriverDef;
@@ -106,6 +108,11 @@ pub trait Environment {
         Duration::from_secs(30)
     }
 
+    /// How long a job may take here before the agent is declared hung.
+    fn job_deadline(&self, job: &Job) -> Duration {
+        job.deadline()
+    }
+
     /// Why a failure happened, when the driver knows (an OOM kill).
     fn explain_exit(&self, _index: usize) -> Option<String> {
         None
@@ -128,9 +135,149 @@ pub struct InstanceOutcome {
     pub forwarded: Option<(u16, u16)>,
 }
 
+/// The longest line the host accepts from an agent: a result document is a
+/// few KiB; anything near this is a broken or hostile agent.
+pub const MAX_LINE: usize = 4 << 20;
+/// Lines an agent may have waiting for the host (instances are read in
+/// turn); beyond that its writes block. Memory per instance stays below
+/// `MAX_LINE * (QUEUED_LINES + 2)`.
+const QUEUED_LINES: usize = 8;
+/// How much of a piped stderr (QEMU's) is kept for error messages.
+const STDERR_TAIL: usize = 4096;
+/// How much of a console log is read for an error message.
+const CONSOLE_TAIL: u64 = 64 << 10;
+
+#[derive(Debug)]
 enum Line {
     Text(String),
+    /// The stream broke the protocol (not UTF-8, a line too long) or could
+    /// not be read; nothing more is read from it.
+    Broken(String),
     Eof,
+}
+
+/// The protocol message on one line of an agent's output: none on a line of
+/// other text (a shell's banner), or why a line that claims to be one is not.
+/// Public for the fuzz targets.
+pub fn message_in(line: &str) -> std::result::Result<Option<Message>, String> {
+    let t = line.trim().trim_start_matches('\u{0}');
+    // A message may follow noise on its line (a serial port's); a line that
+    // is all JSON is a message whatever its key order.
+    let Some(start) = t.find("{\"type\"").or(t.starts_with('{').then_some(0)) else {
+        return Ok(None);
+    };
+    serde_json::from_str::<Message>(&t[start..])
+        .map(Some)
+        .map_err(|e| {
+            format!(
+                "the agent sent a message that does not parse ({e}): {}",
+                text::one_line(&t[start..], 200)
+            )
+        })
+}
+
+/// Reads `input` line by line into `tx`, bounded in line length and (with a
+/// bounded channel) in what waits for the host.
+fn read_lines(input: impl std::io::Read, tx: SyncSender<Line>) {
+    let mut reader = BufReader::with_capacity(64 << 10, input);
+    let mut line = Vec::new();
+    loop {
+        let (complete, used) = match reader.fill_buf() {
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => {
+                let _ = tx.send(Line::Broken(format!("reading the agent's output: {e}")));
+                return;
+            }
+            Ok([]) => {
+                let _ = tx.send(Line::Eof);
+                return;
+            }
+            Ok(buf) => match buf.iter().position(|&b| b == b'\n') {
+                Some(i) => {
+                    line.extend_from_slice(&buf[..i]);
+                    (true, i + 1)
+                }
+                None => {
+                    line.extend_from_slice(buf);
+                    (false, buf.len())
+                }
+            },
+        };
+        reader.consume(used);
+        if line.len() > MAX_LINE {
+            let _ = tx.send(Line::Broken(format!(
+                "the agent sent a line longer than {} MiB: a broken or hostile agent",
+                MAX_LINE >> 20
+            )));
+            return;
+        }
+        if complete {
+            match String::from_utf8(std::mem::take(&mut line)) {
+                Ok(text) => {
+                    if tx.send(Line::Text(text)).is_err() {
+                        return;
+                    }
+                }
+                Err(e) => {
+                    let at = e.utf8_error().valid_up_to();
+                    let _ = tx.send(Line::Broken(format!(
+                        "the agent sent a line that is not UTF-8 (byte {at}: {:#04x}): a broken or hostile agent",
+                        e.as_bytes()[at]
+                    )));
+                    return;
+                }
+            }
+        }
+    }
+}
+
+/// Keeps the last `STDERR_TAIL` bytes of `input`, read until it ends, so a
+/// chatty process never blocks on a full pipe and its last words are kept.
+fn keep_tail(mut input: impl std::io::Read, tail: Arc<Mutex<Vec<u8>>>) {
+    let mut buf = [0u8; 8192];
+    loop {
+        match input.read(&mut buf) {
+            Ok(0) => return,
+            Ok(n) => {
+                let mut t = tail.lock().unwrap_or_else(|p| p.into_inner());
+                t.extend_from_slice(&buf[..n]);
+                if t.len() > STDERR_TAIL {
+                    let cut = t.len() - STDERR_TAIL;
+                    t.drain(..cut);
+                }
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(_) => return,
+        }
+    }
+}
+
+/// Waits up to `limit` for `child` to end; its status, or `None` if it is
+/// still running.
+fn wait_for(child: &mut Child, limit: Duration) -> Option<std::process::ExitStatus> {
+    let until = Instant::now() + limit;
+    loop {
+        match child.try_wait() {
+            Ok(Some(status)) => return Some(status),
+            Ok(None) if Instant::now() < until => std::thread::sleep(Duration::from_millis(20)),
+            _ => return None,
+        }
+    }
+}
+
+/// Kills `child` and, when it leads its own process group, everything it
+/// started; then reaps it.
+fn kill(child: &mut Child) {
+    let pid = child.id() as libc::pid_t;
+    // SAFETY: getpgid and kill take plain integers; the pid is our own
+    // unreaped child, so it cannot have been recycled.
+    unsafe {
+        if libc::getpgid(pid) == pid {
+            libc::kill(-pid, libc::SIGKILL);
+        }
+    }
+    let _ = child.kill();
+    let _ = child.wait();
 }
 
 /// A live agent with its reader thread.
@@ -139,6 +286,7 @@ struct Session {
     child: Option<Child>,
     stdin: Option<ChildStdin>,
     lines: Receiver<Line>,
+    stderr: Option<Arc<Mutex<Vec<u8>>>>,
     cleanup: Option<Box<dyn FnOnce() + Send>>,
     console: Option<PathBuf>,
     workdir: String,
@@ -150,46 +298,45 @@ struct Session {
 impl Session {
     fn start(launched: Launched, label: String) -> Result<Session> {
         let mut launched = launched;
-        let stdout = launched
-            .child
-            .stdout
-            .take()
-            .ok_or_else(|| anyhow!("the agent's stdout is not piped"))?;
+        let stdout = launched.child.stdout.take();
+        let stderr = launched.child.stderr.take();
         let stdin = launched.child.stdin.take();
-        let (tx, rx) = mpsc::channel();
-        std::thread::spawn(move || {
-            let mut reader = BufReader::new(stdout);
-            loop {
-                let mut line = String::new();
-                match reader.read_line(&mut line) {
-                    Ok(0) | Err(_) => {
-                        let _ = tx.send(Line::Eof);
-                        return;
-                    }
-                    Ok(_) => {
-                        if tx.send(Line::Text(line)).is_err() {
-                            return;
-                        }
-                    }
-                }
-            }
-        });
-        Ok(Session {
+        let (tx, rx) = mpsc::sync_channel(QUEUED_LINES);
+        // From here on the session owns the process: dropping it (on any
+        // error below) kills it and runs the cleanup.
+        let mut session = Session {
             label,
             child: Some(launched.child),
             stdin,
             lines: rx,
+            stderr: None,
             cleanup: launched.cleanup,
             console: launched.console,
             workdir: launched.workdir,
             forwarded: launched.forwarded,
             on_host: launched.on_host,
             launched_at: Instant::now(),
-        })
+        };
+        let stdout = stdout.ok_or_else(|| anyhow!("the agent's stdout is not piped"))?;
+        std::thread::Builder::new()
+            .name("agent-reader".into())
+            .spawn(move || read_lines(stdout, tx))
+            .context("starting a thread to read the agent")?;
+        if let Some(stderr) = stderr {
+            let tail = Arc::new(Mutex::new(Vec::new()));
+            let t = tail.clone();
+            std::thread::Builder::new()
+                .name("agent-stderr".into())
+                .spawn(move || keep_tail(stderr, t))
+                .context("starting a thread to read the agent's stderr")?;
+            session.stderr = Some(tail);
+        }
+        Ok(session)
     }
 
     /// The next protocol message, within `deadline`. Lines that are not
-    /// JSON (a shell's banner, a kernel message) are skipped.
+    /// JSON (a shell's banner, a kernel message) are skipped; a line that
+    /// claims to be a message and is not one is a protocol error.
     fn next(&mut self, deadline: Duration) -> Result<Message> {
         let until = Instant::now() + deadline;
         loop {
@@ -202,32 +349,33 @@ impl Session {
                     "{}: no answer from the agent within {:.0} s{}",
                     self.label,
                     deadline.as_secs_f64(),
-                    self.console_tail()
+                    self.last_words()
                 );
             }
             match self
                 .lines
                 .recv_timeout(left.min(Duration::from_millis(200)))
             {
-                Ok(Line::Text(text)) => {
-                    let t = text.trim().trim_start_matches('\u{0}');
-                    if let Some(start) = t.find("{\"type\"") {
-                        if let Ok(msg) = serde_json::from_str::<Message>(&t[start..]) {
-                            return Ok(msg);
-                        }
-                    }
+                Ok(Line::Text(text)) => match message_in(&text) {
+                    Ok(Some(msg)) => return Ok(msg),
+                    Ok(None) => {}
+                    Err(why) => bail!("{}: protocol error: {why}", self.label),
+                },
+                Ok(Line::Broken(why)) => {
+                    bail!("{}: protocol error: {why}{}", self.label, self.last_words())
                 }
                 Ok(Line::Eof) | Err(RecvTimeoutError::Disconnected) => {
-                    let status = self
-                        .child
-                        .as_mut()
-                        .and_then(|c| c.wait().ok())
-                        .map(|s| format!(" ({s})"))
-                        .unwrap_or_default();
+                    let status = match self.child.as_mut() {
+                        Some(c) => match wait_for(c, Duration::from_secs(5)) {
+                            Some(s) => format!(" ({s})"),
+                            None => " (its output closed, the process still runs)".into(),
+                        },
+                        None => String::new(),
+                    };
                     bail!(
                         "{}: the agent ended unexpectedly{status}{}",
                         self.label,
-                        self.console_tail()
+                        self.last_words()
                     );
                 }
                 Err(RecvTimeoutError::Timeout) => {}
@@ -235,14 +383,32 @@ impl Session {
         }
     }
 
-    fn console_tail(&self) -> String {
-        let Some(path) = &self.console else {
-            return String::new();
-        };
-        let text = std::fs::read_to_string(path).unwrap_or_default();
-        let lines: Vec<&str> = text.lines().collect();
-        let tail = lines[lines.len().saturating_sub(15)..].join("\n    ");
-        format!("; last console lines:\n    {tail}")
+    /// The end of the process's stderr and of its console log, if kept, for
+    /// an error message; made safe for a terminal.
+    fn last_words(&self) -> String {
+        let mut out = String::new();
+        if let Some(tail) = &self.stderr {
+            // Give a process that just died a moment to have its last words read.
+            std::thread::sleep(Duration::from_millis(50));
+            let bytes = tail.lock().unwrap_or_else(|p| p.into_inner()).clone();
+            let text = String::from_utf8_lossy(&bytes);
+            if !text.trim().is_empty() {
+                out.push_str(&format!(
+                    "; its stderr: {}",
+                    text::terminal_safe(text.trim(), STDERR_TAIL)
+                ));
+            }
+        }
+        if let Some(path) = &self.console {
+            let text = read_tail(path, CONSOLE_TAIL);
+            let lines: Vec<&str> = text.lines().collect();
+            let tail = lines[lines.len().saturating_sub(15)..].join("\n    ");
+            out.push_str(&format!(
+                "; last console lines:\n    {}",
+                text::terminal_safe(&tail, CONSOLE_TAIL as usize)
+            ));
+        }
+        out
     }
 
     fn send_line(&mut self, line: &str) -> Result<()> {
@@ -259,26 +425,81 @@ impl Session {
     /// Waits for the process to end (it does after "done"), or kills it.
     fn finish(&mut self, grace: Duration) {
         self.stdin.take();
+        let grace = if signals::hurried() {
+            Duration::ZERO
+        } else {
+            grace
+        };
         if let Some(mut child) = self.child.take() {
-            let until = Instant::now() + grace;
-            loop {
-                match child.try_wait() {
-                    Ok(Some(_)) => break,
-                    Ok(None) if Instant::now() < until => {
-                        std::thread::sleep(Duration::from_millis(20))
-                    }
-                    _ => {
-                        let _ = child.kill();
-                        let _ = child.wait();
-                        break;
-                    }
-                }
+            if wait_for(&mut child, grace).is_none() {
+                kill(&mut child);
             }
         }
         if let Some(cleanup) = self.cleanup.take() {
             cleanup();
         }
     }
+}
+
+/// The last `max` bytes of a file, as text.
+fn read_tail(path: &std::path::Path, max: u64) -> String {
+    use std::io::{Read, Seek, SeekFrom};
+    let Ok(mut f) = std::fs::File::open(path) else {
+        return String::new();
+    };
+    let len = f.metadata().map(|m| m.len()).unwrap_or(0);
+    let _ = f.seek(SeekFrom::Start(len.saturating_sub(max)));
+    let mut bytes = Vec::new();
+    let _ = f.take(max).read_to_end(&mut bytes);
+    String::from_utf8_lossy(&bytes).into_owned()
+}
+
+/// Why a result the agent sent cannot be this job's, if it cannot: another
+/// job's index or workload, another environment, a figure that is not a
+/// finite, non-negative number (every metric is a rate, a count or a time).
+fn refuse_result(
+    doc: &ResultDoc,
+    index: usize,
+    want: usize,
+    job: &Job,
+    env_name: &str,
+) -> Option<String> {
+    if index != want {
+        return Some(format!("a result for job {index} where job {want} was due"));
+    }
+    if doc.workload != job.def.name {
+        return Some(format!(
+            "a result of workload '{}' for a {} job",
+            text::one_line(&doc.workload, 40),
+            job.def.name
+        ));
+    }
+    if doc.env.name != env_name {
+        return Some(format!(
+            "a result from environment '{}', not '{env_name}'",
+            text::one_line(&doc.env.name, 80)
+        ));
+    }
+    let bad = |x: f64| !x.is_finite() || x < 0.0;
+    if bad(doc.duration_s) {
+        return Some(format!("a duration of {} s", doc.duration_s));
+    }
+    if let Some(m) = doc.metrics.iter().find(|m| bad(m.value)) {
+        return Some(format!(
+            "{} = {}: not a finite, non-negative number",
+            text::one_line(&m.name, 60),
+            m.value
+        ));
+    }
+    if let Some(l) = &doc.latency_ms {
+        if [l.min, l.avg, l.max, l.p50, l.p95, l.p99, l.p999, l.sum]
+            .into_iter()
+            .any(bad)
+        {
+            return Some("a latency that is not a finite, non-negative number".into());
+        }
+    }
+    None
 }
 
 impl Drop for Session {
@@ -319,7 +540,6 @@ pub fn run_with(
         sessions.push(Session::start(launched, label)?);
     }
     let mut ready_after = Vec::new();
-    let own_sha = crate::sys::fingerprint::binary_sha256().unwrap_or_default();
     for s in &mut sessions {
         match s.next(env.boot_deadline())? {
             Message::Hello {
@@ -334,19 +554,27 @@ pub fn run_with(
                         env!("CARGO_PKG_VERSION")
                     );
                 }
-                if !own_sha.is_empty() && !sha256.is_empty() && sha256 != own_sha {
+                let own_sha = match sha256.is_empty() {
+                    true => String::new(),
+                    false => crate::sys::fingerprint::binary_sha256().unwrap_or_default(),
+                };
+                if !own_sha.is_empty() && sha256 != own_sha {
+                    // The guest's text: cut by characters, never raw.
+                    let short =
+                        |s: &str| text::one_line(&s.chars().take(12).collect::<String>(), 12);
                     obs.note(&format!(
                         "note: {} runs a different virtperf build (sha256 {}…) than this one ({}…)",
                         s.label,
-                        &sha256[..12.min(sha256.len())],
-                        &own_sha[..12.min(own_sha.len())]
+                        short(&sha256),
+                        short(&own_sha)
                     ));
                 }
                 ready_after.push(s.launched_at.elapsed());
             }
             other => bail!(
-                "{}: expected a hello from the agent, got {other:?}",
-                s.label
+                "{}: expected a hello from the agent, got {}",
+                s.label,
+                text::one_line(&format!("{other:?}"), 200)
             ),
         }
     }
@@ -366,7 +594,11 @@ pub fn run_with(
         for s in &mut sessions {
             match s.next(Duration::from_secs(60))? {
                 Message::Ready => {}
-                other => bail!("{}: expected ready, got {other:?}", s.label),
+                other => bail!(
+                    "{}: expected ready, got {}",
+                    s.label,
+                    text::one_line(&format!("{other:?}"), 200)
+                ),
             }
         }
         // All instances are waiting: release them at once.
@@ -388,15 +620,18 @@ pub fn run_with(
     // Instances run concurrently; read each one's stream in turn, every
     // message is buffered by its reader thread meanwhile.
     for (i, s) in sessions.iter_mut().enumerate() {
-        for job in jobs {
+        for (want, job) in jobs.iter().enumerate() {
             let msg = s
-                .next(job.deadline())
+                .next(env.job_deadline(job))
                 .map_err(|e| match env.explain_exit(i) {
                     Some(why) => anyhow!("{e:#}: {why}"),
                     None => e,
                 })?;
             let outcome = match msg {
-                Message::Result { mut doc, .. } => {
+                Message::Result { index, mut doc } => {
+                    if let Some(why) = refuse_result(&doc, index, want, job, &s.label) {
+                        bail!("{}: protocol error: the agent sent {why}", s.label);
+                    }
                     doc.env.ready_s = Some(ready_after[i].as_secs_f64());
                     if let (Some((roots, cgroups)), Some(start)) = (&roots, &mark) {
                         if let Some(now) = monitor::HostSnapshot::take(cgroups) {
@@ -408,15 +643,25 @@ pub fn run_with(
                     }
                     Ok(*doc)
                 }
-                Message::Error { message, .. } => Err(message),
-                other => bail!("{}: unexpected message {other:?}", s.label),
+                Message::Error { index, message } if index == want => {
+                    Err(text::terminal_safe(&message, 4000))
+                }
+                other => bail!(
+                    "{}: protocol error: expected the result of job {want}, got {}",
+                    s.label,
+                    text::one_line(&format!("{other:?}"), 200)
+                ),
             };
             on_result(i, results[i].len(), &outcome);
             results[i].push(outcome);
         }
         match s.next(Duration::from_secs(30))? {
             Message::Done => {}
-            other => bail!("{}: expected done, got {other:?}", s.label),
+            other => bail!(
+                "{}: expected done, got {}",
+                s.label,
+                text::one_line(&format!("{other:?}"), 200)
+            ),
         }
     }
     for s in &mut sessions {
@@ -484,6 +729,33 @@ pub fn combine(label: &str, docs: &[ResultDoc]) -> Option<ResultDoc> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_console_log_is_read_from_its_end_only() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("console.log");
+        let mut text = "x".repeat(8 << 20);
+        text.push_str("\nKernel panic - the last words\n");
+        std::fs::write(&path, &text).unwrap();
+        let tail = read_tail(&path, CONSOLE_TAIL);
+        assert!(tail.len() as u64 <= CONSOLE_TAIL);
+        assert!(tail.ends_with("the last words\n"));
+    }
+
+    #[test]
+    fn the_reader_bounds_lines_and_refuses_bad_bytes() {
+        let lines = |input: Vec<u8>| {
+            let (tx, rx) = mpsc::sync_channel(4);
+            std::thread::spawn(move || read_lines(&input[..], tx));
+            rx.iter().map(|l| format!("{l:?}")).collect::<Vec<_>>()
+        };
+        assert_eq!(lines(b"a\nb".to_vec()), ["Text(\"a\")", "Eof"]);
+        let bad = lines(b"ok\n\xff\nnever\n".to_vec());
+        assert!(bad[1].contains("not UTF-8"), "{bad:?}");
+        assert_eq!(bad.len(), 2, "nothing is read after a protocol error");
+        let long = lines(vec![b'a'; MAX_LINE + 10]);
+        assert!(long[0].contains("longer than"), "{long:?}");
+    }
 
     #[test]
     fn combined_instances_sum_throughput_and_average_latency() {

@@ -54,7 +54,9 @@ impl Spec {
                     uh,
                     Some(
                         p.parse::<u16>()
-                            .map_err(|_| bad(format!("'{p}' is not a port number (1-65535)")))?,
+                            .ok()
+                            .filter(|&p| p > 0)
+                            .ok_or_else(|| bad(format!("'{p}' is not a port number (1-65535)")))?,
                     ),
                 ),
                 None => (dest, None),
@@ -79,10 +81,14 @@ impl Spec {
         let mut opts = BTreeMap::new();
         let mut count = 1;
         let mut label = None;
+        let mut seen = std::collections::BTreeSet::new();
         for pair in pairs.split(',').filter(|p| !p.is_empty()) {
             let Some((k, v)) = pair.split_once('=') else {
                 return Err(bad(format!("'{pair}' is not KEY=VALUE")));
             };
+            if !seen.insert(k) {
+                return Err(bad(format!("{k}= is given twice: give each option once")));
+            }
             match k {
                 "count" => {
                     count = v
@@ -147,6 +153,14 @@ mod tests {
         let s = Spec::parse("ssh:bench@10.0.0.2:2222,host-key-check=off").unwrap();
         assert_eq!(s.target, Some(("bench@10.0.0.2".into(), Some(2222))));
         assert_eq!(Spec::parse("host").unwrap().driver.name, "host");
+        for good in [
+            "docker:image=debian:12",
+            "docker:image=registry.local:5000/team/img@sha256:ab12",
+            "docker:cpuset=0-1,memory=6m",
+            "qemu:smp=4,memory=128m",
+        ] {
+            assert!(Spec::parse(good).is_ok(), "{good}");
+        }
     }
 
     #[test]
@@ -154,7 +168,7 @@ mod tests {
         for (bad, needle) in [
             ("vmware", "unknown environment"),
             ("docker:cpu=2", "use cpus"),
-            ("docker:cpus=-1", "positive"),
+            ("docker:cpus=-1", "above 0"),
             ("qemu:accel=hvf", "auto or kvm or tcg"),
             ("docker:count=0", "1 to 64"),
             ("ssh:host-only", "USER@HOST"),
@@ -163,6 +177,25 @@ mod tests {
             ("docker:storage=nfs", "overlay"),
             ("qemu:net=tap", "user or none"),
             ("qemu:port=0", "1 to 65535"),
+            // Issue 14, item 5: an image can never become an engine option.
+            ("docker:image=--privileged", "image name"),
+            ("docker:image=--entrypoint=/bin/sh", "image name"),
+            ("podman:image=-v", "image name"),
+            ("docker:image=a b", "image name"),
+            // Item 14: loose numbers and sizes, duplicates.
+            ("docker:cpus=inf", "above 0"),
+            ("docker:cpus=1e400", "above 0"),
+            ("docker:cpus=NaN", "above 0"),
+            ("docker:memory=0", "too small"),
+            ("docker:cpuset=--all", "CPU numbers"),
+            ("qemu:smp=1.5", "whole number"),
+            ("qemu:smp=0", "whole number"),
+            ("qemu:memory=1", "too small"),
+            ("qemu:cpu=-help", "'-'"),
+            ("ssh:a@b:0", "port"),
+            ("ssh:a@b,identity=-oProxyCommand=x", "'-'"),
+            ("docker:cpus=1,cpus=2", "twice"),
+            ("docker:count=1,count=2", "twice"),
         ] {
             let err = Spec::parse(bad).unwrap_err().to_string();
             assert!(err.contains(needle), "{bad}: {err}");

@@ -35,6 +35,9 @@ pub const DEF: DriverDef = DriverDef {
     },
 };
 
+/// How long one set-up command over ssh (mktemp, the upload, rm) may take.
+const REMOTE_TIMEOUT: Duration = Duration::from_secs(300);
+
 pub struct SshEnvironment {
     spec: Spec,
 }
@@ -53,6 +56,13 @@ impl SshEnvironment {
         let (dest, port) = self.spec.target.clone().expect("ssh specs have a target");
         let mut cmd = Command::new("ssh");
         cmd.args(["-T", "-o", "BatchMode=yes", "-o", "ConnectTimeout=10"]);
+        // A connection that stops answering is noticed within a minute.
+        cmd.args([
+            "-o",
+            "ServerAliveInterval=15",
+            "-o",
+            "ServerAliveCountMax=4",
+        ]);
         if self.spec.opt("host-key-check") == Some("off") {
             cmd.args([
                 "-o",
@@ -79,6 +89,8 @@ impl SshEnvironment {
         cmd
     }
 
+    /// Runs `script` on the target, feeding it `input`; it must end within
+    /// `REMOTE_TIMEOUT` or it is killed.
     fn remote(&self, script: &str, input: Option<&[u8]>) -> Result<String> {
         let mut child = self
             .ssh()
@@ -92,10 +104,49 @@ impl SshEnvironment {
             .stderr(Stdio::piped())
             .spawn()
             .context("running ssh (install openssh-client)")?;
-        if let Some(data) = input {
-            child.stdin.take().expect("piped").write_all(data)?;
+        // Feeding and reading happen on threads so the wait below can give up.
+        let feeder = input.map(|data| {
+            let mut stdin = child.stdin.take().expect("piped");
+            let data = data.to_vec();
+            std::thread::spawn(move || stdin.write_all(&data))
+        });
+        let mut stdout = child.stdout.take().expect("piped");
+        let mut stderr = child.stderr.take().expect("piped");
+        let out_reader = std::thread::spawn(move || {
+            let mut v = Vec::new();
+            let _ = std::io::Read::read_to_end(&mut stdout, &mut v);
+            v
+        });
+        let err_reader = std::thread::spawn(move || {
+            let mut v = Vec::new();
+            let _ = std::io::Read::read_to_end(&mut stderr, &mut v);
+            v
+        });
+        let until = std::time::Instant::now() + REMOTE_TIMEOUT;
+        let status = loop {
+            if let Some(status) = child.try_wait()? {
+                break status;
+            }
+            if std::time::Instant::now() >= until || crate::core::signals::interrupted() {
+                let _ = child.kill();
+                let _ = child.wait();
+                bail!(
+                    "ssh {}: '{}' did not finish within {} s",
+                    self.spec.text,
+                    script.split_whitespace().next().unwrap_or(""),
+                    REMOTE_TIMEOUT.as_secs()
+                );
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        if let Some(f) = feeder {
+            let _ = f.join();
         }
-        let out = child.wait_with_output()?;
+        let out = std::process::Output {
+            status,
+            stdout: out_reader.join().unwrap_or_default(),
+            stderr: err_reader.join().unwrap_or_default(),
+        };
         if !out.status.success() {
             bail!(
                 "ssh {}: {}",
@@ -132,19 +183,29 @@ impl Environment for SshEnvironment {
             );
         }
         let q = sh_quote(&dir);
+        let remove = |why: anyhow::Error| {
+            // The directory exists but nothing owns it yet.
+            let _ = self.remote(&format!("rm -rf {q}"), None);
+            why
+        };
         let binary = std::fs::read("/proc/self/exe").context("reading this binary")?;
         self.remote(
             &format!("cat > {q}/virtperf && chmod 700 {q}/virtperf && mkdir {q}/work"),
             Some(&binary),
-        )?;
+        )
+        .map_err(remove)?;
+        // The agent runs in the background with the session's stdin, its pid
+        // recorded, so a cleanup after an abort can stop it: a dropped ssh
+        // connection does not.
         let child = self
             .ssh()
-            .arg(format!("{q}/virtperf agent; rc=$?; rm -rf {q}; exit $rc"))
+            .arg(agent_script(&q))
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
             .spawn()
-            .context("running ssh")?;
+            .context("running ssh")
+            .map_err(remove)?;
         let ssh = self.ssh();
         let program = ssh.get_program().to_owned();
         let args: Vec<_> = ssh.get_args().map(|a| a.to_owned()).collect();
@@ -155,7 +216,7 @@ impl Environment for SshEnvironment {
                 // Normally the remote shell removed it; this covers a kill.
                 let _ = Command::new(program)
                     .args(args)
-                    .arg(format!("rm -rf {}", sh_quote(&cleanup_dir)))
+                    .arg(cleanup_script(&sh_quote(&cleanup_dir)))
                     .stdin(Stdio::null())
                     .stdout(Stdio::null())
                     .stderr(Stdio::null())
@@ -173,9 +234,80 @@ impl Environment for SshEnvironment {
     }
 }
 
+/// The remote command of a session: the agent in `dir` (quoted), its pid
+/// in `dir/pid`; the directory goes when it ends.
+fn agent_script(q: &str) -> String {
+    format!(
+        "exec 3<&0; {q}/virtperf agent <&3 3<&- & echo $! > {q}/pid; wait $!; rc=$?; rm -rf {q}; exit $rc"
+    )
+}
+
+/// Stops an agent that is still running (the host gave up on it) and
+/// removes its directory.
+fn cleanup_script(q: &str) -> String {
+    format!("if [ -f {q}/pid ]; then kill -9 \"$(cat {q}/pid)\" 2>/dev/null; fi; rm -rf {q}")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_abandoned_remote_agent_is_stopped_and_its_directory_removed() {
+        // Issue 14, item 9, run with sh on this machine: the session script
+        // records the agent's pid; the cleanup kills it and removes the dir.
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path().join("session");
+        std::fs::create_dir(&d).unwrap();
+        let q = sh_quote(&d.display().to_string());
+        // A stand-in agent that ignores its input and SIGTERM.
+        std::fs::write(
+            d.join("virtperf"),
+            "#!/bin/sh\ntrap '' TERM\nexec sleep 600\n",
+        )
+        .unwrap();
+        std::process::Command::new("chmod")
+            .args(["700", &d.join("virtperf").display().to_string()])
+            .status()
+            .unwrap();
+        let mut session = Command::new("sh")
+            .args(["-c", &agent_script(&q)])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::null())
+            .spawn()
+            .unwrap();
+        let until = std::time::Instant::now() + Duration::from_secs(5);
+        while !d.join("pid").exists() && std::time::Instant::now() < until {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        std::thread::sleep(Duration::from_millis(100));
+        let pid: i32 = std::fs::read_to_string(d.join("pid"))
+            .unwrap()
+            .trim()
+            .parse()
+            .unwrap();
+        // The connection drops: the session shell dies, the agent does not.
+        session.kill().unwrap();
+        session.wait().unwrap();
+        // SAFETY: signal 0 only checks that the process exists.
+        assert_eq!(unsafe { libc::kill(pid, 0) }, 0, "the stand-in agent runs");
+        let ok = Command::new("sh")
+            .args(["-c", &cleanup_script(&q)])
+            .status()
+            .unwrap();
+        assert!(ok.success());
+        assert!(!d.exists());
+        let until = std::time::Instant::now() + Duration::from_secs(5);
+        let gone = || {
+            std::fs::read_to_string(format!("/proc/{pid}/stat"))
+                .map(|s| s.rsplit_once(") ").is_some_and(|(_, r)| r.starts_with('Z')))
+                .unwrap_or(true)
+        };
+        while !gone() && std::time::Instant::now() < until {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        assert!(gone(), "the agent was stopped");
+    }
 
     #[test]
     fn quoting_survives_hostile_text() {

@@ -8,11 +8,20 @@ use super::{Analysis, Exporter, View};
 
 pub struct CsvExporter;
 
+/// One text cell. Text a spreadsheet would run as a formula (starting with
+/// `=`, `+`, `-`, `@`, a tab or a carriage return, and not a number) gets a
+/// leading `'`, so it stays text.
 fn field(s: &str) -> String {
+    let formula = s.starts_with(['=', '+', '-', '@', '\t', '\r']) && s.parse::<f64>().is_err();
+    let s = if formula {
+        format!("'{s}")
+    } else {
+        s.to_string()
+    };
     if s.contains([',', '"', '\n', '\r']) {
         format!("\"{}\"", s.replace('"', "\"\""))
     } else {
-        s.to_string()
+        s
     }
 }
 
@@ -88,5 +97,25 @@ impl Exporter for CsvExporter {
             }
         }
         out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::field;
+
+    #[test]
+    fn formulas_stay_text_and_numbers_stay_numbers() {
+        // Issue 14, item 12.
+        assert_eq!(
+            field("=HYPERLINK(\"http://x\")"),
+            "\"'=HYPERLINK(\"\"http://x\"\")\""
+        );
+        assert_eq!(field("+1+cmd|' /C calc'!A0"), "'+1+cmd|' /C calc'!A0");
+        assert_eq!(field("@SUM(A1)"), "'@SUM(A1)");
+        assert_eq!(field("-2+3"), "'-2+3");
+        assert_eq!(field("\t=1"), "'\t=1");
+        assert_eq!(field("-1.5"), "-1.5");
+        assert_eq!(field("docker:cpus=0.5"), "docker:cpus=0.5");
     }
 }

@@ -11,13 +11,20 @@ use super::{
 
 pub struct MarkdownExporter;
 
-/// Escapes text for a Markdown table cell.
+/// Escapes text for a Markdown table cell: no table breaks, no HTML, no
+/// code spans, links or images, and no control characters.
 fn cell(s: &str) -> String {
-    s.replace('\\', "\\\\")
+    let s = s
+        .replace('\\', "\\\\")
         .replace('|', "\\|")
         .replace('<', "&lt;")
         .replace('>', "&gt;")
-        .replace('\n', " ")
+        .replace('`', "\\`")
+        .replace('[', "\\[")
+        .replace(']', "\\]")
+        .replace('!', "\\!")
+        .replace(['\n', '\r'], " ");
+    crate::core::text::one_line(&s, usize::MAX)
 }
 
 impl Exporter for MarkdownExporter {
@@ -133,5 +140,22 @@ impl Exporter for MarkdownExporter {
             out.push_str(&run_lines(failures, cell, "- "));
         }
         out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::cell;
+
+    #[test]
+    fn cells_carry_no_markup_or_control_characters() {
+        // Issue 14, item 12.
+        let c = cell("a\rb`code`![img](http://x/t.png)[l](u)\x1b[31m|");
+        assert!(!c.contains(['\r', '\n', '\u{1b}']), "{c:?}");
+        assert!(
+            !c.contains("![") && c.contains("\\](") && !c.contains(" `"),
+            "{c}"
+        );
+        assert!(c.contains("\\`code\\`") && c.ends_with("\\|"), "{c}");
     }
 }

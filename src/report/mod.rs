@@ -494,6 +494,23 @@ mod tests {
     }
 
     #[test]
+    fn a_guests_error_never_reaches_the_terminal_raw() {
+        // Issue 14, item 11: a failed run's error text comes from a guest.
+        let mut runs = fixture_runs();
+        runs[3].doc = None;
+        runs[3].error = Some("boom\x1b]0;owned\x07\x1b[2J\r\u{202e}".into());
+        let a = analyze(&comparison_row(), &runs, &VerdictSettings::default());
+        for format in ["table", "markdown"] {
+            let out = exporter(format).unwrap().render(&a, View::default());
+            assert!(out.contains("boom"), "{format}: {out}");
+            assert!(
+                !out.contains(['\x1b', '\x07', '\r', '\u{202e}']),
+                "{format}: {out:?}"
+            );
+        }
+    }
+
+    #[test]
     fn every_format_flags_noisy_runs() {
         let a = fixture();
         let v = View::default();

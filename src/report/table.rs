@@ -60,7 +60,9 @@ impl Exporter for TableExporter {
                 "\nEvery metric with both tests' p-values: --detail (or --format json / csv)."
             );
         }
-        out
+        // Labels and errors come from users and guests: printed to a
+        // terminal, they are never escape sequences.
+        crate::core::text::terminal_safe(&out, usize::MAX)
     }
 }
 

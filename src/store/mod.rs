@@ -62,6 +62,10 @@ CREATE TABLE IF NOT EXISTS runs (
     finished_at TEXT NOT NULL
 );
 CREATE INDEX IF NOT EXISTS runs_by_comparison ON runs(comparison, env, entry, round);
+CREATE TABLE IF NOT EXISTS plans (
+    comparison INTEGER PRIMARY KEY REFERENCES comparisons(id),
+    digest TEXT NOT NULL
+);
 ";
 
 impl Store {
@@ -75,6 +79,44 @@ impl Store {
         conn.execute_batch(SCHEMA)?;
         conn.pragma_update(None, "journal_mode", "WAL")?;
         conn.pragma_update(None, "synchronous", "NORMAL")?;
+        Ok(Store { conn, path })
+    }
+
+    /// Opens `dir/results.db` for reading only (`report`): nothing is
+    /// created or written, so it works in a read-only directory, and a file
+    /// that is not a results store is refused rather than filled with tables.
+    pub fn open_read_only(dir: &Path) -> Result<Store> {
+        use rusqlite::OpenFlags;
+        let path = dir.join("results.db");
+        let flags = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_URI;
+        let usable = |conn: Connection| -> rusqlite::Result<Connection> {
+            conn.query_row(
+                "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name IN ('comparisons', 'runs')",
+                [],
+                |r| r.get::<_, i64>(0),
+            )
+            .map(|n| (n, conn))
+            .and_then(|(n, conn)| match n {
+                2 => Ok(conn),
+                _ => Err(rusqlite::Error::QueryReturnedNoRows),
+            })
+        };
+        let conn = Connection::open_with_flags(&path, flags).and_then(usable);
+        let conn = match conn {
+            Ok(c) => c,
+            Err(rusqlite::Error::QueryReturnedNoRows) => anyhow::bail!(
+                "{} is not a virtperf results store (no comparisons in it): give the directory 'virtperf compare --out' wrote",
+                path.display()
+            ),
+            // A WAL database in a directory we cannot write: read it as a
+            // snapshot that needs no lock files.
+            Err(_) => {
+                let uri = format!("file:{}?immutable=1", path.display());
+                Connection::open_with_flags(uri, flags)
+                    .and_then(usable)
+                    .with_context(|| format!("opening the results store {}", path.display()))?
+            }
+        };
         Ok(Store { conn, path })
     }
 
@@ -180,27 +222,118 @@ impl Store {
                 entry: r.get::<_, i64>(1)? as usize,
                 label: r.get(2)?,
                 round: r.get::<_, i64>(3)? as usize,
-                doc: doc.and_then(|d| serde_json::from_str(&d).ok()),
-                error: r.get(5)?,
+                doc: doc.as_deref().and_then(|d| serde_json::from_str(d).ok()),
+                // A stored document that no longer reads is a failed run,
+                // never a silent gap.
+                error: match (r.get::<_, Option<String>>(5)?, &doc) {
+                    (Some(e), _) => Some(e),
+                    (None, Some(d)) if serde_json::from_str::<ResultDoc>(d).is_err() => {
+                        Some("the stored result does not parse".into())
+                    }
+                    (None, _) => None,
+                },
             })
         })?;
         Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
     }
 
-    /// Whether (env, entry, round) already has a successful result.
+    /// Whether (env, entry, round) already has a successful result: one
+    /// that is stored and still reads as a result document.
     pub fn done(&self, comparison: i64, env: &str, entry: usize, round: usize) -> Result<bool> {
-        let n: i64 = self.conn.query_row(
-            "SELECT COUNT(*) FROM runs WHERE comparison = ?1 AND env = ?2 AND entry = ?3 AND round = ?4 AND doc IS NOT NULL",
-            params![comparison, env, entry as i64, round as i64],
-            |r| r.get(0),
+        let mut stmt = self.conn.prepare(
+            "SELECT doc FROM runs WHERE comparison = ?1 AND env = ?2 AND entry = ?3 AND round = ?4 AND doc IS NOT NULL",
         )?;
-        Ok(n > 0)
+        let docs = stmt.query_map(params![comparison, env, entry as i64, round as i64], |r| {
+            r.get::<_, String>(0)
+        })?;
+        for doc in docs {
+            if serde_json::from_str::<ResultDoc>(&doc?).is_ok() {
+                return Ok(true);
+            }
+        }
+        Ok(false)
+    }
+
+    /// Records what a comparison's plan was (a digest of its jobs), so a
+    /// resume can tell that the suite changed.
+    pub fn set_plan_digest(&self, comparison: i64, digest: &str) -> Result<()> {
+        self.conn.execute(
+            "INSERT OR REPLACE INTO plans (comparison, digest) VALUES (?1, ?2)",
+            params![comparison, digest],
+        )?;
+        Ok(())
+    }
+
+    /// The digest recorded by `set_plan_digest`, if any.
+    pub fn plan_digest(&self, comparison: i64) -> Result<Option<String>> {
+        Ok(self
+            .conn
+            .query_row(
+                "SELECT digest FROM plans WHERE comparison = ?1",
+                params![comparison],
+                |r| r.get(0),
+            )
+            .optional()?)
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_stored_result_that_does_not_parse_is_not_done() {
+        // Issue 14, item 17.
+        let dir = tempfile::tempdir().unwrap();
+        let s = Store::open(dir.path()).unwrap();
+        let id = s
+            .begin("t", "suite", "host", &["host".into()], &[])
+            .unwrap();
+        s.conn
+            .execute(
+                "INSERT INTO runs (comparison, env, entry, label, round, doc, error, finished_at) VALUES (?1, 'host', 0, 'cpu', 0, '{\"not\": \"a result\"}', NULL, 'now')",
+                params![id],
+            )
+            .unwrap();
+        assert!(!s.done(id, "host", 0, 0).unwrap());
+        let runs = s.runs(id).unwrap();
+        assert!(runs[0].doc.is_none());
+        assert!(runs[0].error.as_deref().unwrap().contains("does not parse"));
+        assert_eq!(s.plan_digest(id).unwrap(), None);
+        s.set_plan_digest(id, "abc").unwrap();
+        assert_eq!(s.plan_digest(id).unwrap().as_deref(), Some("abc"));
+    }
+
+    #[test]
+    fn reading_never_writes() {
+        // Issue 14, item 18: report opened the store read-write and wrote
+        // tables into any file named results.db.
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("results.db"), b"").unwrap();
+        let err = Store::open_read_only(dir.path()).err().unwrap().to_string();
+        assert!(err.contains("not a virtperf results store"), "{err}");
+        assert_eq!(
+            std::fs::metadata(dir.path().join("results.db"))
+                .unwrap()
+                .len(),
+            0
+        );
+        std::fs::remove_file(dir.path().join("results.db")).unwrap();
+        {
+            let s = Store::open(dir.path()).unwrap();
+            s.begin("t", "suite", "host", &["host".into()], &[])
+                .unwrap();
+        }
+        let before = std::fs::read(dir.path().join("results.db")).unwrap();
+        let r = Store::open_read_only(dir.path()).unwrap();
+        assert_eq!(r.latest().unwrap().unwrap().suite, "suite");
+        assert!(r.begin("t", "x", "host", &[], &[]).is_err(), "read-only");
+        drop(r);
+        assert_eq!(
+            std::fs::read(dir.path().join("results.db")).unwrap(),
+            before
+        );
+    }
     use crate::core::result::{EnvInfo, Metric, SCHEMA as DOC_SCHEMA};
 
     fn doc(v: f64) -> ResultDoc {

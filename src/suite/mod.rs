@@ -35,6 +35,11 @@ pub struct Suite {
     pub entries: Vec<Entry>,
 }
 
+/// The most runs one round of a suite may hold, sweeps expanded.
+pub const MAX_ENTRIES: usize = 10_000;
+/// The most repetitions a suite may ask for (as `--repeat`).
+pub const MAX_REPEAT: i64 = 1000;
+
 /// Built-in suites, by name, from the `suites/` folder of the source tree.
 pub const BUILTIN: &[(&str, &str)] = &[
     ("quick", include_str!("../../suites/quick.toml")),
@@ -104,8 +109,8 @@ pub fn parse(name: &str, text: &str) -> Result<Suite> {
         .to_string();
     let repeat = match doc.get("repeat") {
         None => None,
-        Some(toml::Value::Integer(n)) if *n >= 1 => Some(*n as u32),
-        Some(other) => bail!("repeat = {other}: must be a whole number ≥ 1"),
+        Some(toml::Value::Integer(n)) if (1..=MAX_REPEAT).contains(n) => Some(*n as u32),
+        Some(other) => bail!("repeat = {other}: must be a whole number from 1 to {MAX_REPEAT}"),
     };
     for key in doc.keys() {
         if !["description", "repeat", "run"].contains(&key.as_str()) {
@@ -121,7 +126,14 @@ pub fn parse(name: &str, text: &str) -> Result<Suite> {
         let table = run
             .as_table()
             .ok_or_else(|| anyhow!("run #{}: must be a table", i + 1))?;
-        for (label, args) in expand(table).with_context(|| format!("run #{}", i + 1))? {
+        let points = expand(table).with_context(|| format!("run #{}", i + 1))?;
+        if entries.len() + points.len() > MAX_ENTRIES {
+            bail!(
+                "run #{}: the suite grows past {MAX_ENTRIES} runs per round: split it or sweep fewer values",
+                i + 1
+            );
+        }
+        for (label, args) in points {
             let job = Job::from_args(&args).with_context(|| format!("run #{} ({label})", i + 1))?;
             entries.push(Entry { label, job });
         }
@@ -163,6 +175,21 @@ fn expand(table: &toml::Table) -> Result<Vec<(String, Vec<String>)>> {
             bail!("{key} = []: a sweep needs at least one value");
         }
         axes.push((option, values, swept));
+    }
+    // Counted before anything is built: a few bytes of TOML can ask for
+    // billions of points.
+    let count = axes
+        .iter()
+        .try_fold(1usize, |n, (_, values, _)| n.checked_mul(values.len()))
+        .filter(|&n| n <= MAX_ENTRIES);
+    if count.is_none() {
+        bail!(
+            "its sweeps make more than {MAX_ENTRIES} runs ({}): sweep fewer values",
+            axes.iter()
+                .map(|(o, v, _)| format!("{} {o}", v.len()))
+                .collect::<Vec<_>>()
+                .join(" × ")
+        );
     }
     let mut points: Vec<Vec<(String, String, bool)>> = vec![Vec::new()];
     for (option, values, swept) in &axes {
@@ -241,6 +268,36 @@ mod tests {
         assert!(format!("{err:#}").contains("unknown workload 'gpu'"));
         assert!(parse("t", "repeat = 0\n[[run]]\nworkload=\"cpu\"").is_err());
         assert!(parse("t", "description = 'x'").is_err());
+    }
+
+    #[test]
+    fn sweeps_and_repeat_are_bounded() {
+        // Issue 14, item 16: 8 lists of 10 values asked for 10^8 runs.
+        let mut text = String::from("[[run]]\nworkload = \"cpu\"\n");
+        for key in [
+            "threads",
+            "time",
+            "cpu-max-prime",
+            "events",
+            "rate",
+            "warmup-time",
+            "percentile",
+            "report-interval",
+        ] {
+            text.push_str(&format!("\"{key}\" = [1,2,3,4,5,6,7,8,9,10]\n"));
+        }
+        let started = std::time::Instant::now();
+        let err = format!("{:#}", parse("t", &text).unwrap_err());
+        assert!(err.contains("more than 10000 runs"), "{err}");
+        assert!(started.elapsed() < std::time::Duration::from_secs(1));
+        // Many small tables add up too.
+        let table = "[[run]]\nworkload = \"cpu\"\nthreads = [1,2,3,4,5,6,7,8,9,10]\n";
+        let err = format!("{:#}", parse("t", &table.repeat(1001)).unwrap_err());
+        assert!(err.contains("past 10000"), "{err}");
+        for bad in ["repeat = 4294967297", "repeat = 1001", "repeat = -1"] {
+            let err = format!("{:#}", parse("t", &format!("{bad}\n{table}")).unwrap_err());
+            assert!(err.contains("1 to 1000"), "{bad}: {err}");
+        }
     }
 
     #[test]

@@ -196,9 +196,30 @@ pub fn cgroup_limits() -> Cgroup {
 
 /// SHA-256 of the running executable, hex.
 pub fn binary_sha256() -> Option<String> {
-    let bytes = fs::read("/proc/self/exe").ok()?;
-    let digest = Sha256::digest(&bytes);
-    Some(digest.iter().map(|b| format!("{b:02x}")).collect())
+    // Hashed once per process, streamed: the binary is tens of MiB.
+    static SHA: std::sync::OnceLock<Option<String>> = std::sync::OnceLock::new();
+    SHA.get_or_init(|| {
+        use std::io::Read;
+        let mut f = fs::File::open("/proc/self/exe").ok()?;
+        let mut hasher = Sha256::new();
+        let mut buf = vec![0u8; 256 << 10];
+        loop {
+            match f.read(&mut buf) {
+                Ok(0) => break,
+                Ok(n) => hasher.update(&buf[..n]),
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(_) => return None,
+            }
+        }
+        Some(
+            hasher
+                .finalize()
+                .iter()
+                .map(|b| format!("{b:02x}"))
+                .collect(),
+        )
+    })
+    .clone()
 }
 
 #[cfg(test)]

@@ -370,19 +370,79 @@ impl DiskWorkload {
     }
 }
 
+enum Leftover {
+    File,
+    Dir,
+}
+
+/// Whether `name` is one this workload makes, for a process that no longer
+/// runs (a live one is still using it).
+fn leftover(name: &str) -> Option<Leftover> {
+    let gone = |pid: &str| {
+        !pid.is_empty()
+            && pid.chars().all(|c| c.is_ascii_digit())
+            && !Path::new("/proc").join(pid).exists()
+    };
+    if let Some(pid) = name.strip_prefix("virtperf-disk.") {
+        return gone(pid).then_some(Leftover::File);
+    }
+    let rest = name.strip_prefix("virtperf-disk-files.")?;
+    let (pid, kind) = rest.split_once('.')?;
+    (gone(pid) && matches!(kind, "seq" | "rnd")).then_some(Leftover::Dir)
+}
+
+/// Removes the numbered empty files of a files-phase directory, then the
+/// directory if nothing else is in it; false if it was kept.
+fn remove_files_dir(dir: &Path) -> Result<bool> {
+    let mut others = false;
+    for entry in std::fs::read_dir(dir)? {
+        let entry = entry?;
+        let name = entry.file_name().to_string_lossy().into_owned();
+        let meta = entry.path().symlink_metadata()?;
+        let ours = name.len() == 10
+            && name.chars().all(|c| c.is_ascii_digit())
+            && meta.is_file()
+            && meta.len() == 0;
+        if ours {
+            std::fs::remove_file(entry.path())?;
+        } else {
+            others = true;
+        }
+    }
+    if others {
+        return Ok(false);
+    }
+    std::fs::remove_dir(dir)?;
+    Ok(true)
+}
+
 impl Workload for DiskWorkload {
-    /// Removes what an interrupted run of any process left behind.
+    /// Removes what an interrupted run of a process that is gone left
+    /// behind: only names this workload makes (`virtperf-disk.PID`,
+    /// `virtperf-disk-files.PID.seq|rnd` holding only its numbered empty
+    /// files), never anything else in the directory.
     fn cleanup(&mut self, obs: &dyn Observer) -> Result<()> {
         let mut removed = 0;
         for entry in std::fs::read_dir(&self.dir)? {
             let entry = entry?;
             let name = entry.file_name().to_string_lossy().into_owned();
-            if name.starts_with("virtperf-disk.") {
-                std::fs::remove_file(entry.path())?;
-                removed += 1;
-            } else if name.starts_with("virtperf-disk-files.") {
-                std::fs::remove_dir_all(entry.path())?;
-                removed += 1;
+            let meta = entry.path().symlink_metadata()?;
+            match leftover(&name) {
+                Some(Leftover::File) if meta.is_file() => {
+                    std::fs::remove_file(entry.path())?;
+                    removed += 1;
+                }
+                Some(Leftover::Dir) if meta.is_dir() => {
+                    if remove_files_dir(&entry.path())? {
+                        removed += 1;
+                    } else {
+                        obs.note(&format!(
+                            "kept {}: it holds files this workload does not make",
+                            entry.path().display()
+                        ));
+                    }
+                }
+                _ => {}
             }
         }
         obs.chatter(&format!(

@@ -27,8 +27,12 @@ pub const DEF: DriverDef = DriverDef {
         "a QEMU VM booting this machine's kernel with virtperf as init (KVM if it works, else TCG)",
     target: None,
     options: &[
-        EnvOption::new("smp", Check::Positive, "virtual CPUs"),
-        EnvOption::new("memory", Check::Size, "guest memory, e.g. 2g"),
+        EnvOption::new("smp", Check::Whole(1, 255), "virtual CPUs, 1 to 255"),
+        EnvOption::new(
+            "memory",
+            Check::Size(128 << 20),
+            "guest memory, e.g. 2g (at least 128m)",
+        ),
         EnvOption::new(
             "accel",
             Check::Choice(&["auto", "kvm", "tcg"]),
@@ -46,7 +50,11 @@ pub const DEF: DriverDef = DriverDef {
             Check::Choice(&["none", "writeback"]),
             "scratch disk cache mode",
         ),
-        EnvOption::new("disk", Check::Size, "scratch disk size, e.g. 8g"),
+        EnvOption::new(
+            "disk",
+            Check::Size(16 << 20),
+            "scratch disk size, e.g. 8g (at least 16m)",
+        ),
         EnvOption::new(
             "net",
             Check::Choice(&["user", "none"]),
@@ -166,7 +174,7 @@ impl QemuEnvironment {
             let cache = self.spec.opt("cache").unwrap_or("none");
             cmd.arg("-drive").arg(format!(
                 "file={},if=virtio,format=raw,cache={cache}",
-                disk.display()
+                qemu_escape(&disk.display().to_string())
             ));
         }
         cmd.stdin(Stdio::piped())
@@ -329,6 +337,12 @@ impl Environment for QemuEnvironment {
     }
 }
 
+/// A value inside QEMU's comma-separated option syntax: a comma is doubled
+/// (a TMPDIR with a comma stays one path).
+pub fn qemu_escape(value: &str) -> String {
+    value.replace(',', ",,")
+}
+
 pub fn which(program: &str) -> Option<PathBuf> {
     std::env::var_os("PATH").and_then(|paths| {
         std::env::split_paths(&paths)
@@ -347,4 +361,37 @@ pub fn time_boot(spec: &Spec) -> Result<Duration> {
         .first()
         .map(|o| o.ready_after)
         .unwrap_or(started.elapsed()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_comma_in_the_temporary_directory_stays_in_the_drive_path() {
+        let dir = tempfile::Builder::new()
+            .prefix("virtperf,test,file=evil-")
+            .tempdir()
+            .unwrap();
+        let env = QemuEnvironment {
+            spec: Spec::parse("qemu").unwrap(),
+            kernel: PathBuf::from("/boot/vmlinuz"),
+            accel: "tcg",
+            dir: Some(dir),
+        };
+        let disk = env.dir().join("scratch-0.img");
+        let cmd = env.command("tcg", 0, Some(&disk), None);
+        let args: Vec<String> = cmd
+            .get_args()
+            .map(|a| a.to_string_lossy().into_owned())
+            .collect();
+        let drive = &args[args.iter().position(|a| a == "-drive").unwrap() + 1];
+        let path = drive
+            .strip_prefix("file=")
+            .and_then(|d| d.strip_suffix(",if=virtio,format=raw,cache=none"))
+            .unwrap();
+        // QEMU reads ",," as one comma: undoubling gives the path back.
+        assert_eq!(path.replace(",,", ","), disk.display().to_string());
+        assert!(!path.replace(",,", "").contains(','), "{drive}");
+    }
 }

@@ -67,16 +67,31 @@ pub fn check_space(dir: &Path, needed: u64, option: &str) -> Result<()> {
 }
 
 /// Opens (and with `create`, creates) a test file without following a
-/// symlink, so nothing outside the test directory is ever written.
+/// symlink, so nothing outside the test directory is ever written; a file
+/// with other hard links (another name for someone's data) or that is not a
+/// regular file is refused.
 pub fn open(path: &Path, create: bool, write: bool, extra: i32) -> std::io::Result<std::fs::File> {
-    use std::os::unix::fs::OpenOptionsExt;
+    use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
     let mut o = std::fs::OpenOptions::new();
     o.read(true)
         .write(write)
         .create(create)
         .custom_flags(libc::O_NOFOLLOW | extra)
         .mode(0o600);
-    o.open(path)
+    let file = o.open(path)?;
+    let meta = file.metadata()?;
+    if !meta.is_file() {
+        return Err(std::io::Error::other(
+            "not a regular file, so not a test file of ours: remove it or choose another directory",
+        ));
+    }
+    if meta.nlink() > 1 {
+        return Err(std::io::Error::other(format!(
+            "has {} hard links, so writing it would change another file: remove it or choose another directory",
+            meta.nlink()
+        )));
+    }
+    Ok(file)
 }
 
 /// Removes every test file in `dir`; returns how many.
@@ -185,6 +200,24 @@ mod tests {
         std::os::unix::fs::symlink(&outside, &link).unwrap();
         assert!(open(&link, true, true, 0).is_err());
         assert_eq!(std::fs::read(&outside).unwrap(), b"precious");
+    }
+
+    #[test]
+    fn never_writes_through_a_hard_link() {
+        // Issue 14, item 15.
+        let dir = tempfile::tempdir().unwrap();
+        let precious = dir.path().join("precious");
+        std::fs::write(&precious, b"precious").unwrap();
+        let link = dir.path().join("test_file.0");
+        std::fs::hard_link(&precious, &link).unwrap();
+        let err = open(&link, true, true, 0).unwrap_err().to_string();
+        assert!(err.contains("hard links"), "{err}");
+        assert_eq!(std::fs::read(&precious).unwrap(), b"precious");
+        let fifo = dir.path().join("test_file.1");
+        let c = CString::new(fifo.as_os_str().as_bytes()).unwrap();
+        // SAFETY: a NUL-terminated path.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        assert!(open(&fifo, true, true, 0).is_err());
     }
 
     #[test]

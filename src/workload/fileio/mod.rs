@@ -149,6 +149,22 @@ mod tests {
     }
 
     #[test]
+    fn a_failed_prepare_removes_only_the_files_it_created() {
+        // Issue 14, item 15: the guard removed test files from before.
+        let dir = tempfile::tempdir().unwrap();
+        let d = format!("--file-dir={}", dir.path().display());
+        let old = dir.path().join("test_file.0");
+        std::fs::write(&old, vec![7u8; 4096]).unwrap();
+        // test_file.2 cannot be created (a directory has the name), so the
+        // prepare fails after creating test_file.1.
+        std::fs::create_dir(dir.path().join("test_file.2")).unwrap();
+        let c = cfg(&[&d, "--file-num=3", "--file-total-size=48K"]);
+        assert!(create_files(&c).is_err());
+        assert!(old.exists(), "a test file from before was removed");
+        assert!(!dir.path().join("test_file.1").exists());
+    }
+
+    #[test]
     fn random_rw_follows_the_ratio_and_fsyncs_every_file_periodically() {
         let dir = tempfile::tempdir().unwrap();
         let d = format!("--file-dir={}", dir.path().display());

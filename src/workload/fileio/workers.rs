@@ -21,9 +21,14 @@ pub fn create_files(cfg: &Config) -> Result<(u64, f64)> {
     let mut written = 0u64;
     for i in 0..cfg.num {
         let path = cfg.path(i);
+        // A file that was there before (an earlier prepare being extended)
+        // is not ours to remove if this one fails.
+        let existed = std::fs::symlink_metadata(&path).is_ok();
         let file = files::open(&path, true, true, cfg.open_flags)
             .map_err(|e| files::io_context(e, "cannot create", &path))?;
-        guard.track(path.clone());
+        if !existed {
+            guard.track(path.clone());
+        }
         let mut offset = file.metadata()?.len();
         offset -= offset % cfg.block;
         while offset < cfg.file_size {
