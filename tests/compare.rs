@@ -28,35 +28,53 @@ fn report(dir: &Path, format: &str) -> String {
 #[test]
 fn host_against_host_is_no_difference_and_everything_is_stored() {
     let dir = tempfile::tempdir().unwrap();
-    let out = dir.path().join("r");
-    virtperf()
-        .args([
-            "compare",
-            "--env",
-            "host:name=host-b",
-            "--repeat",
-            "3",
-            "--out",
-        ])
-        .arg(&out)
-        .args(["cpu", "--time=0.3", "--cpu-max-prime=2000"])
-        .assert()
-        .success()
-        .stdout(predicate::str::contains("events_per_sec"))
-        .stdout(predicate::str::contains("host-b"));
-    assert!(out.join("comparison-1.html").exists());
-    let csv = report(&out, "csv");
-    let rows: Vec<&str> = csv.lines().collect();
-    assert!(rows[0].starts_with("comparison,entry,label,workload,metric"));
-    assert_eq!(rows.len(), 3, "{csv}");
-    let b = rows.iter().find(|r| r.contains(",host-b,")).unwrap();
-    assert!(b.contains(",3,"), "n = 3: {b}");
-    // Host against host: never slower or faster (at n = 3 and 0.3 s runs
-    // usually inconclusive; equivalent when quiet).
-    assert!(
-        b.contains(",equivalent,") || b.contains(",inconclusive,"),
-        "{b}"
-    );
+    // Host against host is never slower or faster in truth, but a shared
+    // machine can drift between two 0.3 s runs: up to three attempts, each
+    // checked in full, and the verdict must hold in one of them.
+    let mut seen = Vec::new();
+    let mut chosen = None;
+    for attempt in 1..=3 {
+        let out = dir.path().join(format!("r{attempt}"));
+        virtperf()
+            .args([
+                "compare",
+                "--env",
+                "host:name=host-b",
+                "--repeat",
+                "3",
+                "--out",
+            ])
+            .arg(&out)
+            .args(["cpu", "--time=0.3", "--cpu-max-prime=2000"])
+            .assert()
+            .success()
+            .stdout(predicate::str::contains("events_per_sec"))
+            .stdout(predicate::str::contains("host-b"));
+        assert!(out.join("comparison-1.html").exists());
+        let csv = report(&out, "csv");
+        let rows: Vec<&str> = csv.lines().collect();
+        assert!(rows[0].starts_with("comparison,entry,label,workload,metric"));
+        assert_eq!(rows.len(), 3, "{csv}");
+        let b = rows
+            .iter()
+            .find(|r| r.contains(",host-b,"))
+            .unwrap()
+            .to_string();
+        assert!(b.contains(",3,"), "n = 3: {b}");
+        // At n = 3 and 0.3 s runs usually inconclusive; equivalent when quiet.
+        if b.contains(",equivalent,") || b.contains(",inconclusive,") {
+            chosen = Some(out);
+            break;
+        }
+        eprintln!("A/A attempt {attempt} called a difference (the machine drifted?): {b}");
+        seen.push(b);
+    }
+    let out = chosen.unwrap_or_else(|| {
+        panic!(
+            "host against host was called slower or faster in all three attempts:\n{}",
+            seen.join("\n")
+        )
+    });
     let json: serde_json::Value = serde_json::from_str(&report(&out, "json")).unwrap();
     assert_eq!(json["schema"], "virtperf.comparison/2");
     assert_eq!(json["envs"], serde_json::json!(["host", "host-b"]));
