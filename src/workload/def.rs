@@ -8,6 +8,7 @@ use anyhow::Result;
 
 use super::Workload;
 use crate::core::options::{OptionSpec, Values};
+use crate::core::result::Metric;
 use crate::stats::ranking::Category;
 
 /// What a workload needs from the environment it runs in; checked before
@@ -77,6 +78,17 @@ impl MetricDef {
             name == self.name
         }
     }
+}
+
+/// A produced metric, with the unit and direction its declaration in
+/// `table` gives (the first that matches `name`). Panics on an undeclared
+/// name: that is a bug in the workload, which the registry test catches.
+pub fn metric_from(table: &[MetricDef], name: &str, value: f64) -> Metric {
+    let def = table
+        .iter()
+        .find(|d| d.matches(name))
+        .unwrap_or_else(|| panic!("metric {name} is not declared in its workload's table"));
+    Metric::new(name, value, def.unit, def.higher_is_better)
 }
 
 /// One workload, as the registry lists it.

@@ -90,11 +90,7 @@ pub const METRICS: &[MetricDef] = &[
 ];
 
 fn metric(name: &str, value: f64) -> Metric {
-    let def = METRICS
-        .iter()
-        .find(|d| d.matches(name))
-        .expect("declared in METRICS");
-    Metric::new(name, value, def.unit, def.higher_is_better)
+    crate::workload::metric_from(METRICS, name, value)
 }
 
 /// Floating-point operations of one solve as Intel's LINPACK counts them.

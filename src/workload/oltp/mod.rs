@@ -311,11 +311,7 @@ pub const METRICS: &[MetricDef] = &[
 ];
 
 fn metric(name: &str, value: f64) -> Metric {
-    let def = METRICS
-        .iter()
-        .find(|d| d.name == name)
-        .unwrap_or_else(|| panic!("metric {name} is not in oltp::METRICS"));
-    Metric::new(def.name, value, def.unit, def.higher_is_better)
+    crate::workload::metric_from(METRICS, name, value)
 }
 
 /// The SQLite database file in `--oltp-dir`.
