@@ -70,7 +70,20 @@ pub struct Flag {
     pub env: String,
     pub label: String,
     pub round: usize,
+    pub kind: FlagKind,
+    /// Steal or other processes' load in % of the CPUs; 0 for a
+    /// multimodal part.
+    pub pct: f64,
     pub reason: String,
+}
+
+/// Why a run was flagged: what a summary counts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FlagKind {
+    Steal,
+    Load,
+    Multimodal,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -110,19 +123,31 @@ pub struct HeadlineRow<'a> {
     pub noisy: bool,
 }
 
-fn flag_reasons(doc: &ResultDoc) -> Vec<String> {
+fn flag_reasons(doc: &ResultDoc) -> Vec<(FlagKind, f64, String)> {
     let m = &doc.monitor;
     let mut out = Vec::new();
     if m.cpu_steal_pct > STEAL_LIMIT_PCT {
-        out.push(format!("steal {:.1}%", m.cpu_steal_pct));
-    }
-    if m.foreign_busy_pct > FOREIGN_LIMIT_PCT {
-        out.push(format!(
-            "other processes used {:.1}% of the CPUs",
-            m.foreign_busy_pct
+        out.push((
+            FlagKind::Steal,
+            m.cpu_steal_pct,
+            format!("steal {:.1}%", m.cpu_steal_pct),
         ));
     }
-    out.extend(multimodal(&doc.details));
+    if m.foreign_busy_pct > FOREIGN_LIMIT_PCT {
+        out.push((
+            FlagKind::Load,
+            m.foreign_busy_pct,
+            format!(
+                "other processes used {:.1}% of the CPUs",
+                m.foreign_busy_pct
+            ),
+        ));
+    }
+    out.extend(
+        multimodal(&doc.details)
+            .into_iter()
+            .map(|r| (FlagKind::Multimodal, 0.0, r)),
+    );
     out
 }
 
@@ -192,11 +217,13 @@ pub fn analyze(cmp: &ComparisonRow, runs: &[RunRow], settings: &VerdictSettings)
                 fingerprints
                     .entry(r.env.clone())
                     .or_insert_with(|| doc.env.clone());
-                for reason in flag_reasons(doc) {
+                for (kind, pct, reason) in flag_reasons(doc) {
                     flags.push(Flag {
                         env: r.env.clone(),
                         label: r.label.clone(),
                         round: r.round,
+                        kind,
+                        pct,
                         reason,
                     });
                 }

@@ -5,8 +5,8 @@
 use std::fmt::Write as _;
 
 use super::{
-    effect, marks, method, num, ratio_text, run_lines, tally, verdict_cell, Analysis, Exporter,
-    View,
+    effect, flag_summary, marks, method, num, ratio_text, run_lines, tally, verdict_cell, Analysis,
+    Exporter, View,
 };
 
 pub struct MarkdownExporter;
@@ -125,11 +125,20 @@ impl Exporter for MarkdownExporter {
         }
         if !a.flags.is_empty() {
             out.push_str("\n## Flagged runs\n\n");
-            let flags = a
-                .flags
-                .iter()
-                .map(|f| (&*f.env, &*f.label, f.round, &*f.reason));
-            out.push_str(&run_lines(flags, cell, "- "));
+            if view.detail {
+                let flags = a
+                    .flags
+                    .iter()
+                    .map(|f| (&*f.env, &*f.label, f.round, &*f.reason));
+                out.push_str(&run_lines(flags, cell, "- "));
+            } else {
+                for (i, line) in flag_summary(a).iter().enumerate() {
+                    let bullet = if i == 0 { "" } else { "- " };
+                    let gap = if i == 0 { "\n" } else { "" };
+                    let _ = writeln!(out, "{bullet}{}{gap}", cell(line));
+                }
+                out.push_str("\nEach flagged run and why: `--detail`.\n");
+            }
         }
         if !a.failures.is_empty() {
             out.push_str("\n## Failed runs\n\n");

@@ -242,6 +242,78 @@ pub fn tally(a: &Analysis) -> String {
     out
 }
 
+/// The flagged runs in a few lines, one per kind of flag (the full list
+/// is for `--detail`): how many runs, in which environments, how strong.
+pub fn flag_summary(a: &Analysis) -> Vec<String> {
+    use crate::analysis::FlagKind;
+    use std::collections::{BTreeMap, BTreeSet};
+    let mut out = Vec::new();
+    let runs: BTreeSet<(&str, &str, usize)> = a
+        .flags
+        .iter()
+        .map(|f| (&*f.env, &*f.label, f.round))
+        .collect();
+    if runs.is_empty() {
+        return out;
+    }
+    out.push(format!(
+        "{} run{} flagged:",
+        runs.len(),
+        if runs.len() == 1 { "" } else { "s" }
+    ));
+    for (kind, what) in [
+        (FlagKind::Load, "other processes' load"),
+        (FlagKind::Steal, "steal"),
+        (FlagKind::Multimodal, "multimodal timings"),
+    ] {
+        let of_kind: Vec<_> = a.flags.iter().filter(|f| f.kind == kind).collect();
+        if of_kind.is_empty() {
+            continue;
+        }
+        let kind_runs: BTreeSet<(&str, &str, usize)> = of_kind
+            .iter()
+            .map(|f| (&*f.env, &*f.label, f.round))
+            .collect();
+        let mut per_env: BTreeMap<&str, usize> = BTreeMap::new();
+        for (env, _, _) in &kind_runs {
+            *per_env.entry(env).or_default() += 1;
+        }
+        let envs = a
+            .envs
+            .iter()
+            .filter_map(|e| per_env.get(e.as_str()).map(|n| format!("{e} {n}")))
+            .collect::<Vec<_>>()
+            .join(", ");
+        let line = if kind == FlagKind::Multimodal {
+            format!(
+                "{what}: {} part{} in {} run{} ({envs}); a part measured two faces of the machine",
+                of_kind.len(),
+                if of_kind.len() == 1 { "" } else { "s" },
+                kind_runs.len(),
+                if kind_runs.len() == 1 { "" } else { "s" },
+            )
+        } else {
+            let mut pct: Vec<f64> = of_kind.iter().map(|f| f.pct).collect();
+            pct.sort_by(f64::total_cmp);
+            let mid = pct.len() / 2;
+            let median = if pct.len() % 2 == 0 {
+                (pct[mid - 1] + pct[mid]) / 2.0
+            } else {
+                pct[mid]
+            };
+            format!(
+                "{what}: {} run{} ({envs}), median {:.1}%, up to {:.1}% of the CPUs",
+                kind_runs.len(),
+                if kind_runs.len() == 1 { "" } else { "s" },
+                median,
+                pct[pct.len() - 1],
+            )
+        };
+        out.push(line);
+    }
+    out
+}
+
 /// A run named in a report's flagged or failed list, with the reason.
 pub fn run_lines<'a>(
     runs: impl IntoIterator<Item = (&'a str, &'a str, usize, &'a str)>,
@@ -479,12 +551,16 @@ mod tests {
         assert!(!md.contains("## Every metric"));
         assert!(md.find("## Flagged runs").unwrap() > summary);
         assert!(
-            md.contains("## Flagged runs\n\n- vm / cpu / round 3: steal 9.0%"),
+            md.contains("## Flagged runs\n\n1 run flagged:\n\n- steal: 1 run (vm 1), median 9.0%"),
             "{md}"
         );
         let long = exporter("markdown")
             .unwrap()
             .render(&fixture(), View { detail: true });
+        assert!(
+            long.contains("## Flagged runs\n\n- vm / cpu / round 3: steal 9.0%"),
+            "{long}"
+        );
         assert!(
             long.contains(
                 "| events_per_sec (events/s) | host | 5 | 100.0 | [99.1, 100.9] | 0.7% |"
@@ -511,13 +587,52 @@ mod tests {
     }
 
     #[test]
+    fn flags_are_summarised_by_kind_with_counts_per_environment() {
+        use crate::analysis::{Flag, FlagKind};
+        let mut a = fixture();
+        a.flags.clear();
+        let flag = |env: &str, round, kind, pct, reason: &str| Flag {
+            env: env.into(),
+            label: "cpu".into(),
+            round,
+            kind,
+            pct,
+            reason: reason.into(),
+        };
+        a.flags.push(flag("host", 0, FlagKind::Load, 20.0, "load"));
+        a.flags.push(flag("vm", 0, FlagKind::Load, 40.0, "load"));
+        a.flags.push(flag("vm", 1, FlagKind::Load, 90.0, "load"));
+        a.flags.push(flag("vm", 1, FlagKind::Multimodal, 0.0, "a"));
+        a.flags.push(flag("vm", 1, FlagKind::Multimodal, 0.0, "b"));
+        let lines = flag_summary(&a);
+        assert_eq!(
+            lines,
+            [
+                "3 runs flagged:",
+                "other processes' load: 3 runs (host 1, vm 2), median 40.0%, up to 90.0% of the CPUs",
+                "multimodal timings: 2 parts in 1 run (vm 1); a part measured two faces of the machine",
+            ],
+        );
+        a.flags.truncate(2);
+        assert!(
+            flag_summary(&a)[1].contains("median 30.0%"),
+            "{:?}",
+            flag_summary(&a)
+        );
+    }
+
+    #[test]
     fn every_format_flags_noisy_runs() {
         let a = fixture();
         let v = View::default();
         assert!(exporter("table")
             .unwrap()
             .render(&a, v)
-            .contains("steal 9.0%"));
+            .contains("steal: 1 run (vm 1), median 9.0%, up to 9.0% of the CPUs"));
+        assert!(exporter("table")
+            .unwrap()
+            .render(&a, View { detail: true })
+            .contains("vm / cpu / round 3: steal 9.0%"));
         assert!(exporter("table")
             .unwrap()
             .render(&a, v)

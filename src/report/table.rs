@@ -6,8 +6,8 @@
 use std::fmt::Write as _;
 
 use super::{
-    effect, marks, method, num, ratio_text, run_lines, tally, verdict_cell, Analysis, Exporter,
-    View,
+    effect, flag_summary, marks, method, num, ratio_text, run_lines, tally, verdict_cell, Analysis,
+    Exporter, View,
 };
 
 pub struct TableExporter;
@@ -40,11 +40,18 @@ impl Exporter for TableExporter {
                 out,
                 "\nFlagged runs (⚑: something else competed for the CPUs; results may be off):"
             );
-            let flags = a
-                .flags
-                .iter()
-                .map(|f| (&*f.env, &*f.label, f.round, &*f.reason));
-            out.push_str(&run_lines(flags, str::to_string, "  "));
+            if view.detail {
+                let flags = a
+                    .flags
+                    .iter()
+                    .map(|f| (&*f.env, &*f.label, f.round, &*f.reason));
+                out.push_str(&run_lines(flags, str::to_string, "  "));
+            } else {
+                for line in flag_summary(a) {
+                    let _ = writeln!(out, "  {line}");
+                }
+                let _ = writeln!(out, "  Each flagged run and why: --detail.");
+            }
         }
         if !a.failures.is_empty() {
             let _ = writeln!(out, "\nFailed runs:");
@@ -77,19 +84,19 @@ fn summary(out: &mut String, a: &Analysis) {
         let _ = writeln!(out, "  no environment besides the baseline has results");
         return;
     }
+    // Each entry's full label on a line of its own (two entries of one
+    // workload differ only in their options), its rows indented below.
     let _ = writeln!(
         out,
-        "{:<30} {:<18} {:<24} {:>26} {:>16}  verdict",
-        "entry", "environment", "metric", "ratio [95% CI]", "effect"
+        "  {:<16} {:<24} {:>26} {:>16}  verdict",
+        "environment", "metric", "ratio [95% CI]", "effect"
     );
     let mut last = "";
     for r in &rows {
-        let label = if r.entry.label == last {
-            ""
-        } else {
-            &r.entry.label
-        };
-        last = &r.entry.label;
+        if r.entry.label != last {
+            let _ = writeln!(out, "{}", r.entry.label);
+            last = &r.entry.label;
+        }
         let (ratio, eff) = r
             .stat
             .vs_baseline
@@ -98,9 +105,8 @@ fn summary(out: &mut String, a: &Analysis) {
             .unwrap_or_default();
         let _ = writeln!(
             out,
-            "{:<30} {:<18} {:<24} {:>26} {:>16}  {}{}",
-            truncate(label, 30),
-            truncate(&r.stat.env, 18),
+            "  {:<16} {:<24} {:>26} {:>16}  {}{}",
+            truncate(&r.stat.env, 16),
             truncate(&r.metric.name, 24),
             ratio,
             eff,

@@ -276,6 +276,10 @@ svg{margin:6px 12px 6px 0;background:#fff;border:1px solid #eee}svg .t{font-size
         }
         if !a.flags.is_empty() {
             h.push_str("<h2>Flagged runs</h2><ul>");
+            for line in super::flag_summary(a) {
+                let _ = write!(h, "<li>{}</li>", esc(&line));
+            }
+            h.push_str("</ul><details><summary>Each flagged run</summary><ul>");
             for f in &a.flags {
                 let _ = write!(
                     h,
@@ -286,7 +290,7 @@ svg{margin:6px 12px 6px 0;background:#fff;border:1px solid #eee}svg .t{font-size
                     esc(&f.reason)
                 );
             }
-            h.push_str("</ul>");
+            h.push_str("</ul></details>");
         }
         if !a.failures.is_empty() {
             h.push_str("<h2>Failed runs</h2><ul>");
