@@ -296,7 +296,7 @@ pub fn flag_summary(a: &Analysis) -> Vec<String> {
             let mut pct: Vec<f64> = of_kind.iter().map(|f| f.pct).collect();
             pct.sort_by(f64::total_cmp);
             let mid = pct.len() / 2;
-            let median = if pct.len() % 2 == 0 {
+            let median = if pct.len().is_multiple_of(2) {
                 (pct[mid - 1] + pct[mid]) / 2.0
             } else {
                 pct[mid]
