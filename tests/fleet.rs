@@ -1,6 +1,7 @@
 //! Fleets from the command line: `virtperf report` over several hosts'
 //! result stores (the fleet view in every format, different suites refused,
-//! a missing or broken store named).
+//! a missing or broken store named), and `--start-at` (waits, records how
+//! late it began, refuses a past or far-future time).
 
 use std::path::{Path, PathBuf};
 
@@ -186,3 +187,87 @@ fn a_missing_or_broken_store_is_named() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("given twice"));
 }
 
+/// Every JSON document a single-workload run printed.
+fn docs(args: &[&str]) -> Vec<Value> {
+    let out = virtperf().args(args).output().unwrap();
+    assert!(
+        out.status.success(),
+        "{args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+/// A result's `started_at` (RFC 3339 with milliseconds) in seconds.
+fn started(doc: &Value) -> f64 {
+    let t = doc["started_at"].as_str().unwrap();
+    assert_eq!(t.len(), 24, "milliseconds kept: {t}");
+    moment(t)
+}
+
+fn moment(t: &str) -> f64 {
+    virtperf::core::time::parse_moment(t).unwrap()
+}
+
+#[test]
+fn start_at_waits_for_the_moment_and_records_how_late_it_began() {
+    let now = virtperf::core::time::unix_now();
+    let at = virtperf::core::time::rfc3339(now + 1.5, true);
+    let d = docs(&[
+        "cpu",
+        "--time=0.2",
+        "--cpu-max-prime=1000",
+        &format!("--start-at={at}"),
+        "--json",
+    ]);
+    let s = &d[0]["env"]["start_at"];
+    assert_eq!(s["target"], at.as_str());
+    let late = s["late_s"].as_f64().unwrap();
+    assert!((0.0..0.5).contains(&late), "late by {late} s");
+    assert!(moment(s["began"].as_str().unwrap()) >= moment(&at));
+    assert!(started(&d[0]) >= moment(&at), "it never runs early");
+}
+
+#[test]
+fn start_at_in_the_past_or_far_ahead_is_refused_and_leaves_nothing() {
+    for (when, says) in [
+        ("2020-01-01T00:00:00Z", "already past"),
+        ("1000000000", "already past"),
+        ("99999999999", "24 hours"),
+        ("tomorrow", "RFC 3339"),
+    ] {
+        let out = virtperf()
+            .args(["cpu", "--time=0.1", &format!("--start-at={when}")])
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2), "{when}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            err.contains("--start-at") && err.contains(says),
+            "{when}: {err}"
+        );
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let results = dir.path().join("results");
+    let out = virtperf()
+        .args([
+            "compare",
+            "--env",
+            "host:name=b",
+            "--start-at",
+            "1000000000",
+        ])
+        .arg("--out")
+        .arg(&results)
+        .args(["cpu", "--time=0.1"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr)
+        .contains("--start-at=1000000000: that moment is already past"));
+    assert!(!results.exists(), "nothing written");
+}
