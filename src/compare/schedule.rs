@@ -80,6 +80,9 @@ pub struct Outcome {
 
 pub struct Schedule<'a> {
     pub comparison: i64,
+    /// The `--start-at` wait this comparison began with: recorded in every
+    /// result's fingerprint.
+    pub start_at: Option<crate::core::result::StartAt>,
     pub suite: &'a Suite,
     pub envs: &'a [EnvSlot],
     pub repeat: Repeat,
@@ -248,6 +251,16 @@ impl Schedule<'_> {
         round: usize,
         res: &std::result::Result<ResultDoc, String>,
     ) -> Result<()> {
+        let stamped;
+        let res = match (res, &self.start_at) {
+            (Ok(doc), Some(s)) => {
+                let mut doc = doc.clone();
+                doc.env.start_at = Some(s.clone());
+                stamped = Ok(doc);
+                &stamped
+            }
+            _ => res,
+        };
         self.store.record(
             self.comparison,
             env,
@@ -443,6 +456,7 @@ mod tests {
     fn schedule(w: &World, repeat: Repeat) -> Schedule<'_> {
         Schedule {
             comparison: w.id,
+            start_at: None,
             suite: &w.suite,
             envs: &w.envs,
             repeat,
