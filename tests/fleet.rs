@@ -1,7 +1,9 @@
 //! Fleets from the command line: `virtperf report` over several hosts'
 //! result stores (the fleet view in every format, different suites refused,
-//! a missing or broken store named), and `--start-at` (waits, records how
-//! late it began, refuses a past or far-future time).
+//! a missing or broken store named), `--start-at` (waits, records how late it
+//! began, refuses a past or far-future time), and `group:` environments
+//! (members released together, each one's start recorded, a bad member
+//! refused).
 
 use std::path::{Path, PathBuf};
 
@@ -269,5 +271,103 @@ fn start_at_in_the_past_or_far_ahead_is_refused_and_leaves_nothing() {
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr)
         .contains("--start-at=1000000000: that moment is already past"));
+    assert!(!results.exists(), "nothing written");
+}
+
+#[test]
+fn a_group_of_two_members_starts_together_and_is_summed() {
+    let d = docs(&[
+        "cpu",
+        "--time=0.3",
+        "--cpu-max-prime=2000",
+        "--env",
+        "group:host+host:name=b",
+        "--json",
+    ]);
+    assert_eq!(d.len(), 3, "each member and the sum");
+    assert_eq!(d[0]["env"]["name"], "host");
+    assert_eq!(d[1]["env"]["name"], "b");
+    assert_eq!(d[1]["env"]["kind"], "host");
+    assert_eq!(d[2]["env"]["name"], "group:host+host:name=b (sum of 2)");
+    assert_eq!(d[2]["env"]["kind"], "group");
+    let eps = |d: &Value| common::metric(d, "events_per_sec");
+    assert!((eps(&d[2]) - eps(&d[0]) - eps(&d[1])).abs() < 1e-6);
+    let gap = (started(&d[0]) - started(&d[1])).abs();
+    assert!(gap <= 0.05, "members started {gap} s apart");
+    let per = d[2]["details"]["per_instance"].as_array().unwrap();
+    assert_eq!(per.len(), 2);
+    assert_eq!(per[0]["started_at"], d[0]["started_at"]);
+}
+
+#[test]
+fn compare_runs_a_group_and_stores_each_members_start() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("results");
+    let at = format!("{:.3}", virtperf::core::time::unix_now() + 1.0);
+    virtperf()
+        .args([
+            "compare",
+            "--env",
+            "group:host:name=g1+host:name=g2",
+            "--repeat",
+            "1",
+            "--start-at",
+            &at,
+            "--out",
+        ])
+        .arg(&out)
+        .args(["cpu", "--time=0.2", "--cpu-max-prime=1000"])
+        .assert()
+        .success();
+    let store = Store::open_read_only(&out).unwrap();
+    let cmp = store.latest().unwrap().unwrap();
+    let runs = store.runs(cmp.id).unwrap();
+    let group = runs
+        .iter()
+        .find(|r| r.env == "group:host:name=g1+host:name=g2")
+        .and_then(|r| r.doc.as_ref())
+        .expect("the group's run is stored");
+    assert_eq!(group.env.kind, "group");
+    let starts: Vec<f64> = group.details["per_instance"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| moment(m["started_at"].as_str().unwrap()))
+        .collect();
+    assert_eq!(starts.len(), 2);
+    assert!((starts[0] - starts[1]).abs() <= 0.05, "{starts:?}");
+    let s = group.env.start_at.as_ref().expect("the start is recorded");
+    assert!(s.late_s >= 0.0 && s.late_s < 0.5, "{s:?}");
+    let target: f64 = at.parse().unwrap();
+    assert!((moment(&s.target) - target).abs() < 0.002, "{s:?}");
+    // The host baseline carries the same record.
+    assert!(runs
+        .iter()
+        .filter_map(|r| r.doc.as_ref())
+        .all(|d| d.env.start_at.as_ref() == Some(s)));
+}
+
+#[test]
+fn a_group_with_an_invalid_member_is_refused_naming_it() {
+    let out = virtperf()
+        .args(["cpu", "--time=0.1", "--env", "group:host+vmware"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("--env group:host+vmware: member 2 'vmware': unknown environment"),
+        "{err}"
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let results = dir.path().join("results");
+    let out = virtperf()
+        .args(["compare", "--env", "group:host+host", "--out"])
+        .arg(&results)
+        .args(["cpu", "--time=0.1"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("both labelled 'host'"));
     assert!(!results.exists(), "nothing written");
 }

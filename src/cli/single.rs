@@ -82,9 +82,12 @@ fn in_envs(inv: &Invocation, start: Option<StartAt>) -> Result<()> {
                 }
             }
         }
-        let combined = (docs.len() > 1)
-            .then(|| env::combine(&format!("{} (sum of {})", spec.label, docs.len()), &docs))
-            .flatten();
+        let label = format!("{} (sum of {})", spec.label, docs.len());
+        let combined = match (docs.len() > 1, spec.members.is_empty()) {
+            (false, _) => None,
+            (true, true) => env::combine(&label, &docs),
+            (true, false) => env::combine_group(&label, &docs),
+        };
         for doc in docs.iter().chain(combined.iter()) {
             if inv.json {
                 println!("{}", serde_json::to_string(doc)?);

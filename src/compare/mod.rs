@@ -105,6 +105,7 @@ pub fn main(args: &[String]) -> Result<()> {
         .map(|s| EnvSlot {
             label: s.label.clone(),
             count: s.count,
+            group: !s.members.is_empty(),
         })
         .collect();
     let start = match start_at {

@@ -63,8 +63,10 @@ impl Executor for Drivers<'_> {
 #[derive(Debug, Clone)]
 pub struct EnvSlot {
     pub label: String,
-    /// Simultaneous instances (`count=N`).
+    /// Simultaneous instances (`count=N`, or a group's members).
     pub count: usize,
+    /// A group of different environments (their sum is of kind "group").
+    pub group: bool,
 }
 
 /// How the scheduling went.
@@ -167,7 +169,11 @@ impl Schedule<'_> {
                                 .cloned()
                                 .collect();
                             let res = if docs.len() == slot.count {
-                                Ok(env::combine(&slot.label, &docs).expect("non-empty"))
+                                let combined = match slot.group {
+                                    true => env::combine_group(&slot.label, &docs),
+                                    false => env::combine(&slot.label, &docs),
+                                };
+                                Ok(combined.expect("non-empty"))
                             } else {
                                 Err(format!(
                                     "{} of {} instances failed",
@@ -422,6 +428,7 @@ mod tests {
             .map(|(l, c)| EnvSlot {
                 label: l.to_string(),
                 count: *c,
+                group: false,
             })
             .collect()
     }
