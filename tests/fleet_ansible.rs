@@ -164,7 +164,8 @@ fn playbook(fleet: &Fleet, ap: &Path, inv: &Path, vars: Value) -> (Output, PathB
         .env("ANSIBLE_LOCAL_TEMP", home.join("tmp"))
         .env("ANSIBLE_SSH_CONTROL_PATH_DIR", home.join("cp"))
         .env("ANSIBLE_NOCOLOR", "1")
-        .env("ANSIBLE_TIMEOUT", "4")
+        // Seconds before a host that does not answer is given up.
+        .env("ANSIBLE_TIMEOUT", "6")
         .env("LC_ALL", "C.UTF-8")
         .current_dir(fleet.dir.path())
         .output()
@@ -557,4 +558,35 @@ fn a_group_of_two_ssh_hosts_starts_together() {
     );
     // Each remote side cleaned up in its own TMPDIR.
     assert_clean(&fleet);
+}
+
+#[test]
+fn a_fleet_is_removed_when_a_test_panics() {
+    let _serial = serial();
+    if let Some(why) = fleet_support::missing() {
+        skip(&why);
+        return;
+    }
+    let made = std::sync::Mutex::new(None);
+    let caught = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        let fleet = Fleet::start(&["vpf-p"]);
+        let h = &fleet.hosts[0];
+        *made.lock().unwrap() = Some((h.ns.clone(), h.link.clone(), fleet.net.clone()));
+        panic!("a test fails with its fleet up");
+    }));
+    assert!(caught.is_err());
+    let (ns, link, net) = made.into_inner().unwrap().expect("the fleet was made");
+    let out = |args: &[&str]| {
+        let o = Command::new(args[0]).args(&args[1..]).output().unwrap();
+        String::from_utf8_lossy(&o.stdout).into_owned()
+    };
+    assert!(!out(&["ip", "netns", "list"]).contains(&ns), "{ns} is left");
+    assert!(
+        !out(&["ip", "-o", "link"]).contains(&link),
+        "{link} is left"
+    );
+    assert!(
+        !out(&["ip", "route"]).contains(&format!("{net}.")),
+        "a route in {net}.0/24 is left"
+    );
 }
