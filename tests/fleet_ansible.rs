@@ -329,14 +329,19 @@ fn playbook_runs_three_hosts_together_and_reports_the_fleet() {
 #[test]
 fn an_unreachable_host_fails_while_the_others_finish_and_bad_hosts_are_refused() {
     let _serial = serial();
-    let Some((mut fleet, Some(ap))) = ready(&["vpf-a", "vpf-b", "vpf-c", "vpf-d"], true) else {
+    let Some((mut fleet, Some(ap))) = ready(&["vpf-a", "vpf-b", "vpf-c", "vpf-d", "vpf-e"], true)
+    else {
         return;
     };
     // vpf-c: its link is taken down before the run.
     fleet.link_down(2);
-    let mut entries: Vec<Entry> = (0..4).map(|i| Entry::host(&fleet, i)).collect();
+    let mut entries: Vec<Entry> = (0..5).map(|i| Entry::host(&fleet, i)).collect();
     // vpf-d: reachable, but its run fails (a suite that does not exist).
     entries[3].extra = "virtperf_compare_args='[\"--suite\",\"no-such-suite\"]'".into();
+    // vpf-e: its run goes on past virtperf_wait: the playbook stops it.
+    entries[4].extra =
+        "virtperf_wait=4 virtperf_compare_args='[\"--env\",\"host:name=b\",\"cpu\",\"--time=60\"]'"
+            .into();
     // A host that claims aarch64: a second sshd in vpf-b's namespace whose
     // sessions find a `uname` printing aarch64 first in their PATH.
     let arm_tmp = fleet.dir.path().join("remote-vpf-arm");
@@ -423,12 +428,25 @@ fn an_unreachable_host_fails_while_the_others_finish_and_bad_hosts_are_refused()
         d.contains("virtperf failed on vpf-d (exit 2)") && d.contains("no-such-suite"),
         "{d}"
     );
+    let e = failed("vpf-e");
+    assert!(
+        e.contains("virtperf still ran after 4 s (virtperf_wait): it was stopped"),
+        "{e}"
+    );
+    // Stopped: no process runs a binary from vpf-e's directory.
+    let remote_e = fleet.hosts[4].remote_tmp.display().to_string();
+    let running: Vec<_> = std::fs::read_dir("/proc")
+        .unwrap()
+        .filter_map(|p| std::fs::read_link(p.ok()?.path().join("exe")).ok())
+        .filter(|exe| exe.display().to_string().starts_with(&remote_e))
+        .collect();
+    assert!(running.is_empty(), "{running:?}");
     let a = failed("vpf-arm");
     assert!(
         a.contains("vpf-arm is aarch64, not x86_64") && a.contains("nothing was copied"),
         "{a}"
     );
-    assert!(all.contains("virtperf fleet: 5 of 7 hosts failed"), "{all}");
+    assert!(all.contains("virtperf fleet: 6 of 8 hosts failed"), "{all}");
     for name in ["vpf-c", "vpf-wrongkey", "vpf-silent", "vpf-arm"] {
         assert!(!fetch.join(name).exists(), "{name}");
         // Refused before anything was made or copied there.
