@@ -10,7 +10,7 @@ use std::path::Path;
 
 use virtperf::analysis::analyze;
 use virtperf::core::result::{EnvInfo, Metric, Monitor, ResultDoc, SCHEMA};
-use virtperf::report::{View, EXPORTERS};
+use virtperf::report::{Fleet, HostAnalysis, View, EXPORTERS};
 use virtperf::stats::VerdictSettings;
 use virtperf::store::{ComparisonRow, RunRow};
 
@@ -47,12 +47,17 @@ fn doc(env: &str, workload: &str, metrics: Vec<Metric>, steal: f64) -> ResultDoc
 }
 
 fn runs() -> Vec<RunRow> {
+    runs_at(0.97)
+}
+
+/// The fixture with docker at `docker` of the host's speed.
+fn runs_at(docker: f64) -> Vec<RunRow> {
     let mut runs = Vec::new();
     // Deterministic jitter: a small, fixed pattern per round.
     let jitter = [1.0, 1.01, 0.99, 1.005, 0.995];
     for (round, j) in jitter.iter().enumerate() {
         for (ei, env) in ENVS.iter().enumerate() {
-            let speed = [1.0, 0.97, 0.05][ei];
+            let speed = [1.0, docker, 0.05][ei];
             let slow = [1.0, 1.4, 4.0][ei];
             let cpu = doc(
                 env,
@@ -115,9 +120,8 @@ fn runs() -> Vec<RunRow> {
     runs
 }
 
-#[test]
-fn every_exporter_matches_its_golden_file() {
-    let cmp = ComparisonRow {
+fn comparison() -> ComparisonRow {
+    ComparisonRow {
         id: 3,
         started_at: "2026-11-23T00:00:00Z".into(),
         suite: "golden".into(),
@@ -125,7 +129,92 @@ fn every_exporter_matches_its_golden_file() {
         envs: ENVS.iter().map(|s| s.to_string()).collect(),
         args: vec![],
         finished: true,
-    };
+    }
+}
+
+/// Compares `text` with `tests/golden/NAME` (or writes it under
+/// UPDATE_GOLDEN); the first differing line, if any.
+fn check_golden(name: &str, text: &str) -> Option<String> {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/golden")
+        .join(name);
+    if std::env::var_os("UPDATE_GOLDEN").is_some() {
+        std::fs::write(&path, text).unwrap();
+        return None;
+    }
+    let want = std::fs::read_to_string(&path).unwrap_or_else(|_| {
+        panic!(
+            "{} is missing: run UPDATE_GOLDEN=1 cargo test --test golden",
+            path.display()
+        )
+    });
+    (want != text).then(|| {
+        let line = want
+            .lines()
+            .zip(text.lines())
+            .position(|(a, b)| a != b)
+            .unwrap_or(want.lines().count().min(text.lines().count()));
+        format!(
+            "{}: first difference at line {}:\n  golden: {:?}\n  now:    {:?}",
+            name,
+            line + 1,
+            want.lines().nth(line).unwrap_or(""),
+            text.lines().nth(line).unwrap_or("")
+        )
+    })
+}
+
+#[test]
+fn every_exporter_renders_the_fleet_view_as_its_golden_file() {
+    // Three hosts of one suite: docker 3%, 4% and 25% slower than each
+    // host's own baseline, so the third is the outlier.
+    let hosts: Vec<HostAnalysis> = [("hv-a", 0.97), ("hv-b", 0.96), ("hv-c <i>", 0.75)]
+        .iter()
+        .map(|(host, docker)| HostAnalysis {
+            host: host.to_string(),
+            analysis: analyze(
+                &comparison(),
+                &runs_at(*docker),
+                &VerdictSettings::default(),
+            ),
+        })
+        .collect();
+    let fleet = Fleet::build(hosts).unwrap();
+    let differ: Vec<String> = EXPORTERS
+        .iter()
+        .filter_map(|e| {
+            let text = e.render_fleet(&fleet, View::default());
+            // Every format names every host and the outlier.
+            assert!(
+                text.contains("hv-a") && text.contains("hv-b"),
+                "{}",
+                e.name()
+            );
+            if matches!(e.name(), "html" | "markdown") {
+                assert!(text.contains("hv-c &lt;i&gt;") && !text.contains("<i>"));
+            } else {
+                assert!(text.contains("hv-c <i>"), "{}: {text}", e.name());
+            }
+            check_golden(&format!("fleet.{}", e.name()), &text)
+        })
+        .collect();
+    let row = fleet
+        .rows
+        .iter()
+        .find(|r| r.kind == "docker" && r.label.starts_with("cpu"))
+        .unwrap();
+    assert_eq!(row.outliers, vec!["hv-c <i>".to_string()]);
+    assert!((row.median - 4.0).abs() < 0.1, "{}", row.median);
+    assert!(
+        differ.is_empty(),
+        "fleet reports differ from tests/golden (if intended: UPDATE_GOLDEN=1 cargo test --test golden, then review the diff):\n{}",
+        differ.join("\n")
+    );
+}
+
+#[test]
+fn every_exporter_matches_its_golden_file() {
+    let cmp = comparison();
     let analysis = analyze(&cmp, &runs(), &VerdictSettings::default());
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/golden");
     let update = std::env::var_os("UPDATE_GOLDEN").is_some();

@@ -19,6 +19,8 @@
 //! A workload this build does not know (an old store) has every metric in
 //! the headline family.
 
+pub mod fleet;
+
 use std::collections::BTreeMap;
 
 use serde::Serialize;

@@ -33,6 +33,7 @@ pub const OUTPUT: &[OptionSpec] = &[
         "run in this environment instead of in-process (repeatable; see 'virtperf envs --help')",
     )
     .repeatable(),
+    crate::core::start_at::OPTION,
 ];
 
 /// A parsed single-workload invocation.
@@ -43,6 +44,8 @@ pub struct Invocation {
     pub histogram: bool,
     /// Where to run it; empty: in this process.
     pub envs: Vec<Spec>,
+    /// `--start-at`, seconds since the epoch.
+    pub start_at: Option<f64>,
 }
 
 impl Invocation {
@@ -231,6 +234,10 @@ pub fn parse_request(args: &[String]) -> Result<Request, CliError> {
         json: all.flag("json"),
         histogram: all.flag("histogram"),
         envs,
+        start_at: match all.text("start-at") {
+            "" => None,
+            t => Some(crate::core::start_at::check(t)?),
+        },
     }))
 }
 

@@ -8,26 +8,32 @@ use anyhow::Result;
 
 use super::{summary, Invocation};
 use crate::core::observer::{Observer, Terminal};
-use crate::core::result::ResultDoc;
+use crate::core::result::{ResultDoc, StartAt};
 use crate::core::signals;
+use crate::core::start_at;
 use crate::env;
 use crate::workload;
 
 /// Runs the invocation where it asks and prints what came back.
 pub fn main(inv: &Invocation) -> Result<()> {
+    let start = match inv.start_at {
+        Some(at) => Some(start_at::wait(at, &Terminal::new(true))?),
+        None => None,
+    };
     if inv.envs.is_empty() {
-        in_process(inv)
+        in_process(inv, start)
     } else {
-        in_envs(inv)
+        in_envs(inv, start)
     }
 }
 
-fn in_process(inv: &Invocation) -> Result<()> {
+fn in_process(inv: &Invocation, start: Option<StartAt>) -> Result<()> {
     // With --json, stdout carries the document: interim lines go to stderr.
     let observer: Arc<dyn Observer> = Arc::new(Terminal::new(inv.json));
-    let Some(done) = workload::execute(&inv.job, "host", "host", observer)? else {
+    let Some(mut done) = workload::execute(&inv.job, "host", "host", observer)? else {
         return Ok(());
     };
+    done.doc.env.start_at = start;
     if inv.json {
         println!("{}", serde_json::to_string(&done.doc)?);
     } else {
@@ -44,7 +50,7 @@ fn in_process(inv: &Invocation) -> Result<()> {
 
 /// The job in each environment, one result per instance (and the summed
 /// throughput of simultaneous instances).
-fn in_envs(inv: &Invocation) -> Result<()> {
+fn in_envs(inv: &Invocation, start: Option<StartAt>) -> Result<()> {
     let observer = Terminal::new(true);
     let mut failed = Vec::new();
     for spec in &inv.envs {
@@ -65,7 +71,10 @@ fn in_envs(inv: &Invocation) -> Result<()> {
         for inst in instances {
             for r in inst.results {
                 match r {
-                    Ok(doc) => docs.push(doc),
+                    Ok(mut doc) => {
+                        doc.env.start_at = start.clone();
+                        docs.push(doc)
+                    }
                     Err(msg) => {
                         observer.note(&format!("{}: {msg}", spec.label));
                         failed.push(spec.label.clone());
@@ -73,9 +82,12 @@ fn in_envs(inv: &Invocation) -> Result<()> {
                 }
             }
         }
-        let combined = (docs.len() > 1)
-            .then(|| env::combine(&format!("{} (sum of {})", spec.label, docs.len()), &docs))
-            .flatten();
+        let label = format!("{} (sum of {})", spec.label, docs.len());
+        let combined = match (docs.len() > 1, spec.members.is_empty()) {
+            (false, _) => None,
+            (true, true) => env::combine(&label, &docs),
+            (true, false) => env::combine_group(&label, &docs),
+        };
         for doc in docs.iter().chain(combined.iter()) {
             if inv.json {
                 println!("{}", serde_json::to_string(doc)?);

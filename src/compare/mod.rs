@@ -22,6 +22,13 @@ use schedule::{Drivers, EnvSlot, Repeat, Schedule};
 pub fn main(args: &[String]) -> Result<()> {
     let observer = Terminal::new(true);
     let (mut plan, resume) = plan::plan(args, &observer)?;
+    // Checked now, before anything is written: a moment already past is
+    // refused.
+    let start_at = plan
+        .start_at
+        .as_deref()
+        .map(crate::core::start_at::check)
+        .transpose()?;
     let store = Store::open(&plan.out)?;
     let id = if resume {
         let last = store.latest()?.filter(|c| !c.finished).ok_or_else(|| {
@@ -47,6 +54,7 @@ pub fn main(args: &[String]) -> Result<()> {
             out: plan.out,
             format: plan.format,
             view: plan.view,
+            start_at: plan.start_at,
             ..p
         };
         if let Some(stored) = store.plan_digest(last.id)? {
@@ -97,10 +105,24 @@ pub fn main(args: &[String]) -> Result<()> {
         .map(|s| EnvSlot {
             label: s.label.clone(),
             count: s.count,
+            group: !s.members.is_empty(),
         })
         .collect();
+    let start = match start_at {
+        Some(at) => Some(crate::core::start_at::wait(at, &observer)?),
+        None => None,
+    };
+    if let Some(s) = &start {
+        observer.note(&format!(
+            "started at {}, {:.1} ms after the --start-at moment {}",
+            s.began,
+            s.late_s * 1000.0,
+            s.target
+        ));
+    }
     let outcome = Schedule {
         comparison: id,
+        start_at: start,
         suite: &plan.suite,
         envs: &envs,
         repeat: plan.repeat,

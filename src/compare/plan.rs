@@ -58,6 +58,7 @@ pub const OPTIONS: &[OptionSpec] = &[
         "table",
         "what to print at the end: a format 'virtperf report --help' lists (an HTML report is always written to --out)",
     ),
+    crate::core::start_at::OPTION,
 ];
 
 /// `--margin`, shared with `virtperf report`.
@@ -110,6 +111,9 @@ pub struct Plan {
     pub format: &'static dyn Exporter,
     pub settings: VerdictSettings,
     pub view: View,
+    /// `--start-at` as given (checked against the clock when the
+    /// comparison starts, not when a resumed one is re-read).
+    pub start_at: Option<String>,
 }
 
 /// Splits compare's own options from a trailing workload invocation.
@@ -202,13 +206,14 @@ pub fn plan(args: &[String], observer: &dyn Observer) -> Result<(Plan, bool)> {
             view: View {
                 detail: v.flag("detail"),
             },
+            start_at: Some(v.text("start-at").to_string()).filter(|t| !t.is_empty()),
         },
         v.flag("resume"),
     ))
 }
 
-/// The arguments that `--resume` would not use: everything but `--resume`
-/// and `--out DIR`.
+/// The arguments that `--resume` would not use: everything but `--resume`,
+/// `--out DIR` and `--start-at TIME`.
 pub fn beyond_resume(args: &[String]) -> Vec<String> {
     let mut out = Vec::new();
     let mut it = args.iter();
@@ -219,6 +224,11 @@ pub fn beyond_resume(args: &[String]) -> Vec<String> {
                 it.next();
             }
             a if a.starts_with("--out=") => {}
+            // A resumed comparison may wait for a common start again.
+            "--start-at" => {
+                it.next();
+            }
+            a if a.starts_with("--start-at=") => {}
             other => out.push(other.to_string()),
         }
     }

@@ -63,8 +63,10 @@ impl Executor for Drivers<'_> {
 #[derive(Debug, Clone)]
 pub struct EnvSlot {
     pub label: String,
-    /// Simultaneous instances (`count=N`).
+    /// Simultaneous instances (`count=N`, or a group's members).
     pub count: usize,
+    /// A group of different environments (their sum is of kind "group").
+    pub group: bool,
 }
 
 /// How the scheduling went.
@@ -80,6 +82,9 @@ pub struct Outcome {
 
 pub struct Schedule<'a> {
     pub comparison: i64,
+    /// The `--start-at` wait this comparison began with: recorded in every
+    /// result's fingerprint.
+    pub start_at: Option<crate::core::result::StartAt>,
     pub suite: &'a Suite,
     pub envs: &'a [EnvSlot],
     pub repeat: Repeat,
@@ -164,7 +169,11 @@ impl Schedule<'_> {
                                 .cloned()
                                 .collect();
                             let res = if docs.len() == slot.count {
-                                Ok(env::combine(&slot.label, &docs).expect("non-empty"))
+                                let combined = match slot.group {
+                                    true => env::combine_group(&slot.label, &docs),
+                                    false => env::combine(&slot.label, &docs),
+                                };
+                                Ok(combined.expect("non-empty"))
                             } else {
                                 Err(format!(
                                     "{} of {} instances failed",
@@ -248,6 +257,16 @@ impl Schedule<'_> {
         round: usize,
         res: &std::result::Result<ResultDoc, String>,
     ) -> Result<()> {
+        let stamped;
+        let res = match (res, &self.start_at) {
+            (Ok(doc), Some(s)) => {
+                let mut doc = doc.clone();
+                doc.env.start_at = Some(s.clone());
+                stamped = Ok(doc);
+                &stamped
+            }
+            _ => res,
+        };
         self.store.record(
             self.comparison,
             env,
@@ -409,6 +428,7 @@ mod tests {
             .map(|(l, c)| EnvSlot {
                 label: l.to_string(),
                 count: *c,
+                group: false,
             })
             .collect()
     }
@@ -443,6 +463,7 @@ mod tests {
     fn schedule(w: &World, repeat: Repeat) -> Schedule<'_> {
         Schedule {
             comparison: w.id,
+            start_at: None,
             suite: &w.suite,
             envs: &w.envs,
             repeat,

@@ -6,6 +6,7 @@ pub mod observer;
 pub mod options;
 pub mod result;
 pub mod signals;
+pub mod start_at;
 pub mod text;
 pub mod time;
 pub mod units;

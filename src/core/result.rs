@@ -90,6 +90,24 @@ pub struct EnvInfo {
     /// Network interfaces with an IPv4 address, loopback excepted.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub net: Vec<NetInterface>,
+    /// The moment `--start-at` asked for and how late the run began.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub start_at: Option<StartAt>,
+}
+
+/// A synchronised start (`--start-at`): the moment asked for and what this
+/// machine's clock said when the wait ended, so runs launched independently
+/// on several hosts can be checked for having started together.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct StartAt {
+    /// The moment asked for, RFC 3339 UTC with milliseconds.
+    pub target: String,
+    /// When the wait ended, by this machine's clock, RFC 3339 UTC with
+    /// milliseconds.
+    pub began: String,
+    /// How late it began against the target, in seconds (the observed
+    /// offset; negative would mean early, which the wait never is).
+    pub late_s: f64,
 }
 
 /// A network interface as seen from inside: `eth0`, `10.0.2.15/24`.

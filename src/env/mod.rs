@@ -6,6 +6,7 @@
 
 pub mod def;
 pub mod docker;
+pub mod group;
 pub mod host;
 pub mod probe;
 pub mod qemu;
@@ -38,6 +39,7 @@ pub static DRIVERS: &[&DriverDef] = &[
     &docker::PODMAN,
     &qemu::DEF,
     &ssh::DEF,
+    &group::DEF,
 ];
 
 /// The driver of that name.
@@ -116,6 +118,22 @@ pub trait Environment {
     /// Why a failure happened, when the driver knows (an OOM kill).
     fn explain_exit(&self, _index: usize) -> Option<String> {
         None
+    }
+
+    /// The name instance `index` reports under: the spec's label, numbered
+    /// when there are several copies (a group's members have their own).
+    fn instance_label(&self, index: usize) -> String {
+        let s = self.spec();
+        if s.count > 1 {
+            format!("{}#{}", s.label, index + 1)
+        } else {
+            s.label.clone()
+        }
+    }
+
+    /// The kind instance `index` reports (its driver's name).
+    fn instance_kind(&self, _index: usize) -> String {
+        self.spec().driver.name.to_string()
     }
 }
 
@@ -531,11 +549,7 @@ pub fn run_with(
     let spec = env.spec().clone();
     let mut sessions = Vec::with_capacity(spec.count);
     for i in 0..spec.count {
-        let label = if spec.count > 1 {
-            format!("{}#{}", spec.label, i + 1)
-        } else {
-            spec.label.clone()
-        };
+        let label = env.instance_label(i);
         let launched = env.launch(i).with_context(|| format!("starting {label}"))?;
         sessions.push(Session::start(launched, label)?);
     }
@@ -579,11 +593,11 @@ pub fn run_with(
         }
     }
     let together = sessions.len() > 1;
-    for s in &mut sessions {
+    for (i, s) in sessions.iter_mut().enumerate() {
         let plan = Plan {
             protocol: PROTOCOL,
             env_name: s.label.clone(),
-            env_kind: spec.driver.name.to_string(),
+            env_kind: env.instance_kind(i),
             workdir: s.workdir.clone(),
             wait_for_go: together,
             jobs: jobs.iter().map(Job::to_wire).collect(),
@@ -717,12 +731,26 @@ pub fn combine(label: &str, docs: &[ResultDoc]) -> Option<ResultDoc> {
         })
         .collect();
     out.events = docs.iter().map(|d| d.events).sum();
+    // Each instance's own start (milliseconds, by its own clock): a check
+    // that they ran together.
     out.details = serde_json::json!({
         "instances": docs.len(),
         "per_instance": docs.iter().map(|d| {
-            serde_json::json!({"env": d.env.name, "metrics": d.metrics})
+            serde_json::json!({
+                "env": d.env.name,
+                "kind": d.env.kind,
+                "started_at": d.started_at,
+                "metrics": d.metrics,
+            })
         }).collect::<Vec<_>>(),
     });
+    Some(out)
+}
+
+/// As `combine`, for a group's members: the sum is of kind "group".
+pub fn combine_group(label: &str, docs: &[ResultDoc]) -> Option<ResultDoc> {
+    let mut out = combine(label, docs)?;
+    out.env.kind = group::DEF.name.to_string();
     Some(out)
 }
 

@@ -1,7 +1,8 @@
 //! Environment specs as typed on the command line:
 //! `host`, `docker[:cpus=2,memory=2g,...]`, `podman[:...]`,
 //! `qemu[:smp=2,memory=2g,accel=auto|kvm|tcg,...]`, `ssh:USER@HOST[:PORT][,opt=v]`,
-//! each with optional `count=N` and `name=LABEL`.
+//! each with optional `count=N` and `name=LABEL`; and `group:SPEC+SPEC...`,
+//! different environments started together.
 
 use std::collections::BTreeMap;
 
@@ -19,6 +20,9 @@ pub struct Spec {
     pub opts: BTreeMap<String, String>,
     /// The text as given.
     pub text: String,
+    /// A group's members (`group:SPEC+SPEC`), each started once; empty for
+    /// every other driver.
+    pub members: Vec<Spec>,
 }
 
 impl Spec {
@@ -28,6 +32,15 @@ impl Spec {
 
     pub fn parse(text: &str) -> Result<Spec, CliError> {
         let bad = |msg: String| CliError::Usage(format!("--env {text}: {msg}"));
+        if text == super::group::DEF.name {
+            return Err(bad(
+                "a group needs its members: group:SPEC+SPEC[+...], e.g. group:ssh:a@vm1+ssh:b@vm2"
+                    .into(),
+            ));
+        }
+        if let Some(rest) = text.strip_prefix("group:") {
+            return Spec::parse_group(text, rest);
+        }
         let (kind_word, rest) = match text.split_once(':') {
             Some((k, r)) => (k, r),
             None => (text, ""),
@@ -133,6 +146,74 @@ impl Spec {
             target,
             opts,
             text: text.to_string(),
+            members: Vec::new(),
+        })
+    }
+
+    /// `group:SPEC+SPEC[+...]`: every member an ordinary spec, started once,
+    /// with a label of its own.
+    fn parse_group(text: &str, rest: &str) -> Result<Spec, CliError> {
+        let bad = |msg: String| CliError::Usage(format!("--env {text}: {msg}"));
+        let parts: Vec<&str> = rest.split('+').collect();
+        if parts.len() < 2 {
+            return Err(bad(
+                "a group needs at least two members joined by '+', e.g. group:host+host:name=b"
+                    .into(),
+            ));
+        }
+        if parts.len() > super::group::MAX_MEMBERS {
+            return Err(bad(format!(
+                "{} members: a group has at most {}",
+                parts.len(),
+                super::group::MAX_MEMBERS
+            )));
+        }
+        let mut members: Vec<Spec> = Vec::new();
+        for (i, part) in parts.iter().enumerate() {
+            let which = format!("member {} '{part}'", i + 1);
+            if part.is_empty() {
+                return Err(bad(format!(
+                    "member {} is empty: join member specs with single '+' signs",
+                    i + 1
+                )));
+            }
+            if *part == "group" || part.starts_with("group:") {
+                return Err(bad(format!(
+                    "{which}: a group cannot hold a group; list its members instead"
+                )));
+            }
+            let m = Spec::parse(part).map_err(|e| {
+                let msg = e.to_string();
+                let inner = msg
+                    .strip_prefix(&format!("--env {part}: "))
+                    .unwrap_or(&msg)
+                    .to_string();
+                bad(format!("{which}: {inner}"))
+            })?;
+            if m.count > 1 {
+                return Err(bad(format!(
+                    "{which}: count= inside a group is not supported; list the member again with another name= instead"
+                )));
+            }
+            if let Some(other) = members.iter().position(|x| x.label == m.label) {
+                return Err(bad(format!(
+                    "members {} and {} are both labelled '{}': give one a name= of its own (e.g. {}:name=b)",
+                    other + 1,
+                    i + 1,
+                    m.label,
+                    part.split(':').next().unwrap_or(part)
+                )));
+            }
+            members.push(m);
+        }
+        Ok(Spec {
+            driver: &super::group::DEF,
+            label: text.to_string(),
+            count: members.len(),
+            target: None,
+            opts: BTreeMap::new(),
+            text: text.to_string(),
+            members,
         })
     }
 }
@@ -161,6 +242,33 @@ mod tests {
         ] {
             assert!(Spec::parse(good).is_ok(), "{good}");
         }
+    }
+
+    #[test]
+    fn a_group_holds_different_members_each_once() {
+        let g = Spec::parse("group:ssh:a@10.0.0.2:2222+host:name=b+docker:cpus=1").unwrap();
+        assert_eq!(g.driver.name, "group");
+        assert_eq!(g.count, 3);
+        assert_eq!(
+            g.label,
+            "group:ssh:a@10.0.0.2:2222+host:name=b+docker:cpus=1"
+        );
+        let kinds: Vec<&str> = g.members.iter().map(|m| m.driver.name).collect();
+        assert_eq!(kinds, ["ssh", "host", "docker"]);
+        assert_eq!(g.members[0].target, Some(("a@10.0.0.2".into(), Some(2222))));
+        assert_eq!(g.members[1].label, "b");
+        assert!(Spec::parse("host").unwrap().members.is_empty());
+        let many = format!(
+            "group:{}",
+            (0..17)
+                .map(|i| format!("host:name=h{i}"))
+                .collect::<Vec<_>>()
+                .join("+")
+        );
+        assert!(Spec::parse(&many)
+            .unwrap_err()
+            .to_string()
+            .contains("at most 16"));
     }
 
     #[test]
@@ -196,6 +304,22 @@ mod tests {
             ("ssh:a@b,identity=-oProxyCommand=x", "'-'"),
             ("docker:cpus=1,cpus=2", "twice"),
             ("docker:count=1,count=2", "twice"),
+            // Groups: a bad member is named, with the member's own fix.
+            ("group", "needs its members"),
+            ("group:host", "at least two members"),
+            (
+                "group:host+vmware",
+                "member 2 'vmware': unknown environment",
+            ),
+            (
+                "group:host+docker:cpu=2",
+                "member 2 'docker:cpu=2': unknown option",
+            ),
+            ("group:host++host:name=b", "member 2 is empty"),
+            ("group:host+host", "both labelled 'host'"),
+            ("group:host+group:host+host", "cannot hold a group"),
+            ("group:host+docker:count=2", "count= inside a group"),
+            ("group:ssh:a@b;x+host", "member 1"),
         ] {
             let err = Spec::parse(bad).unwrap_err().to_string();
             assert!(err.contains(needle), "{bad}: {err}");

@@ -1,6 +1,7 @@
 //! The `ssh:USER@HOST[:PORT]` driver: copies this binary into a fresh
 //! temporary directory on the target, runs the agent there over the same
-//! connection and removes the directory afterwards. It uses the system ssh
+//! connection and removes the directory afterwards (in the target's
+//! `TMPDIR`, /tmp without one). It uses the system ssh
 //! client in batch mode; host-key checking stays on unless
 //! `host-key-check=off`; every remote path is single-quoted.
 
@@ -171,7 +172,9 @@ impl Environment for SshEnvironment {
     }
 
     fn launch(&self, _index: usize) -> Result<Launched> {
-        let dir = self.remote("mktemp -d /tmp/virtperf.XXXXXXXX", None)?;
+        // In the target's TMPDIR when it has one (a test's namespace shares
+        // this machine's /tmp and gives each target its own).
+        let dir = self.remote("mktemp -d \"${TMPDIR:-/tmp}/virtperf.XXXXXXXX\"", None)?;
         if dir.is_empty()
             || !dir
                 .chars()

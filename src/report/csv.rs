@@ -4,7 +4,7 @@
 
 use std::fmt::Write as _;
 
-use super::{Analysis, Exporter, View};
+use super::{Analysis, Exporter, Fleet, View};
 
 pub struct CsvExporter;
 
@@ -39,26 +39,100 @@ impl Exporter for CsvExporter {
     }
 
     fn render(&self, a: &Analysis, _view: View) -> String {
-        let mut out = String::from("comparison,entry,label,workload,metric,unit,higher_is_better,headline,environment,n,mean,median,stddev,cv,min,max,ci_lower,ci_upper,ratio,ratio_lower,ratio_upper,overhead_pct,times_slower,p_welch,p_welch_holm,p_rank,p_rank_holm,p_equivalence_holm,tests_disagree,verdict,runs_needed,flagged\n");
-        for e in &a.entries {
-            for m in &e.metrics {
-                for s in &m.per_env {
-                    let Some(sum) = &s.summary else { continue };
-                    let c = s.vs_baseline.as_ref();
-                    let verdict = match (c, &s.not_comparable) {
-                        (Some(c), _) => c.outcome.label(),
-                        (None, Some(_)) => "not comparable",
-                        (None, None) => "baseline",
-                    };
-                    let runs_needed = c
-                        .and_then(|c| c.runs_needed)
-                        .map(|n| match n.per_side {
-                            Some(k) => k.to_string(),
-                            None => format!(">{}", crate::stats::MAX_RUNS_PER_SIDE),
-                        })
-                        .unwrap_or_default();
-                    let _ = writeln!(
-                        out,
+        let mut out = format!("{HEADER}\n");
+        for row in rows(a) {
+            let _ = writeln!(out, "{}", row.line);
+        }
+        out
+    }
+
+    /// One table: every host's rows as `render` gives them, with the host
+    /// first and, on headline rows, the fleet figures of their entry,
+    /// metric and environment kind after.
+    fn render_fleet(&self, f: &Fleet, _view: View) -> String {
+        let mut out = format!(
+            "host,{HEADER},kind,fleet_measure,fleet_value,fleet_outlier,fleet_hosts,fleet_median,fleet_min,fleet_max,fleet_q1,fleet_q3\n"
+        );
+        for h in &f.hosts {
+            let a = &h.analysis;
+            for row in rows(a) {
+                let kind = a
+                    .fingerprints
+                    .get(&row.env)
+                    .map(|f| f.kind.clone())
+                    .unwrap_or_default();
+                let fleet = f
+                    .rows
+                    .iter()
+                    .find(|r| r.label == row.label && r.metric == row.metric && r.kind == kind);
+                let point = fleet.and_then(|r| {
+                    r.points
+                        .iter()
+                        .find(|p| p.host == h.host && p.env == row.env)
+                        .map(|p| (r, p))
+                });
+                let tail = match point {
+                    Some((r, p)) => format!(
+                        "{},{},{},{},{},{},{},{},{}",
+                        match r.measure {
+                            super::Measure::OverheadPct => "overhead_pct",
+                            super::Measure::TimesSlower => "times_slower",
+                        },
+                        p.value,
+                        p.outlier,
+                        r.n,
+                        r.median,
+                        r.min,
+                        r.max,
+                        r.q1,
+                        r.q3
+                    ),
+                    None => ",,,,,,,,".into(),
+                };
+                let _ = writeln!(
+                    out,
+                    "{},{},{},{tail}",
+                    field(&h.host),
+                    row.line,
+                    field(&kind)
+                );
+            }
+        }
+        out
+    }
+}
+
+const HEADER: &str = "comparison,entry,label,workload,metric,unit,higher_is_better,headline,environment,n,mean,median,stddev,cv,min,max,ci_lower,ci_upper,ratio,ratio_lower,ratio_upper,overhead_pct,times_slower,p_welch,p_welch_holm,p_rank,p_rank_holm,p_equivalence_holm,tests_disagree,verdict,runs_needed,flagged";
+
+/// One CSV row with what it is about.
+struct Row {
+    label: String,
+    metric: String,
+    env: String,
+    line: String,
+}
+
+/// One row per entry, metric and environment with runs.
+fn rows(a: &Analysis) -> Vec<Row> {
+    let mut out = Vec::new();
+    for e in &a.entries {
+        for m in &e.metrics {
+            for s in &m.per_env {
+                let Some(sum) = &s.summary else { continue };
+                let c = s.vs_baseline.as_ref();
+                let verdict = match (c, &s.not_comparable) {
+                    (Some(c), _) => c.outcome.label(),
+                    (None, Some(_)) => "not comparable",
+                    (None, None) => "baseline",
+                };
+                let runs_needed = c
+                    .and_then(|c| c.runs_needed)
+                    .map(|n| match n.per_side {
+                        Some(k) => k.to_string(),
+                        None => format!(">{}", crate::stats::MAX_RUNS_PER_SIDE),
+                    })
+                    .unwrap_or_default();
+                let line = format!(
                         "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
                         a.id,
                         e.index,
@@ -93,11 +167,16 @@ impl Exporter for CsvExporter {
                         runs_needed,
                         a.noisy(&s.env, &e.label)
                     );
-                }
+                out.push(Row {
+                    label: e.label.clone(),
+                    metric: m.name.clone(),
+                    env: s.env.clone(),
+                    line,
+                });
             }
         }
-        out
     }
+    out
 }
 
 #[cfg(test)]

@@ -1,7 +1,7 @@
 //! JSON: the whole analysis, for other tools: every metric with its
 //! summary, samples and full assessment, whatever `--detail` says.
 
-use super::{Analysis, Exporter, View};
+use super::{Analysis, Exporter, Fleet, View};
 
 pub struct JsonExporter;
 
@@ -19,6 +19,30 @@ impl Exporter for JsonExporter {
         if let Some(obj) = v.as_object_mut() {
             obj.insert("schema".into(), serde_json::json!("virtperf.comparison/2"));
         }
+        serde_json::to_string_pretty(&v).unwrap_or_default() + "\n"
+    }
+
+    /// `virtperf.fleet/1`: the hosts with each one's whole analysis (as
+    /// `virtperf.comparison/2`), and the fleet rows.
+    fn render_fleet(&self, f: &Fleet, view: View) -> String {
+        let hosts: Vec<serde_json::Value> = f
+            .hosts
+            .iter()
+            .map(|h| {
+                let analysis: serde_json::Value =
+                    serde_json::from_str(&self.render(&h.analysis, view)).unwrap_or_default();
+                serde_json::json!({"host": h.host, "analysis": analysis})
+            })
+            .collect();
+        let v = serde_json::json!({
+            "schema": "virtperf.fleet/1",
+            "suite": f.suite,
+            "baseline": f.baseline,
+            "settings": f.settings,
+            "outlier_rule": crate::analysis::fleet::outlier_rule(&f.settings),
+            "hosts": hosts,
+            "fleet": f.rows,
+        });
         serde_json::to_string_pretty(&v).unwrap_or_default() + "\n"
     }
 }

@@ -5,8 +5,8 @@
 use std::fmt::Write as _;
 
 use super::{
-    effect, flag_summary, marks, method, num, ratio_text, run_lines, tally, verdict_cell, Analysis,
-    Exporter, View,
+    effect, flag_summary, fleet_hosts, fleet_spread, marks, method, num, ratio_text, run_lines,
+    tally, verdict_cell, Analysis, Exporter, Fleet, View,
 };
 
 pub struct MarkdownExporter;
@@ -147,6 +147,67 @@ impl Exporter for MarkdownExporter {
                 .iter()
                 .map(|f| (&*f.env, &*f.label, f.round, &*f.error));
             out.push_str(&run_lines(failures, cell, "- "));
+        }
+        out
+    }
+
+    fn render_fleet(&self, f: &Fleet, view: View) -> String {
+        let mut out = format!(
+            "# virtperf fleet report\n\nSuite `{}`, baseline **{}**, {}. {}\n\n## Fleet view\n\n",
+            cell(&f.suite),
+            cell(&f.baseline),
+            cell(&fleet_hosts(f)),
+            cell(&crate::analysis::fleet::outlier_rule(&f.settings))
+        );
+        if f.rows.is_empty() {
+            out.push_str("No environment besides the baseline has results on any host.\n");
+        } else {
+            out.push_str("| entry | kind | metric | measure | hosts | median | min … max | IQR | outliers | per host |\n");
+            out.push_str("|---|---|---|---|---:|---:|---|---|---|---|\n");
+            for r in &f.rows {
+                let (range, iqr) = fleet_spread(r);
+                let per_host: Vec<String> = r
+                    .points
+                    .iter()
+                    .map(|p| {
+                        let v = format!("{} {}", cell(&p.host), r.measure.show(p.value));
+                        if p.outlier {
+                            format!("**{v}**")
+                        } else {
+                            v
+                        }
+                    })
+                    .collect();
+                let _ = writeln!(
+                    out,
+                    "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+                    cell(&r.label),
+                    cell(&r.kind),
+                    cell(&r.metric),
+                    r.measure.label(),
+                    r.n,
+                    r.measure.show(r.median),
+                    range,
+                    iqr,
+                    if r.outliers.is_empty() {
+                        "none".to_string()
+                    } else {
+                        cell(&r.outliers.join(", "))
+                    },
+                    per_host.join(", ")
+                );
+            }
+        }
+        for h in &f.hosts {
+            let _ = writeln!(out, "\n## Host {}\n", cell(&h.host));
+            // The host's own report, one heading level down.
+            for line in self.render(&h.analysis, view).lines() {
+                if line.starts_with('#') {
+                    let _ = writeln!(out, "##{line}");
+                } else {
+                    let _ = writeln!(out, "{line}");
+                }
+            }
         }
         out
     }

@@ -7,6 +7,7 @@ mod json;
 mod markdown;
 mod table;
 
+pub use crate::analysis::fleet::{Fleet, FleetRow, HostAnalysis, Measure};
 pub use crate::analysis::{analyze, Analysis};
 
 use std::fmt::Write as _;
@@ -28,6 +29,9 @@ pub trait Exporter: Sync {
     /// The `--format` word.
     fn name(&self) -> &'static str;
     fn render(&self, a: &Analysis, view: View) -> String;
+    /// Several hosts' stores at once: the fleet view across them, then
+    /// each host's report as `render` gives it.
+    fn render_fleet(&self, f: &Fleet, view: View) -> String;
     /// File extension for `--out` defaults.
     fn extension(&self) -> &'static str;
 }
@@ -312,6 +316,41 @@ pub fn flag_summary(a: &Analysis) -> Vec<String> {
         out.push(line);
     }
     out
+}
+
+/// "h1, h2 (3 hosts)": the hosts of a fleet report, for its heading.
+pub fn fleet_hosts(f: &Fleet) -> String {
+    let names: Vec<&str> = f.hosts.iter().map(|h| h.host.as_str()).collect();
+    format!(
+        "{} host{}: {}",
+        names.len(),
+        if names.len() == 1 { "" } else { "s" },
+        names.join(", ")
+    )
+}
+
+/// A fleet row's spread as text: "min … max, IQR q1 … q3".
+pub fn fleet_spread(r: &FleetRow) -> (String, String) {
+    (
+        format!("{} … {}", r.measure.show(r.min), r.measure.show(r.max)),
+        format!("{} … {}", r.measure.show(r.q1), r.measure.show(r.q3)),
+    )
+}
+
+/// Each host's value in a row, outliers starred: "h1 12.0%, h2 30.1%*".
+pub fn fleet_points(r: &FleetRow) -> String {
+    r.points
+        .iter()
+        .map(|p| {
+            format!(
+                "{} {}{}",
+                p.host,
+                r.measure.show(p.value),
+                if p.outlier { "*" } else { "" }
+            )
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// A run named in a report's flagged or failed list, with the reason.

@@ -6,8 +6,8 @@
 use std::fmt::Write as _;
 
 use super::{
-    effect, flag_summary, marks, method, num, ratio_text, run_lines, tally, verdict_cell, Analysis,
-    Exporter, View,
+    effect, flag_summary, fleet_hosts, fleet_points, fleet_spread, marks, method, num, ratio_text,
+    run_lines, tally, verdict_cell, Analysis, Exporter, Fleet, View,
 };
 
 pub struct TableExporter;
@@ -71,6 +71,68 @@ impl Exporter for TableExporter {
         // terminal, they are never escape sequences.
         crate::core::text::terminal_safe(&out, usize::MAX)
     }
+
+    fn render_fleet(&self, f: &Fleet, view: View) -> String {
+        fleet(f, view)
+    }
+}
+
+/// The fleet view as a terminal table, then each host's report.
+fn fleet(f: &Fleet, view: View) -> String {
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "Fleet report, suite {}, baseline {} ({})",
+        f.suite,
+        f.baseline,
+        fleet_hosts(f)
+    );
+    let _ = writeln!(
+        out,
+        "\n{}",
+        wrap(&crate::analysis::fleet::outlier_rule(&f.settings), 100)
+    );
+    let _ = writeln!(
+        out,
+        "\nFleet view (per entry, headline metric and environment kind):"
+    );
+    if f.rows.is_empty() {
+        let _ = writeln!(
+            out,
+            "  no environment besides the baseline has results on any host"
+        );
+    } else {
+        let _ = writeln!(
+            out,
+            "{:<30} {:<10} {:<24} {:>5} {:>10} {:>20} {:>20}  outliers",
+            "entry", "kind", "metric", "hosts", "median", "min … max", "IQR"
+        );
+        for r in &f.rows {
+            let (range, iqr) = fleet_spread(r);
+            let _ = writeln!(
+                out,
+                "{:<30} {:<10} {:<24} {:>5} {:>10} {:>20} {:>20}  {}",
+                truncate(&r.label, 30),
+                truncate(&r.kind, 10),
+                truncate(&r.metric, 24),
+                r.n,
+                r.measure.show(r.median),
+                range,
+                iqr,
+                if r.outliers.is_empty() {
+                    "none".to_string()
+                } else {
+                    r.outliers.join(", ")
+                }
+            );
+            let _ = writeln!(out, "    {}: {}", r.measure.label(), fleet_points(r));
+        }
+    }
+    for h in &f.hosts {
+        let _ = writeln!(out, "\n=== Host {} ===", h.host);
+        out.push_str(&TableExporter.render(&h.analysis, view));
+    }
+    crate::core::text::terminal_safe(&out, usize::MAX)
 }
 
 fn summary(out: &mut String, a: &Analysis) {

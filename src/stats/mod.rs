@@ -6,6 +6,7 @@
 
 mod mannwhitney;
 pub mod ranking;
+pub mod spread;
 mod tdist;
 mod verdict;
 mod welch;

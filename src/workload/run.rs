@@ -9,7 +9,7 @@ use anyhow::Result;
 use super::{Command, Job};
 use crate::core::observer::Observer;
 use crate::core::result::{ResultDoc, SCHEMA};
-use crate::core::time::now_rfc3339;
+use crate::core::time::now_rfc3339_ms;
 use crate::engine::{self, EngineOptions};
 use crate::sys::{fingerprint, monitor};
 
@@ -52,7 +52,7 @@ pub fn execute(
         }
         Command::Run => {
             let engine = EngineOptions::from_values(&job.values, observer);
-            let started_at = now_rfc3339();
+            let started_at = now_rfc3339_ms();
             let sampler = monitor::Sampler::start();
             let m = workload.run(&engine)?;
             let monitor = sampler.finish();

@@ -12,7 +12,8 @@ mod sweeps;
 use std::fmt::Write as _;
 
 use super::{
-    effect, marks, method, num, pval, ratio_text, tally, verdict_cell, Analysis, Exporter, View,
+    effect, fleet_hosts, fleet_spread, marks, method, num, pval, ratio_text, tally, verdict_cell,
+    Analysis, Exporter, Fleet, View,
 };
 use crate::stats::Outcome;
 pub use svg::esc;
@@ -305,6 +306,87 @@ svg{margin:6px 12px 6px 0;background:#fff;border:1px solid #eee}svg .t{font-size
                 );
             }
             h.push_str("</ul>");
+        }
+        h.push_str("</body></html>\n");
+        h
+    }
+
+    /// One page: the fleet view, then each host's report (its own page's
+    /// body, headings one level down).
+    fn render_fleet(&self, f: &Fleet, view: View) -> String {
+        let pages: Vec<String> = f
+            .hosts
+            .iter()
+            .map(|x| self.render(&x.analysis, view))
+            .collect();
+        let first = pages.first().map(String::as_str).unwrap_or("<body>");
+        let head_end = first
+            .find("<body>")
+            .map(|i| i + "<body>".len())
+            .unwrap_or(0);
+        let mut h = first[..head_end].replace(
+            "<title>virtperf comparison</title>",
+            "<title>virtperf fleet report</title>",
+        );
+        let _ = write!(
+            h,
+            "<h1>virtperf fleet report</h1><p class=\"note\">Suite <b>{}</b>, baseline <b>{}</b>, {}. {}</p><h2>Fleet view</h2>",
+            esc(&f.suite),
+            esc(&f.baseline),
+            esc(&fleet_hosts(f)),
+            esc(&crate::analysis::fleet::outlier_rule(&f.settings))
+        );
+        if f.rows.is_empty() {
+            h.push_str("<p>No environment besides the baseline has results on any host.</p>");
+        } else {
+            h.push_str("<table><tr><th>entry</th><th>kind</th><th>metric</th><th>measure</th><th>hosts</th><th>median</th><th>min … max</th><th>IQR</th><th>outliers</th><th>per host</th></tr>");
+            for r in &f.rows {
+                let (range, iqr) = fleet_spread(r);
+                let per_host: Vec<String> = r
+                    .points
+                    .iter()
+                    .map(|p| {
+                        format!(
+                            "<span{}>{} {}</span>",
+                            if p.outlier { " class=\"flag\"" } else { "" },
+                            esc(&p.host),
+                            esc(&r.measure.show(p.value))
+                        )
+                    })
+                    .collect();
+                let _ = write!(
+                    h,
+                    "<tr{}><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+                    if r.outliers.is_empty() { "" } else { " class=\"flag\"" },
+                    esc(&r.label),
+                    esc(&r.kind),
+                    esc(&r.metric),
+                    r.measure.label(),
+                    r.n,
+                    esc(&r.measure.show(r.median)),
+                    esc(&range),
+                    esc(&iqr),
+                    if r.outliers.is_empty() {
+                        "none".to_string()
+                    } else {
+                        esc(&r.outliers.join(", "))
+                    },
+                    per_host.join(", ")
+                );
+            }
+            h.push_str("</table>");
+        }
+        for (x, page) in f.hosts.iter().zip(&pages) {
+            let body = page
+                .find("<body>")
+                .and_then(|i| Some(&page[i + "<body>".len()..page.rfind("</body>")?]))
+                .unwrap_or("");
+            let _ = write!(
+                h,
+                "<section><h1>Host {}</h1>{}</section>",
+                esc(&x.host),
+                body.replace("<h1>", "<h2>").replace("</h1>", "</h2>")
+            );
         }
         h.push_str("</body></html>\n");
         h
