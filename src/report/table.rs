@@ -104,15 +104,19 @@ fn fleet(f: &Fleet, view: View) -> String {
     } else {
         let _ = writeln!(
             out,
-            "{:<30} {:<10} {:<24} {:>5} {:>10} {:>20} {:>20}  outliers",
-            "entry", "kind", "metric", "hosts", "median", "min … max", "IQR"
+            "  {:<10} {:<24} {:>5} {:>10} {:>20} {:>20}  outliers",
+            "kind", "metric", "hosts", "median", "min … max", "IQR"
         );
+        let mut last = "";
         for r in &f.rows {
+            if r.label != last {
+                let _ = writeln!(out, "{}", r.label);
+                last = &r.label;
+            }
             let (range, iqr) = fleet_spread(r);
             let _ = writeln!(
                 out,
-                "{:<30} {:<10} {:<24} {:>5} {:>10} {:>20} {:>20}  {}",
-                truncate(&r.label, 30),
+                "  {:<10} {:<24} {:>5} {:>10} {:>20} {:>20}  {}",
                 truncate(&r.kind, 10),
                 truncate(&r.metric, 24),
                 r.n,
@@ -125,7 +129,7 @@ fn fleet(f: &Fleet, view: View) -> String {
                     r.outliers.join(", ")
                 }
             );
-            let _ = writeln!(out, "    {}: {}", r.measure.label(), fleet_points(r));
+            let _ = writeln!(out, "      {}: {}", r.measure.label(), fleet_points(r));
         }
     }
     for h in &f.hosts {
