@@ -373,3 +373,31 @@ fn a_group_with_an_invalid_member_is_refused_naming_it() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("both labelled 'host'"));
     assert!(!results.exists(), "nothing written");
 }
+
+#[test]
+fn a_group_of_a_host_and_a_container_starts_together() {
+    let engine = std::process::Command::new("docker")
+        .args(["info", "--format", "{{.ServerVersion}}"])
+        .output();
+    if !engine.is_ok_and(|o| o.status.success()) {
+        common::skip("no Docker engine answers `docker info`");
+        return;
+    }
+    let d = docs(&[
+        "cpu",
+        "--time=0.3",
+        "--cpu-max-prime=2000",
+        "--env",
+        "group:host+docker:cpus=1,name=fleet-core-ct",
+        "--json",
+    ]);
+    assert_eq!(d.len(), 3, "each member and the sum");
+    assert_eq!(d[1]["env"]["name"], "fleet-core-ct");
+    assert_eq!(d[1]["env"]["kind"], "docker");
+    assert_eq!(d[2]["env"]["kind"], "group");
+    let per = d[2]["details"]["per_instance"].as_array().unwrap();
+    let kinds: Vec<&str> = per.iter().map(|m| m["kind"].as_str().unwrap()).collect();
+    assert_eq!(kinds, ["host", "docker"]);
+    let gap = (started(&d[0]) - started(&d[1])).abs();
+    assert!(gap <= 0.05, "members started {gap} s apart");
+}
