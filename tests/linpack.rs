@@ -169,3 +169,138 @@ fn bad_options_exit_2_naming_the_option() {
         assert!(err.contains(option), "{bad:?}: {err}");
     }
 }
+
+/// Every JSON document in a `--json` run's output, one per line.
+fn json_lines(stdout: &[u8]) -> Vec<Value> {
+    String::from_utf8_lossy(stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("one JSON document per line"))
+        .collect()
+}
+
+#[test]
+fn simultaneous_instances_sum_gflops_and_keep_the_worst_check() {
+    // Seed 001's 2 and 4 VMs at once: count=N runs N solves together and
+    // reports their summed GFLOPS; the residual check is not an amount.
+    let out = virtperf()
+        .args([
+            "linpack",
+            "--linpack-sizes=150,200",
+            "--linpack-trials=1",
+            "--json",
+            "--env",
+            "host:count=2,name=pair",
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let d = json_lines(&out.stdout);
+    assert_eq!(d.len(), 3, "two instances and their sum");
+    let sum = &d[2];
+    for name in ["gflops", "gflops_hpl", "gflops_n150", "gflops_n200"] {
+        let parts = metric(&d[0], name) + metric(&d[1], name);
+        assert!(metric(&d[0], name) > 0.0 && metric(&d[1], name) > 0.0);
+        assert!((metric(sum, name) - parts).abs() < 1e-9, "{name}");
+    }
+    assert_eq!(metric(sum, "residual_passed"), 1.0, "passed, not 2");
+    let worst = metric(&d[0], "residual").max(metric(&d[1], "residual"));
+    assert_eq!(metric(sum, "residual"), worst);
+    assert_eq!(sum["details"]["instances"], 2);
+}
+
+#[test]
+fn compare_reports_the_summed_gflops_of_simultaneous_instances() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("r");
+    let run = virtperf()
+        .args([
+            "compare",
+            "--env",
+            "host:count=2,name=pair",
+            "--repeat",
+            "2",
+            "--out",
+        ])
+        .arg(&out)
+        .args(["linpack", "--linpack-sizes=200", "--linpack-trials=1"])
+        .output()
+        .unwrap();
+    assert!(
+        run.status.success(),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    // What the store kept for each round of the pair: the sum of its two
+    // instances' figures, each instance kept beside it.
+    let db = rusqlite::Connection::open(out.join("results.db")).unwrap();
+    let mut stmt = db
+        .prepare("SELECT doc FROM runs WHERE env = 'pair' ORDER BY round")
+        .unwrap();
+    let docs: Vec<Value> = stmt
+        .query_map([], |r| r.get::<_, String>(0))
+        .unwrap()
+        .map(|d| serde_json::from_str(&d.unwrap()).unwrap())
+        .collect();
+    assert_eq!(docs.len(), 2, "one summed result per round");
+    let mut stored = Vec::new();
+    for doc in &docs {
+        let parts: Vec<f64> = doc["details"]["per_instance"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|i| {
+                i["metrics"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .find(|m| m["name"] == "gflops")
+                    .unwrap()["value"]
+                    .as_f64()
+                    .unwrap()
+            })
+            .collect();
+        assert_eq!(parts.len(), 2);
+        assert!(parts.iter().all(|&g| g > 0.0));
+        let g = metric(doc, "gflops");
+        assert!((g - parts.iter().sum::<f64>()).abs() < 1e-9, "{doc}");
+        assert_eq!(metric(doc, "residual_passed"), 1.0);
+        stored.push(g);
+    }
+    // ... and the report's samples for the pair are those sums.
+    let report = virtperf()
+        .args(["report", out.to_str().unwrap(), "--format", "json"])
+        .output()
+        .unwrap();
+    let a: Value = serde_json::from_slice(&report.stdout).unwrap();
+    let gflops = a["entries"][0]["metrics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["name"] == "gflops")
+        .unwrap();
+    let pair = gflops["per_env"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["env"] == "pair")
+        .unwrap();
+    let mut samples: Vec<f64> = pair["samples"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_f64().unwrap())
+        .collect();
+    samples.sort_by(f64::total_cmp);
+    stored.sort_by(f64::total_cmp);
+    assert_eq!(samples, stored);
+    let md = virtperf()
+        .args(["report", out.to_str().unwrap(), "--format", "markdown"])
+        .output()
+        .unwrap();
+    let md = String::from_utf8_lossy(&md.stdout);
+    assert!(md.contains("| pair | gflops |"), "{md}");
+}

@@ -711,7 +711,9 @@ fn host_roots(s: &Session) -> Option<(Vec<u32>, Vec<monitor::CgroupCpu>)> {
 }
 
 /// The summed throughput of instances that ran at once: higher-is-better
-/// metrics add up, lower-is-better ones (latencies, times) are averaged.
+/// metrics add up, lower-is-better ones (latencies, times) are averaged, and
+/// unitless ones (linpack's `residual` and `residual_passed`: checks, not
+/// amounts) take the worst instance.
 pub fn combine(label: &str, docs: &[ResultDoc]) -> Option<ResultDoc> {
     let first = docs.first()?;
     let mut out = first.clone();
@@ -722,10 +724,11 @@ pub fn combine(label: &str, docs: &[ResultDoc]) -> Option<ResultDoc> {
         .map(|m| {
             let values: Vec<f64> = docs.iter().filter_map(|d| d.metric(&m.name)).collect();
             let sum: f64 = values.iter().sum();
-            let value = if m.higher_is_better {
-                sum
-            } else {
-                sum / values.len().max(1) as f64
+            let value = match (m.unit.is_empty(), m.higher_is_better) {
+                (true, true) => values.iter().copied().fold(f64::INFINITY, f64::min),
+                (true, false) => values.iter().copied().fold(f64::NEG_INFINITY, f64::max),
+                (false, true) => sum,
+                (false, false) => sum / values.len().max(1) as f64,
             };
             Metric { value, ..m.clone() }
         })
@@ -809,5 +812,23 @@ mod tests {
         assert_eq!(c.metric("total_time_s"), Some(3.0));
         assert_eq!(c.events, 20);
         assert_eq!(c.env.name, "x");
+        // A check is not an amount: two passed instances are "passed" (1),
+        // not 2, and the residual is the worst one.
+        let check = |passed: f64, residual: f64| {
+            let mut d = doc(1.0, 1.0);
+            d.metrics = vec![
+                Metric::new("gflops", 10.0 * residual, "GFLOPS", true),
+                Metric::new("residual", residual, "", false),
+                Metric::new("residual_passed", passed, "", true),
+            ];
+            d
+        };
+        let c = combine("x", &[check(1.0, 0.5), check(1.0, 3.0), check(1.0, 2.0)]).unwrap();
+        assert_eq!(c.metric("gflops"), Some(55.0));
+        assert_eq!(c.metric("residual"), Some(3.0));
+        assert_eq!(c.metric("residual_passed"), Some(1.0));
+        let c = combine("x", &[check(1.0, 0.5), check(0.0, 40.0)]).unwrap();
+        assert_eq!(c.metric("residual_passed"), Some(0.0));
+        assert_eq!(c.metric("residual"), Some(40.0));
     }
 }

@@ -6,6 +6,7 @@
 //! `--events` and `--rate` do not apply.
 
 mod input;
+mod lu;
 mod plan;
 mod solve;
 

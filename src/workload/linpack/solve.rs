@@ -10,6 +10,8 @@ use faer::linalg::lu::partial_pivoting::{factor, solve};
 use faer::reborrow::{Reborrow, ReborrowMut};
 use faer::{MatMut, MatRef, Par};
 
+use super::lu;
+
 /// HPL's machine epsilon: LAPACK's dlamch('E'), the unit roundoff 2⁻⁵³.
 pub const EPS: f64 = f64::EPSILON / 2.0;
 
@@ -110,7 +112,24 @@ impl Matrix {
 
 /// LU with partial pivoting of `a` in place, then `x` ← A⁻¹x: the timed
 /// part of a trial. Scratch space is allocated before the clock starts.
+/// One thread runs faer's recursive LU; more run the look-ahead LU of
+/// `lu` on the current rayon pool's threads.
 pub fn factor_and_solve(a: MatMut<'_, f64>, x: &mut [f64], par: Par) -> Duration {
+    match par {
+        Par::Seq => factor_and_solve_recursive(a, x),
+        Par::Rayon(_) => {
+            let mut a = a;
+            let mut w = lu::Workspace::new(a.nrows());
+            let started = Instant::now();
+            lu::factor(a.rb_mut(), &mut w);
+            lu::solve(a.rb(), &w, x, par);
+            started.elapsed()
+        }
+    }
+}
+
+fn factor_and_solve_recursive(a: MatMut<'_, f64>, x: &mut [f64]) -> Duration {
+    let par = Par::Seq;
     let n = a.nrows();
     let params = Default::default();
     let req = StackReq::any_of(&[
@@ -256,6 +275,29 @@ mod tests {
         let scale = one.iter().fold(0.0f64, |m, v| m.max(v.abs()));
         assert!(diff <= 1e-9 * scale, "{diff} vs {scale}");
         assert!(residual(seed, n, &two).passed());
+    }
+
+    #[test]
+    fn the_look_ahead_lu_agrees_with_the_recursive_one_on_any_thread_count() {
+        // 389 = 3 panels of 128 and one of 5: every step has a look-ahead
+        // panel, chunks, and a short last panel.
+        let (n, seed) = (389, 11);
+        let one = solve_seeded(n, n, seed, Par::Seq);
+        let scale = one.iter().fold(0.0f64, |m, v| m.max(v.abs()));
+        for threads in [2, 3] {
+            let pool = rayon::ThreadPoolBuilder::new()
+                .num_threads(threads)
+                .build()
+                .unwrap();
+            let x = pool.install(|| solve_seeded(n, n + 3, seed, Par::rayon(threads)));
+            let r = residual(seed, n, &x);
+            assert!(r.passed() && r.scaled < 1.0, "{threads} threads: {r:?}");
+            let diff = one
+                .iter()
+                .zip(&x)
+                .fold(0.0f64, |m, (a, b)| m.max((a - b).abs()));
+            assert!(diff <= 1e-9 * scale, "{threads} threads: {diff} vs {scale}");
+        }
     }
 
     #[test]
