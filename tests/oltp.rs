@@ -1,7 +1,8 @@
 //! The OLTP tests against real servers: PostgreSQL and MariaDB from
 //! Debian's packages, each started here on a temporary data directory and a
 //! free loopback port and removed by a guard (also when a test fails), and
-//! SQLite through the binary. Bad input: absent servers, wrong passwords,
+//! SQLite through the binary, also inside Docker, Podman (count=2, summed)
+//! and a QEMU guest. Bad input: absent servers, wrong passwords,
 //! prepare onto existing tables, run before prepare, a table too big.
 
 mod common;
@@ -460,6 +461,7 @@ fn mariadb_prepare_run_cleanup_and_bad_input() {
         "1",
         "cleanup dropped a table that is not sysbench's"
     );
+    statements_are_prepared_once_as_sysbench_does(&m, &base);
 
     let mut wrong = base[..3].to_vec();
     wrong.push("--mysql-password=wrong".into());
@@ -470,6 +472,60 @@ fn mariadb_prepare_run_cleanup_and_bad_input() {
         err.contains("--mysql-password") && err.contains("sbtest"),
         "{err}"
     );
+}
+
+/// The server's own counters over one run: each statement is prepared once
+/// per connection and executed from then on, BEGIN and COMMIT included (as
+/// sysbench's libmysqlclient driver sends them); `--db-ps-mode=disable`
+/// sends text queries.
+fn statements_are_prepared_once_as_sysbench_does(m: &Mariadb, base: &[String]) {
+    let status = || -> std::collections::HashMap<String, u64> {
+        m.sql(
+            "SHOW GLOBAL STATUS WHERE Variable_name IN \
+             ('Com_stmt_prepare', 'Com_stmt_execute', 'Com_begin', 'Com_commit', 'Questions')",
+        )
+        .lines()
+        .filter_map(|l| {
+            let (k, v) = l.split_once('\t')?;
+            Some((k.to_string(), v.trim().parse().ok()?))
+        })
+        .collect()
+    };
+    let tables = ["--tables=2", "--table-size=500"];
+    let mut args = oltp("oltp_read_write", base, &tables);
+    args.push("prepare".into());
+    let (code, _, err) = vp(&args);
+    assert_eq!(code, 0, "prepare: {err}");
+    for ps in ["auto", "disable"] {
+        let mut b = base.to_vec();
+        b.push(format!("--db-ps-mode={ps}"));
+        let before = status();
+        let doc = run_json("oltp_read_write", &b, 50, 1);
+        let after = status();
+        // The password is not a parameter of the work: not in the results.
+        assert!(
+            doc["params"].get("mysql_password").is_none(),
+            "{}",
+            doc["params"]
+        );
+        assert_eq!(doc["params"]["mysql_user"], "sbtest");
+        let d = |k: &str| after[k] - before[k];
+        assert_eq!(d("Com_begin"), 50, "{ps}");
+        assert_eq!(d("Com_commit"), 50, "{ps}");
+        if ps == "auto" {
+            // 9 statements on each of 2 tables, BEGIN, COMMIT and the
+            // table check: prepared once, not once per execute.
+            assert!(d("Com_stmt_prepare") <= 21, "{ps}: {after:?} {before:?}");
+            assert!(d("Com_stmt_execute") >= 50 * 20, "{ps}: {after:?}");
+        } else {
+            assert!(d("Com_stmt_execute") <= 2, "{ps}: {after:?} {before:?}");
+            assert!(d("Questions") >= 50 * 20, "{ps}: {after:?}");
+        }
+    }
+    let mut args = oltp("oltp_read_write", base, &["--tables=2"]);
+    args.push("cleanup".into());
+    let (code, _, err) = vp(&args);
+    assert_eq!(code, 0, "cleanup: {err}");
 }
 
 #[test]
@@ -527,4 +583,124 @@ fn sqlite_cycle_and_a_table_too_big_for_the_disk() {
     let (code, _, err) = vp(&oltp("oltp_read_write", &base, &["--tables=2", "cleanup"]));
     assert_eq!(code, 0, "{err}");
     assert!(!file.exists(), "cleanup left the database file");
+}
+
+/// Whether the `docker` or `podman` engine answers (skips otherwise).
+fn engine_ok(cli: &str) -> bool {
+    let ok = Command::new(cli)
+        .args(["version", "--format", "{{.Server.Version}}"])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    ok || !skip(&format!("no reachable {cli} engine"))
+}
+
+/// One `virtperf.result/1` document per stdout line.
+fn docs(out: &str) -> Vec<Value> {
+    out.lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
+        .collect()
+}
+
+/// A SQLite run inside an environment: the embedded driver, its database in
+/// the environment's own work directory, sysbench's 20 queries.
+fn check_sqlite_inside(doc: &Value, env: &str) {
+    let d = &doc["details"];
+    assert_eq!(d["db_driver"], "sqlite", "{env}: {d}");
+    assert_eq!(d["queries_per_transaction"], 20.0, "{env}: {d}");
+    assert!(d["transactions"].as_u64().unwrap() > 0, "{env}: {d}");
+    assert!(metric(doc, "tps") > 0.0, "{env}");
+    let db = d["database"].as_str().unwrap();
+    assert!(db.ends_with("/virtperf-oltp.sqlite"), "{env}: {db}");
+}
+
+/// Seed 003 sums TPS over VMs running at once: `count=2` starts two
+/// containers, each prepares, runs and cleans up its own SQLite tables, and
+/// the third document is the sum of their TPS.
+fn sqlite_count_two_sums_tps(cli: &str) {
+    if !engine_ok(cli) {
+        return;
+    }
+    let env = format!("{cli}:count=2,name=oltp-pair");
+    let (code, out, err) = vp(&[
+        "oltp_read_write".into(),
+        "--tables=1".into(),
+        "--table-size=300".into(),
+        "--time=1".into(),
+        "--env".into(),
+        env.clone(),
+        "--json".into(),
+    ]);
+    assert_eq!(code, 0, "{env}: {err}");
+    let d = docs(&out);
+    assert_eq!(d.len(), 3, "two instances and their sum: {out}");
+    for (i, doc) in d[..2].iter().enumerate() {
+        assert_eq!(doc["env"]["name"], format!("oltp-pair#{}", i + 1));
+        assert_eq!(doc["env"]["kind"], cli);
+        check_sqlite_inside(doc, &env);
+    }
+    let sum = metric(&d[0], "tps") + metric(&d[1], "tps");
+    assert!((metric(&d[2], "tps") - sum).abs() < 1e-6, "{}", d[2]);
+    assert_eq!(d[2]["details"]["instances"], 2);
+    // Latencies are averaged, not summed.
+    let p95 = (metric(&d[0], "latency_p95_ms") + metric(&d[1], "latency_p95_ms")) / 2.0;
+    assert!((metric(&d[2], "latency_p95_ms") - p95).abs() < 1e-9);
+}
+
+#[test]
+fn sqlite_in_docker_count_two_sums_tps() {
+    sqlite_count_two_sums_tps("docker");
+}
+
+#[test]
+fn sqlite_in_podman_count_two_sums_tps() {
+    sqlite_count_two_sums_tps("podman");
+}
+
+#[test]
+fn sqlite_in_a_qemu_guest() {
+    let has_qemu = Command::new("qemu-system-x86_64")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    let has_kernel = std::fs::read_dir("/boot").is_ok_and(|d| {
+        d.filter_map(|e| e.ok())
+            .any(|e| e.file_name().to_string_lossy().starts_with("vmlinuz-"))
+    });
+    if !(has_qemu && has_kernel) {
+        skip("qemu-system-x86_64 or a guest kernel (linux-image-cloud-amd64) is missing");
+        return;
+    }
+    // A TMPDIR of the test's own: a VM directory left there is this test's.
+    let tmp = tempfile::tempdir().unwrap();
+    let env = "qemu:accel=tcg,memory=512m,smp=1,disk=256m,net=none";
+    let out = virtperf()
+        .env("TMPDIR", tmp.path())
+        .args([
+            "oltp_read_write",
+            "--tables=1",
+            "--table-size=300",
+            "--time=1",
+            "--env",
+            env,
+            "--json",
+        ])
+        .timeout(Duration::from_secs(300))
+        .output()
+        .unwrap();
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    assert!(out.status.success(), "{env}: {stderr}");
+    let d = docs(&stdout);
+    assert_eq!(d.len(), 1, "{stdout}");
+    assert_eq!(d[0]["env"]["hypervisor"], "TCGTCGTCGTCG");
+    check_sqlite_inside(&d[0], env);
+    let left: Vec<_> = std::fs::read_dir(tmp.path())
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with("virtperf-qemu-"))
+        .collect();
+    assert!(left.is_empty(), "left in TMPDIR: {left:?}");
 }

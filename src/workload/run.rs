@@ -13,8 +13,9 @@ use crate::core::time::now_rfc3339_ms;
 use crate::engine::{self, EngineOptions};
 use crate::sys::{fingerprint, monitor};
 
-/// Options that shape the run's output, not the measurement: not in `params`.
-const NOT_PARAMS: &[&str] = &["report-interval"];
+/// Options that shape the run's output, not the measurement, and the OLTP
+/// passwords (kept out of the results store and reports): not in `params`.
+const NOT_PARAMS: &[&str] = &["report-interval", "mysql-password", "pgsql-password"];
 
 /// A finished run: its document and the workload's own text section.
 pub struct Executed {

@@ -1,20 +1,20 @@
 //! The MySQL/MariaDB driver (`--db-driver=mysql`): the pure-Rust `mysql`
 //! client (no TLS, rust flate2 backend), server-side prepared statements
-//! from its per-connection cache, or text queries with `--db-ps-mode=disable`.
+//! (each prepared once per connection and kept here, BEGIN and COMMIT
+//! included, as sysbench's libmysqlclient driver does), or text queries with
+//! `--db-ps-mode=disable`.
 
+use std::collections::HashMap;
 use std::time::Duration;
 
 use anyhow::Result;
 use mysql::prelude::Queryable;
-use mysql::{OptsBuilder, Params, Value};
+use mysql::{OptsBuilder, Params, Statement, Value};
 
 use super::driver::{inline, Conn, DbError, ErrorClass, Param};
 use crate::core::options::CliError;
 
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
-/// Statements a connection keeps prepared: nine per table is the most a
-/// test uses, so this covers 100 tables.
-const STMT_CACHE: usize = 1024;
 /// Deadlock, lock wait timeout, "record changed since last read": the
 /// errors sysbench's `--mysql-ignore-errors` ignores by default.
 const RETRY_CODES: [u16; 3] = [1213, 1205, 1020];
@@ -22,6 +22,11 @@ const RETRY_CODES: [u16; 3] = [1213, 1205, 1020];
 pub struct My {
     conn: mysql::Conn,
     prepared: bool,
+    /// Prepared statements by their text: looked up by the caller's string,
+    /// not re-parsed for named parameters on every execute as the crate's
+    /// own cache does (that cache is off, so nothing here is ever closed
+    /// behind our back).
+    statements: HashMap<String, Statement>,
 }
 
 impl My {
@@ -41,7 +46,7 @@ impl My {
             .pass(Some(password))
             .db_name(Some(db))
             .tcp_connect_timeout(Some(CONNECT_TIMEOUT))
-            .stmt_cache_size(Some(STMT_CACHE))
+            .stmt_cache_size(Some(0))
             // As libmysqlclient with an explicit host: stay on TCP.
             .prefer_socket(false);
         if !socket.is_empty() {
@@ -64,7 +69,32 @@ impl My {
             };
             CliError::Usage(format!("cannot connect to MySQL at {place}: {why}"))
         })?;
-        Ok(My { conn, prepared })
+        Ok(My {
+            conn,
+            prepared,
+            statements: HashMap::new(),
+        })
+    }
+
+    /// The prepared statement for `sql`, prepared on first use.
+    fn statement(&mut self, sql: &str) -> Result<Statement, DbError> {
+        if let Some(s) = self.statements.get(sql) {
+            return Ok(s.clone());
+        }
+        let s = self.conn.prep(sql).map_err(classify)?;
+        self.statements.insert(sql.to_string(), s.clone());
+        Ok(s)
+    }
+
+    /// Executes a statement without parameters: prepared (BEGIN and COMMIT,
+    /// as sysbench sends them) or as text.
+    fn simple(&mut self, sql: &str) -> Result<(), DbError> {
+        if self.prepared {
+            let stmt = self.statement(sql)?;
+            self.conn.exec_drop(&stmt, ()).map_err(classify)
+        } else {
+            self.batch(sql)
+        }
     }
 }
 
@@ -129,7 +159,8 @@ impl Conn for My {
             } else {
                 Params::Positional(params.iter().map(value).collect())
             };
-            let result = self.conn.exec_iter(sql, params).map_err(classify)?;
+            let stmt = self.statement(sql)?;
+            let result = self.conn.exec_iter(&stmt, params).map_err(classify)?;
             drain(result).map_err(classify)
         } else {
             let result = self
@@ -144,15 +175,20 @@ impl Conn for My {
         self.conn.query_drop(sql).map_err(classify)
     }
 
+    fn begin(&mut self, _write: bool) -> Result<(), DbError> {
+        self.simple("BEGIN")
+    }
+
+    fn commit(&mut self) -> Result<(), DbError> {
+        self.simple("COMMIT")
+    }
+
     fn table_exists(&mut self, name: &str) -> Result<bool, DbError> {
-        let n: Option<i64> = self
-            .conn
-            .exec_first(
-                "SELECT COUNT(*) FROM information_schema.tables \
-                 WHERE table_schema = DATABASE() AND table_name = ?",
-                (name,),
-            )
-            .map_err(classify)?;
+        let stmt = self.statement(
+            "SELECT COUNT(*) FROM information_schema.tables \
+             WHERE table_schema = DATABASE() AND table_name = ?",
+        )?;
+        let n: Option<i64> = self.conn.exec_first(&stmt, (name,)).map_err(classify)?;
         Ok(n.unwrap_or(0) > 0)
     }
 }
