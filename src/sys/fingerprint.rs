@@ -26,6 +26,7 @@ pub fn take(name: &str, kind: &str) -> EnvInfo {
         ready_s: None,
         linalg_isa: Some(linalg_isa().to_string()),
         net: net_interfaces(),
+        net_path: None,
     }
 }
 
