@@ -491,8 +491,117 @@ fn engine_ok(cli: &str) -> bool {
     ok || !skip(&format!("no reachable {cli} engine"))
 }
 
+const SIX: [&str; 6] = [
+    "tcp_stream",
+    "tcp_maerts",
+    "tcp_rr",
+    "tcp_crr",
+    "udp_rr",
+    "udp_stream",
+];
+
+/// The headline metric of a test.
+fn headline(test: &str) -> String {
+    match test {
+        "tcp_stream" | "tcp_maerts" | "udp_stream" => format!("{test}_mbit_per_sec"),
+        _ => format!("{test}_trans_per_sec"),
+    }
+}
+
+fn qemu_ok() -> bool {
+    let has_qemu = Std::new("qemu-system-x86_64")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    let has_kernel = std::fs::read_dir("/boot").is_ok_and(|d| {
+        d.filter_map(|e| e.ok())
+            .any(|e| e.file_name().to_string_lossy().starts_with("vmlinuz-"))
+    });
+    (has_qemu && has_kernel)
+        || !skip("qemu-system-x86_64 or a guest kernel (linux-image-cloud-amd64) is missing")
+}
+
+/// `virtperf compare` of the host and `envs` on the six tests, `secs` each,
+/// two rounds (a ratio to the baseline needs two runs a side); its JSON
+/// report.
+fn compare_six(envs: &[&str], secs: &str) -> Value {
+    let dir = tempfile::tempdir().unwrap();
+    let suite = dir.path().join("net.toml");
+    std::fs::write(
+        &suite,
+        format!(
+            "[[run]]\nworkload = \"net\"\nnet_test = [{}]\ntime = {secs}\n",
+            SIX.map(|t| format!("\"{t}\"")).join(", ")
+        ),
+    )
+    .unwrap();
+    let mut cmd = virtperf();
+    cmd.args(["compare", "--suite"])
+        .arg(&suite)
+        .args(["--repeat", "2", "--format", "json", "--out"])
+        .arg(dir.path().join("out"));
+    for e in envs {
+        cmd.args(["--env", e]);
+    }
+    let out = cmd.timeout(Duration::from_secs(600)).output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+/// Every test measured in `env` (a figure above 0), its path recorded, and
+/// seed 001's network category filled from the five netperf tests.
+fn check_six(report: &Value, env: &str, path: &str) {
+    let recorded = report["fingerprints"][env]["net_path"]
+        .as_str()
+        .unwrap_or("");
+    assert!(recorded.starts_with(path), "{env}: path {recorded:?}");
+    for test in SIX {
+        let name = headline(test);
+        let m = report["entries"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .flat_map(|e| e["metrics"].as_array().unwrap())
+            .find(|m| m["name"] == name)
+            .unwrap_or_else(|| panic!("{name} missing"));
+        let per_env = m["per_env"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|p| p["env"] == env)
+            .unwrap_or_else(|| panic!("{env} has no {name}"));
+        let samples = per_env["samples"].as_array().unwrap();
+        assert_eq!(samples.len(), 2, "{env} {name}: {per_env}");
+        assert!(
+            samples.iter().all(|v| v.as_f64().unwrap_or(0.0) > 0.0),
+            "{env} {name}: {per_env}"
+        );
+    }
+    if env == report["baseline"] {
+        return;
+    }
+    let ranking = report["rankings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r[0] == env)
+        .unwrap_or_else(|| panic!("{env} has no ranking"));
+    let network = ranking[1]["categories"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["name"] == "network I/O")
+        .unwrap();
+    assert!(network["value"].is_number(), "{env}: {network}");
+    assert_eq!(network["from"].as_array().unwrap().len(), 5, "{network}");
+}
+
 #[test]
-fn all_six_tests_run_in_containers_against_a_host_server_on_loopback() {
+fn all_six_tests_run_in_containers_with_a_server_the_host_starts() {
     let engines: Vec<&str> = ["docker", "podman"]
         .into_iter()
         .filter(|e| engine_ok(e))
@@ -500,59 +609,165 @@ fn all_six_tests_run_in_containers_against_a_host_server_on_loopback() {
     if engines.is_empty() {
         return;
     }
-    let port = free_port();
-    let mut server = Std::new(bin())
-        .args(["serve", "--port", &port.to_string()])
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    wait_listening(&mut server);
-    let host = format!("--net-host=127.0.0.1:{port}");
-    let mut failures = Vec::new();
-    for test in [
-        "tcp_stream",
-        "tcp_maerts",
-        "tcp_rr",
-        "tcp_crr",
-        "udp_rr",
-        "udp_stream",
-    ] {
-        let mut cmd = virtperf();
-        cmd.args([
-            "net",
-            &host,
-            &format!("--net-test={test}"),
-            "--time=0.5",
-            "--json",
-        ]);
-        for e in &engines {
-            cmd.args(["--env", &format!("{e}:network=host")]);
-        }
-        let out = cmd.timeout(Duration::from_secs(300)).output().unwrap();
-        if !out.status.success() {
-            failures.push(format!("{test}: {}", String::from_utf8_lossy(&out.stderr)));
+    let report = compare_six(&engines, "0.5");
+    check_six(&report, "host", "loopback");
+    for e in &engines {
+        check_six(
+            &report,
+            e,
+            &format!("{e} bridge (container to host gateway)"),
+        );
+    }
+}
+
+#[test]
+fn a_server_inside_a_container_is_reached_from_the_host() {
+    for cli in ["docker", "podman"] {
+        if !engine_ok(cli) {
             continue;
         }
-        let docs: Vec<Value> = String::from_utf8_lossy(&out.stdout)
-            .lines()
-            .map(|l| serde_json::from_str(l).unwrap())
-            .collect();
-        assert_eq!(docs.len(), engines.len(), "{test}");
-        let headline = match test {
-            "tcp_stream" | "tcp_maerts" | "udp_stream" => format!("{test}_mbit_per_sec"),
-            _ => format!("{test}_trans_per_sec"),
-        };
-        for (doc, engine) in docs.iter().zip(&engines) {
-            assert!(
-                doc["env"]["name"].as_str().unwrap().starts_with(engine),
+        for test in ["tcp_rr", "udp_stream", "tcp_maerts"] {
+            let out = virtperf()
+                .args([
+                    "net",
+                    &format!("--net-test={test}"),
+                    "--net-server=env",
+                    "--time=0.5",
+                    "--json",
+                    "--env",
+                    cli,
+                ])
+                .timeout(Duration::from_secs(300))
+                .output()
+                .unwrap();
+            let err = String::from_utf8_lossy(&out.stderr);
+            assert!(out.status.success(), "{cli} {test}: {err}");
+            let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+            assert_eq!(doc["env"]["name"], cli);
+            assert_eq!(
+                doc["env"]["net_path"],
+                format!("{cli} bridge (host to container)"),
                 "{doc}"
             );
-            assert_eq!(doc["details"]["server"], format!("127.0.0.1:{port}"));
-            assert!(metric(doc, &headline) > 0.0, "{engine} {test}: {doc}");
+            // The host's client dialled the container's own address.
+            let server = doc["details"]["server"].as_str().unwrap();
+            assert!(
+                server.ends_with(":12866") && !server.starts_with("127."),
+                "{server}"
+            );
+            assert!(metric(&doc, &headline(test)) > 0.0, "{cli} {test}: {doc}");
         }
     }
-    let _ = server.kill();
-    let _ = server.wait();
-    assert!(failures.is_empty(), "{failures:#?}");
+}
+
+#[test]
+fn all_six_tests_run_in_a_qemu_guest_both_ways() {
+    if !qemu_ok() {
+        return;
+    }
+    let env = "qemu:smp=2,memory=1g,accel=tcg,disk=64m,name=qemu";
+    let report = compare_six(&[env], "1");
+    check_six(&report, "qemu", "QEMU user network (guest to host)");
+    // The server in the guest, the client on the host through the port
+    // QEMU forwards, TCP and UDP.
+    for test in ["tcp_rr", "udp_rr"] {
+        let out = virtperf()
+            .args([
+                "net",
+                &format!("--net-test={test}"),
+                "--net-server=env",
+                "--time=1",
+                "--json",
+                "--env",
+                env,
+            ])
+            .timeout(Duration::from_secs(300))
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{test}: {err}");
+        let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(doc["env"]["hypervisor"], "TCGTCGTCGTCG", "{doc}");
+        assert_eq!(
+            doc["env"]["net_path"],
+            "QEMU user network (host port forwarded to guest)"
+        );
+        assert!(
+            doc["details"]["server"]
+                .as_str()
+                .unwrap()
+                .starts_with("127.0.0.1:"),
+            "{doc}"
+        );
+        assert!(metric(&doc, &headline(test)) > 0.0, "{test}: {doc}");
+    }
+}
+
+#[test]
+fn an_environment_run_names_a_missing_given_server_and_refuses_two_placements() {
+    let port = free_port();
+    let t = Instant::now();
+    let out = virtperf()
+        .args([
+            "net",
+            &format!("--net-host=127.0.0.1:{port}"),
+            "--time=1",
+            "--env",
+            "host",
+        ])
+        .timeout(Duration::from_secs(60))
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains(&format!("127.0.0.1:{port}")), "{err}");
+    assert!(t.elapsed() < Duration::from_secs(20), "{:?}", t.elapsed());
+    // A server given and one asked for inside: which one?
+    let out = virtperf()
+        .args([
+            "net",
+            "--net-host=127.0.0.1:9",
+            "--net-server=env",
+            "--time=1",
+            "--env",
+            "host",
+        ])
+        .timeout(Duration::from_secs(60))
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_ne!(out.status.code(), Some(0), "{err}");
+    assert!(
+        err.contains("--net-host") && err.contains("--net-server"),
+        "{err}"
+    );
+    let out = virtperf()
+        .args(["net", "--net-server=vm", "--time=1"])
+        .timeout(Duration::from_secs(20))
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("--net-server"), "{err}");
+    // The host driver's own path: a server the host starts on loopback.
+    let out = virtperf()
+        .args([
+            "net",
+            "--net-test=udp_rr",
+            "--time=0.3",
+            "--json",
+            "--env",
+            "host",
+        ])
+        .timeout(Duration::from_secs(60))
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(doc["env"]["net_path"], "loopback");
+    assert_eq!(doc["details"]["server_in_process"], false, "{doc}");
 }

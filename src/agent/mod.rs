@@ -48,7 +48,22 @@ pub enum Message {
         index: usize,
         message: String,
     },
+    /// A job's network peer (a server) listens inside on this port; the host
+    /// runs the job's client against it and answers with a `Served` line.
+    Serving {
+        index: usize,
+        port: u16,
+    },
     Done,
+}
+
+/// The host's answer to `Serving`: the client's result, which the agent
+/// returns as the job's with its own fingerprint, or why the client failed.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum Served {
+    Served { doc: Box<ResultDoc> },
+    Failed { message: String },
 }
 
 fn send(out: &mut impl Write, msg: &Message) -> Result<()> {
@@ -94,6 +109,55 @@ fn run_one(plan: &Plan, wire: &JobWire) -> Result<ResultDoc> {
         .ok_or_else(|| anyhow!("the run produced no result"))
 }
 
+/// Serves a job's network peer here: starts its server on the address the
+/// host put in the job, says where it listens, waits for the host's client
+/// to finish and returns the client's result fingerprinted as this
+/// environment, with this environment's CPU figures.
+fn serve_peer(
+    plan: &Plan,
+    index: usize,
+    job: &Job,
+    input: &mut impl BufRead,
+    out: &mut impl Write,
+) -> Result<ResultDoc> {
+    let peer = job.def.needs.network.expect("a network job");
+    let text = job.values.text(peer.address_option);
+    let bind: std::net::SocketAddr = text.parse().with_context(|| {
+        format!(
+            "--{}={text}: the host gives the address to serve on as IP:PORT",
+            peer.address_option
+        )
+    })?;
+    let server = (peer.serve)(bind)?;
+    let sampler = crate::sys::monitor::Sampler::start();
+    send(
+        out,
+        &Message::Serving {
+            index,
+            port: server.addr().port(),
+        },
+    )?;
+    let mut line = String::new();
+    if input.read_line(&mut line)? == 0 {
+        bail!("the host went away while this environment served its client");
+    }
+    drop(server);
+    let monitor = sampler.finish();
+    match serde_json::from_str::<Served>(line.trim())
+        .with_context(|| format!("the host's answer to serving is not valid: {}", line.trim()))?
+    {
+        Served::Served { doc } => {
+            let mut doc = *doc;
+            let path = doc.env.net_path.take();
+            doc.env = crate::sys::fingerprint::take(&plan.env_name, &plan.env_kind);
+            doc.env.net_path = path;
+            doc.monitor = monitor;
+            Ok(doc)
+        }
+        Served::Failed { message } => Err(anyhow!("{message}")),
+    }
+}
+
 /// The agent loop over any pair of streams (stdin/stdout, a serial port).
 pub fn serve(input: &mut impl BufRead, out: &mut impl Write) -> Result<()> {
     send(out, &hello())?;
@@ -128,7 +192,17 @@ pub fn serve(input: &mut impl BufRead, out: &mut impl Write) -> Result<()> {
         if crate::core::signals::interrupted() {
             return Err(crate::core::signals::Interrupted.into());
         }
-        let msg = match run_one(&plan, job) {
+        let served = Job::from_wire(job).ok().filter(|j| {
+            j.def
+                .needs
+                .network
+                .is_some_and(|peer| peer.server_inside(&j.values))
+        });
+        let outcome = match served {
+            Some(j) => serve_peer(&plan, index, &j, input, out),
+            None => run_one(&plan, job),
+        };
+        let msg = match outcome {
             Ok(doc) => Message::Result {
                 index,
                 doc: Box::new(doc),
@@ -212,6 +286,66 @@ mod tests {
             matches!(&msgs[3], Message::Error { index: 1, message } if message.contains("--bogus"))
         );
         assert!(matches!(msgs[4], Message::Done));
+    }
+
+    #[test]
+    fn a_server_inside_serves_until_the_host_answers() {
+        let wire = job(&[
+            "net",
+            "--net-server=env",
+            "--net-host=127.0.0.1:0",
+            "--net-test=tcp_rr",
+        ]);
+        // The host's client result, as it would send it back.
+        let mut client_doc = ResultDoc {
+            schema: crate::core::result::SCHEMA.into(),
+            workload: "net".into(),
+            params: Default::default(),
+            env: crate::sys::fingerprint::take("the host", "host"),
+            started_at: String::new(),
+            duration_s: 1.0,
+            events: 7,
+            metrics: vec![],
+            latency_ms: None,
+            fairness: None,
+            monitor: Default::default(),
+            details: serde_json::Value::Null,
+        };
+        client_doc.env.net_path = Some("some path".into());
+        let served = serde_json::to_string(&Served::Served {
+            doc: Box::new(client_doc),
+        })
+        .unwrap();
+        let input = format!("{}\n{served}\n", plan(vec![wire.clone()], false));
+        let mut out = Vec::new();
+        serve(&mut input.as_bytes(), &mut out).unwrap();
+        let msgs = messages(&out);
+        let Message::Serving { index: 0, port } = msgs[1] else {
+            panic!("{:?}", msgs[1]);
+        };
+        assert_ne!(port, 0);
+        match &msgs[2] {
+            Message::Result { index: 0, doc } => {
+                assert_eq!(doc.events, 7);
+                // Fingerprinted here, the path kept.
+                assert_eq!(doc.env.name, "test");
+                assert_eq!(doc.env.net_path.as_deref(), Some("some path"));
+            }
+            other => panic!("{other:?}"),
+        }
+        // The host's client failed: the job's error says why.
+        let failed = serde_json::to_string(&Served::Failed {
+            message: "the client on the host: refused".into(),
+        })
+        .unwrap();
+        let input = format!("{}\n{failed}\n", plan(vec![wire], false));
+        let mut out = Vec::new();
+        serve(&mut input.as_bytes(), &mut out).unwrap();
+        let msgs = messages(&out);
+        assert!(
+            matches!(&msgs[2], Message::Error { index: 0, message } if message.contains("refused")),
+            "{msgs:?}"
+        );
     }
 
     #[test]

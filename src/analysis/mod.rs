@@ -216,9 +216,14 @@ pub fn analyze(cmp: &ComparisonRow, runs: &[RunRow], settings: &VerdictSettings)
     for r in runs {
         match (&r.doc, &r.error) {
             (Some(doc), _) => {
-                fingerprints
+                let fp = fingerprints
                     .entry(r.env.clone())
                     .or_insert_with(|| doc.env.clone());
+                // The first result may be of a workload without a network
+                // peer: the path comes from the first that has one.
+                if fp.net_path.is_none() {
+                    fp.net_path.clone_from(&doc.env.net_path);
+                }
                 for (kind, pct, reason) in flag_reasons(doc) {
                     flags.push(Flag {
                         env: r.env.clone(),

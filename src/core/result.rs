@@ -90,6 +90,10 @@ pub struct EnvInfo {
     /// Network interfaces with an IPv4 address, loopback excepted.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub net: Vec<NetInterface>,
+    /// For a network workload: the path between client and server
+    /// (loopback, netns, docker bridge, QEMU user network, ...).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub net_path: Option<String>,
     /// The moment `--start-at` asked for and how late the run began.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub start_at: Option<StartAt>,

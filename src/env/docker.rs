@@ -11,7 +11,7 @@ use std::time::Duration;
 use anyhow::{anyhow, bail, Context, Result};
 
 use super::def::{Check, DriverDef, EnvOption};
-use super::{Environment, Launched, OnHost, Spec};
+use super::{net, Environment, Launched, OnHost, Route, Spec};
 use crate::core::observer::Observer;
 
 const OPTIONS: &[EnvOption] = &[
@@ -65,6 +65,9 @@ fn probe(cli: &str) -> (bool, String) {
         Err(e) => (false, format!("{e:#}")),
     }
 }
+
+/// The port a server inside a container listens on (its own namespace).
+const CONTAINER_PORT: u16 = 12866;
 
 pub struct DockerEnvironment {
     spec: Spec,
@@ -403,6 +406,46 @@ impl Environment for DockerEnvironment {
 
     fn boot_deadline(&self) -> Duration {
         Duration::from_secs(60)
+    }
+
+    /// On the engine's bridge the host server binds the container's
+    /// gateway (the host's address on that bridge, nowhere else); with
+    /// network=host both ends share the host's loopback.
+    fn route_to_host(&self, index: usize) -> Result<Route> {
+        if self.spec.opt("network") == Some("host") {
+            return Ok(Route::loopback("host network (loopback)"));
+        }
+        let gateway = net::inspect_ip(
+            self.cli,
+            &self.container_name(index),
+            "{{.NetworkSettings.Gateway}}",
+        )?;
+        Ok(Route {
+            bind: std::net::SocketAddr::new(gateway, 0),
+            dial_ip: gateway,
+            dial_port: None,
+            path: format!("{} bridge (container to host gateway)", self.cli),
+        })
+    }
+
+    /// The server inside listens on the container's own network (port
+    /// 12866, the container has its own namespace) and the host dials the
+    /// container's address on the bridge; with network=host, loopback.
+    fn route_to_env(&self, index: usize, _forwarded: Option<(u16, u16)>) -> Result<Route> {
+        if self.spec.opt("network") == Some("host") {
+            return Ok(Route::loopback("host network (loopback)"));
+        }
+        let ip = net::inspect_ip(
+            self.cli,
+            &self.container_name(index),
+            "{{.NetworkSettings.IPAddress}}",
+        )?;
+        Ok(Route {
+            bind: std::net::SocketAddr::new(ip, CONTAINER_PORT),
+            dial_ip: ip,
+            dial_port: None,
+            path: format!("{} bridge (host to container)", self.cli),
+        })
     }
 
     fn explain_exit(&self, index: usize) -> Option<String> {

@@ -11,7 +11,7 @@ use std::time::Duration;
 use anyhow::Result;
 
 use super::def::DriverDef;
-use super::{Environment, Launched, Spec};
+use super::{Environment, Launched, NetNeed, Route, Spec};
 use crate::core::observer::Observer;
 use crate::workload::Job;
 
@@ -105,5 +105,21 @@ impl Environment for GroupEnvironment {
 
     fn instance_kind(&self, index: usize) -> String {
         self.members[index].spec().driver.name.to_string()
+    }
+
+    // A network job in member `index` meets its peer as that member's own
+    // driver arranges it (a container's bridge, QEMU's user network, ...).
+    fn use_network(&mut self, need: NetNeed) {
+        for m in &mut self.members {
+            m.use_network(need);
+        }
+    }
+
+    fn route_to_host(&self, index: usize) -> Result<Route> {
+        self.members[index].route_to_host(0)
+    }
+
+    fn route_to_env(&self, index: usize, forwarded: Option<(u16, u16)>) -> Result<Route> {
+        self.members[index].route_to_env(0, forwarded)
     }
 }

@@ -8,6 +8,7 @@ pub mod def;
 pub mod docker;
 pub mod group;
 pub mod host;
+pub mod net;
 pub mod probe;
 pub mod qemu;
 pub mod spec;
@@ -22,7 +23,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, bail, Context, Result};
 
-use crate::agent::{Message, Plan, PROTOCOL};
+use crate::agent::{Message, Plan, Served, PROTOCOL};
 use crate::core::observer::Observer;
 use crate::core::result::{Metric, ResultDoc};
 use crate::core::signals;
@@ -30,6 +31,7 @@ use crate::core::text;
 use crate::sys::monitor;
 use crate::workload::Job;
 pub use def::DriverDef;
+pub use net::{NetNeed, Route};
 pub use spec::Spec;
 
 /// Every environment driver, one line each.
@@ -134,6 +136,25 @@ pub trait Environment {
     /// The kind instance `index` reports (its driver's name).
     fn instance_kind(&self, _index: usize) -> String {
         self.spec().driver.name.to_string()
+    }
+
+    /// What the plan's network jobs need, told before `prepare` and any
+    /// launch, so the driver can open exactly that (QEMU's user network to
+    /// the host, a forwarded port).
+    fn use_network(&mut self, _need: NetNeed) {}
+
+    /// How a client in instance `index` (which has said hello) reaches a
+    /// server on the host: where the host server binds (only where the
+    /// instance reaches it) and what the client dials.
+    fn route_to_host(&self, _index: usize) -> Result<Route> {
+        Ok(Route::loopback("loopback"))
+    }
+
+    /// How the host reaches a server inside instance `index`: where it
+    /// binds inside and what the host dials (`forwarded` is the instance's
+    /// forwarded port, if any).
+    fn route_to_env(&self, _index: usize, _forwarded: Option<(u16, u16)>) -> Result<Route> {
+        Ok(Route::loopback("loopback"))
     }
 }
 
@@ -545,6 +566,21 @@ pub fn run_with(
     obs: &dyn Observer,
     on_result: &mut OnResult,
 ) -> Result<Vec<InstanceOutcome>> {
+    let need = NetNeed::of(jobs);
+    for job in jobs {
+        if let Some(peer) = job.def.needs.network {
+            if peer.address_given(&job.values) && peer.server_inside(&job.values) {
+                bail!(
+                    "{}: --{} names a server that already runs; --{}={} starts one inside the environment: give one of them",
+                    job.def.name,
+                    peer.address_option,
+                    peer.placement_option,
+                    peer.placement_env
+                );
+            }
+        }
+    }
+    env.use_network(need);
     env.prepare(obs)?;
     let spec = env.spec().clone();
     let mut sessions = Vec::with_capacity(spec.count);
@@ -593,16 +629,28 @@ pub fn run_with(
         }
     }
     let together = sessions.len() > 1;
+    // Network peers: servers on the host for clients inside, addresses to
+    // serve on for servers inside; each instance's own.
+    let mut nets = Vec::with_capacity(sessions.len());
     for (i, s) in sessions.iter_mut().enumerate() {
+        let forwarded = s.forwarded;
+        let env_ref: &dyn Environment = &*env;
+        let (own_jobs, net) = net::InstanceNet::plan(
+            jobs,
+            || env_ref.route_to_host(i),
+            || env_ref.route_to_env(i, forwarded),
+        )
+        .with_context(|| format!("{}: setting up the network test's server", s.label))?;
         let plan = Plan {
             protocol: PROTOCOL,
             env_name: s.label.clone(),
             env_kind: env.instance_kind(i),
             workdir: s.workdir.clone(),
             wait_for_go: together,
-            jobs: jobs.iter().map(Job::to_wire).collect(),
+            jobs: own_jobs.iter().map(Job::to_wire).collect(),
         };
         s.send_line(&serde_json::to_string(&plan)?)?;
+        nets.push(net);
     }
     if together {
         for s in &mut sessions {
@@ -625,9 +673,17 @@ pub fn run_with(
     // The host's check of each run's foreign load: with one instance,
     // whose results arrive as its runs end; simultaneous instances' results
     // are read one instance after the other, so intervals would not match.
+    // A host server or client runs in this process: its CPU is the run's
+    // own work, not other processes' load.
     let roots = (sessions.len() == 1)
         .then(|| host_roots(&sessions[0]))
-        .flatten();
+        .flatten()
+        .map(|(mut pids, cgroups)| {
+            if need.any() {
+                pids.push(std::process::id());
+            }
+            (pids, cgroups)
+        });
     let mut mark = roots
         .as_ref()
         .and_then(|(_, cgroups)| monitor::HostSnapshot::take(cgroups));
@@ -635,18 +691,32 @@ pub fn run_with(
     // message is buffered by its reader thread meanwhile.
     for (i, s) in sessions.iter_mut().enumerate() {
         for (want, job) in jobs.iter().enumerate() {
-            let msg = s
-                .next(env.job_deadline(job))
-                .map_err(|e| match env.explain_exit(i) {
-                    Some(why) => anyhow!("{e:#}: {why}"),
-                    None => e,
-                })?;
+            let mut served = false;
+            let msg = loop {
+                let msg = s
+                    .next(env.job_deadline(job))
+                    .map_err(|e| match env.explain_exit(i) {
+                        Some(why) => anyhow!("{e:#}: {why}"),
+                        None => e,
+                    })?;
+                match msg {
+                    Message::Serving { index, port } if index == want && !served => {
+                        served = true;
+                        let answer = serve_client(&nets[i], want, job, port, &s.label, &spec);
+                        s.send_line(&serde_json::to_string(&answer)?)?;
+                    }
+                    other => break other,
+                }
+            };
             let outcome = match msg {
                 Message::Result { index, mut doc } => {
                     if let Some(why) = refuse_result(&doc, index, want, job, &s.label) {
                         bail!("{}: protocol error: the agent sent {why}", s.label);
                     }
                     doc.env.ready_s = Some(ready_after[i].as_secs_f64());
+                    if let Some(path) = nets[i].path(want) {
+                        doc.env.net_path = Some(path.to_string());
+                    }
                     if let (Some((roots, cgroups)), Some(start)) = (&roots, &mark) {
                         if let Some(now) = monitor::HostSnapshot::take(cgroups) {
                             let load = monitor::host_load(start, &now, roots);
@@ -691,6 +761,37 @@ pub fn run_with(
             forwarded: s.forwarded,
         })
         .collect())
+}
+
+/// Runs the client of job `k` here against its server inside the instance
+/// (listening on `port` there): the answer the agent waits for.
+fn serve_client(
+    net: &net::InstanceNet,
+    k: usize,
+    job: &Job,
+    port: u16,
+    label: &str,
+    spec: &Spec,
+) -> Served {
+    let run = net.client_of(k, job, port).and_then(|client| {
+        crate::workload::execute(
+            &client,
+            label,
+            spec.driver.name,
+            Arc::new(crate::core::observer::Silent),
+        )
+    });
+    match run {
+        Ok(Some(done)) => Served::Served {
+            doc: Box::new(done.doc),
+        },
+        Ok(None) => Served::Failed {
+            message: "the client produced no result".into(),
+        },
+        Err(e) => Served::Failed {
+            message: format!("the client on the host: {e:#}"),
+        },
+    }
 }
 
 /// What works for a session on this machine: the launched process's tree

@@ -12,7 +12,7 @@ use std::time::Duration;
 use anyhow::{bail, Context, Result};
 
 use super::def::{Check, DriverDef, EnvOption};
-use super::{Environment, Launched, OnHost, Spec};
+use super::{Environment, Launched, OnHost, Route, Spec};
 
 pub const DEF: DriverDef = DriverDef {
     name: "ssh",
@@ -234,6 +234,61 @@ impl Environment for SshEnvironment {
 
     fn boot_deadline(&self) -> Duration {
         Duration::from_secs(60)
+    }
+
+    /// The remote host dials this host's address on the interface that
+    /// faces it (found by routing, no packet sent); the server binds only
+    /// that address.
+    fn route_to_host(&self, _index: usize) -> Result<Route> {
+        let (remote, local) = self.addresses()?;
+        Ok(Route {
+            bind: std::net::SocketAddr::new(local, 0),
+            dial_ip: local,
+            dial_port: None,
+            path: format!("ssh ({remote} to {local})"),
+        })
+    }
+
+    /// The server binds the remote's address this host reaches it at.
+    fn route_to_env(&self, _index: usize, _forwarded: Option<(u16, u16)>) -> Result<Route> {
+        let (remote, local) = self.addresses()?;
+        Ok(Route {
+            bind: std::net::SocketAddr::new(remote, 12866),
+            dial_ip: remote,
+            dial_port: None,
+            path: format!("ssh ({local} to {remote})"),
+        })
+    }
+}
+
+impl SshEnvironment {
+    /// The remote host's address and this host's address towards it.
+    fn addresses(&self) -> Result<(std::net::IpAddr, std::net::IpAddr)> {
+        use std::net::ToSocketAddrs;
+        let (target, _) = self
+            .spec
+            .target
+            .as_ref()
+            .ok_or_else(|| anyhow::anyhow!("ssh needs USER@HOST"))?;
+        let host = target.rsplit('@').next().unwrap_or(target);
+        let host = host.trim_start_matches('[').trim_end_matches(']');
+        let remote = (host, 22)
+            .to_socket_addrs()
+            .with_context(|| format!("resolving {host}"))?
+            .next()
+            .ok_or_else(|| anyhow::anyhow!("{host} has no address"))?;
+        let any: std::net::SocketAddr = if remote.is_ipv4() {
+            ([0, 0, 0, 0], 0).into()
+        } else {
+            (std::net::Ipv6Addr::UNSPECIFIED, 0).into()
+        };
+        // A connected UDP socket learns its source address from the routing
+        // table; nothing is sent.
+        let probe = std::net::UdpSocket::bind(any)?;
+        probe
+            .connect(remote)
+            .with_context(|| format!("finding the route to {host}"))?;
+        Ok((remote.ip(), probe.local_addr()?.ip()))
     }
 }
 

@@ -35,6 +35,7 @@ impl Exporter for TableExporter {
             detail(&mut out, a);
         }
         categories(&mut out, a);
+        net_paths(&mut out, a);
         if !a.flags.is_empty() {
             let _ = writeln!(
                 out,
@@ -137,6 +138,22 @@ fn fleet(f: &Fleet, view: View) -> String {
         out.push_str(&TableExporter.render(&h.analysis, view));
     }
     crate::core::text::terminal_safe(&out, usize::MAX)
+}
+
+/// Each environment's network path, when network tests ran.
+fn net_paths(out: &mut String, a: &Analysis) {
+    let paths: Vec<(&String, &str)> = a
+        .envs
+        .iter()
+        .filter_map(|e| Some((e, a.fingerprints.get(e)?.net_path.as_deref()?)))
+        .collect();
+    if paths.is_empty() {
+        return;
+    }
+    let _ = writeln!(out, "\nNetwork paths:");
+    for (env, path) in paths {
+        let _ = writeln!(out, "  {env:<20} {path}");
+    }
 }
 
 fn summary(out: &mut String, a: &Analysis) {

@@ -309,6 +309,35 @@ mod tests {
     }
 
     #[test]
+    fn the_quick_suite_runs_every_network_test_briefly() {
+        let suite = load("quick").unwrap();
+        let net: Vec<_> = suite
+            .entries
+            .iter()
+            .filter(|e| e.job.def.needs.network.is_some())
+            .collect();
+        assert_eq!(
+            net.len(),
+            6,
+            "tcp_stream, tcp_maerts, tcp_rr, tcp_crr, udp_rr, udp_stream"
+        );
+        assert!(net.iter().all(|e| e.job.values.float("time") <= 2.0));
+        // Seed 001's network category: each of its five tests is there.
+        let feeding = net
+            .iter()
+            .filter(|e| {
+                let test = e.job.values.text("net-test");
+                e.job
+                    .def
+                    .metrics
+                    .iter()
+                    .any(|m| m.category.is_some() && m.name.starts_with(&format!("{test}_")))
+            })
+            .count();
+        assert_eq!(feeding, 5);
+    }
+
+    #[test]
     fn unknown_suites_list_the_builtins() {
         let err = load("nope-not-a-suite").unwrap_err().to_string();
         assert!(err.contains("quick") && err.contains("standard"), "{err}");

@@ -27,6 +27,7 @@ pub fn take(name: &str, kind: &str) -> EnvInfo {
         linalg_isa: Some(linalg_isa().to_string()),
         net: net_interfaces(),
         start_at: None,
+        net_path: None,
     }
 }
 

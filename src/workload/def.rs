@@ -20,8 +20,9 @@ pub struct Needs {
     pub workdir: Option<&'static str>,
     /// Has prepare and cleanup steps, which an agent runs around each run.
     pub prepare: bool,
-    /// Talks to a network peer.
-    pub network: bool,
+    /// Talks to a network peer: how the host gives it one when it runs in
+    /// an environment (see `NetworkPeer`).
+    pub network: Option<&'static NetworkPeer>,
     /// Must run as root.
     pub root: bool,
 }
@@ -31,9 +32,57 @@ impl Needs {
     pub const NONE: Needs = Needs {
         workdir: None,
         prepare: false,
-        network: false,
+        network: None,
         root: false,
     };
+}
+
+/// How a workload that talks to a network peer is given one when it runs in
+/// an environment: by default the host starts a server reachable from the
+/// environment and points the job at it; with the placement option set to
+/// `placement_env` the agent starts the server inside and the host runs the
+/// job (the client) against it. A job naming its peer (`address_option`
+/// given) runs as given.
+#[derive(Debug)]
+pub struct NetworkPeer {
+    /// The option naming the peer as `HOST:PORT`.
+    pub address_option: &'static str,
+    /// The option saying where the server runs.
+    pub placement_option: &'static str,
+    /// Its value for "inside the environment" (any other: on the host).
+    pub placement_env: &'static str,
+    /// Starts a server listening on `addr` (port 0: a free one, TCP and UDP
+    /// alike), bounded in sessions, sizes and idle time; dropping it stops it.
+    pub serve: fn(std::net::SocketAddr) -> Result<Box<dyn PeerServer>>,
+}
+
+/// Two peers are the same when they name the same options (a workload's
+/// declaration; a const may live at more than one address).
+impl PartialEq for NetworkPeer {
+    fn eq(&self, other: &NetworkPeer) -> bool {
+        self.address_option == other.address_option
+            && self.placement_option == other.placement_option
+    }
+}
+
+impl Eq for NetworkPeer {}
+
+/// A running peer server; dropped, it stops and frees its port.
+pub trait PeerServer: Send {
+    fn addr(&self) -> std::net::SocketAddr;
+}
+
+impl NetworkPeer {
+    /// Whether `values` ask for the server inside the environment.
+    pub fn server_inside(&self, values: &Values) -> bool {
+        values.has(self.placement_option)
+            && values.text(self.placement_option) == self.placement_env
+    }
+
+    /// Whether `values` name a peer of their own.
+    pub fn address_given(&self, values: &Values) -> bool {
+        values.was_given(self.address_option) && !values.text(self.address_option).is_empty()
+    }
 }
 
 /// What a workload declares about one metric it produces.

@@ -87,7 +87,7 @@ pub const DEF: WorkloadDef = WorkloadDef {
     needs: Needs {
         workdir: Some("disk-dir"),
         prepare: true,
-        network: false,
+        network: None,
         root: false,
     },
     metrics: &[

@@ -145,6 +145,20 @@ impl Job {
         Ok(job)
     }
 
+    /// The same job with one of its workload's own options set to `raw`
+    /// (validated like typed input).
+    pub fn with_option(&self, name: &str, raw: &str) -> Result<Job, CliError> {
+        let spec = self
+            .def
+            .options
+            .iter()
+            .find(|o| o.name == name)
+            .ok_or_else(|| CliError::Usage(format!("{} has no option --{name}", self.def.name)))?;
+        let mut job = self.clone();
+        job.values.set(spec, raw)?;
+        Ok(job)
+    }
+
     /// How long the job may take in an environment before it is declared
     /// hung: generous, since emulated guests run many times slower than the
     /// host and file workloads prepare their files first.

@@ -20,7 +20,7 @@ mod registry;
 mod run;
 
 pub use crate::stats::ranking::Category;
-pub use def::{metric_from, MetricDef, Needs, WorkloadDef};
+pub use def::{metric_from, MetricDef, Needs, NetworkPeer, PeerServer, WorkloadDef};
 pub use job::{Job, JobWire};
 pub use registry::{find, names, WORKLOADS};
 pub use run::{execute, Executed};
@@ -74,6 +74,9 @@ pub struct Measurement {
     pub text: String,
     /// Event latencies (ns), kept for `--histogram`; not in the document.
     pub histogram: Option<engine::Histogram>,
+    /// The network path to the peer, for workloads that have one
+    /// (`EnvInfo::net_path`).
+    pub net_path: Option<String>,
 }
 
 impl Measurement {

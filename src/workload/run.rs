@@ -57,11 +57,13 @@ pub fn execute(
             let sampler = monitor::Sampler::start();
             let m = workload.run(&engine)?;
             let monitor = sampler.finish();
+            let mut env = fingerprint::take(env_name, env_kind);
+            env.net_path = m.net_path;
             let doc = ResultDoc {
                 schema: SCHEMA.to_string(),
                 workload: job.def.name.to_string(),
                 params: job.values.to_params(NOT_PARAMS),
-                env: fingerprint::take(env_name, env_kind),
+                env,
                 started_at,
                 duration_s: m.duration.as_secs_f64(),
                 events: m.events,

@@ -18,7 +18,7 @@ use std::time::{Duration, Instant};
 use anyhow::{anyhow, bail, Context, Result};
 
 use super::def::{Check, DriverDef, EnvOption};
-use super::{Environment, Launched, OnHost, Spec};
+use super::{Environment, Launched, NetNeed, OnHost, Route, Spec};
 use crate::core::observer::{Observer, Silent};
 
 pub const DEF: DriverDef = DriverDef {
@@ -90,6 +90,8 @@ use crate::core::units::Bytes;
 
 pub struct QemuEnvironment {
     spec: Spec,
+    /// What the plan's network jobs need (`use_network`).
+    need: NetNeed,
     dir: Option<tempfile::TempDir>,
     kernel: PathBuf,
     accel: &'static str,
@@ -99,11 +101,18 @@ pub const QEMU: &str = "qemu-system-x86_64";
 
 const APPEND: &str = "console=ttyS0 panic=-1 quiet loglevel=4";
 
-/// A TCP port on the host's loopback that nothing listens on right now.
+/// A port on the host's loopback that nothing uses right now, for TCP and
+/// UDP alike (both are forwarded when a server runs in the guest).
 fn free_loopback_port() -> Result<u16> {
-    let listener = std::net::TcpListener::bind("127.0.0.1:0")
-        .context("finding a free loopback port to forward into the guest")?;
-    Ok(listener.local_addr()?.port())
+    for _ in 0..50 {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0")
+            .context("finding a free loopback port to forward into the guest")?;
+        let port = listener.local_addr()?.port();
+        if std::net::UdpSocket::bind(("127.0.0.1", port)).is_ok() {
+            return Ok(port);
+        }
+    }
+    bail!("found no loopback port free for both TCP and UDP in 50 tries")
 }
 
 /// Whether a nested KVM guest actually boots here; probed once per process.
@@ -113,6 +122,7 @@ impl QemuEnvironment {
     pub fn new(spec: Spec) -> Result<QemuEnvironment> {
         Ok(QemuEnvironment {
             spec,
+            need: NetNeed::default(),
             dir: None,
             kernel: PathBuf::new(),
             accel: "tcg",
@@ -165,9 +175,7 @@ impl QemuEnvironment {
             .args(["-serial", "stdio"]);
         if let Some((host, guest)) = forward {
             cmd.arg("-netdev")
-                .arg(format!(
-                    "user,id=net0,restrict=on,hostfwd=tcp:127.0.0.1:{host}-:{guest}"
-                ))
+                .arg(self.netdev(host, guest))
                 .args(["-device", "virtio-net-pci,netdev=net0"]);
         }
         if let Some(disk) = disk {
@@ -181,6 +189,29 @@ impl QemuEnvironment {
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
         cmd
+    }
+
+    /// The user-mode network. Restricted (the guest reaches nothing, only
+    /// the forwarded port reaches it) unless the plan has a network job:
+    /// a client in the guest must reach a server on the host (QEMU makes the
+    /// guest's connections from the host; 10.0.2.2 is the host's loopback),
+    /// and a server in the guest answers UDP, which restricted QEMU drops
+    /// even through a forwarded port (tried: TCP passes, UDP replies do
+    /// not). The guest runs only virtperf as init, which dials only the
+    /// server the host names. A server in the guest gets the host port
+    /// forwarded for TCP and UDP alike.
+    fn netdev(&self, host: u16, guest: u16) -> String {
+        let restrict = if self.need.to_host || self.need.to_env {
+            "off"
+        } else {
+            "on"
+        };
+        let mut out =
+            format!("user,id=net0,restrict={restrict},hostfwd=tcp:127.0.0.1:{host}-:{guest}");
+        if self.need.to_env {
+            out.push_str(&format!(",hostfwd=udp:127.0.0.1:{host}-:{guest}"));
+        }
+        out
     }
 
     /// Boots once with KVM and waits for the agent's hello.
@@ -335,6 +366,42 @@ impl Environment for QemuEnvironment {
     fn boot_deadline(&self) -> Duration {
         Duration::from_secs(90)
     }
+
+    fn use_network(&mut self, need: NetNeed) {
+        self.need = need;
+    }
+
+    /// The guest dials QEMU's gateway, 10.0.2.2, which QEMU turns into a
+    /// connection from the host to its own loopback: the server binds there.
+    fn route_to_host(&self, _index: usize) -> Result<Route> {
+        if self.spec.opt("net") == Some("none") {
+            bail!("--env {}: net=none gives the guest no network for a network test: leave net=none out", self.spec.text);
+        }
+        Ok(Route {
+            bind: std::net::SocketAddr::from(([127, 0, 0, 1], 0)),
+            dial_ip: std::net::IpAddr::from([10, 0, 2, 2]),
+            dial_port: None,
+            path: "QEMU user network (guest to host)".into(),
+        })
+    }
+
+    /// The server binds the guest's address on the forwarded port; the host
+    /// dials the loopback port QEMU forwards to it (TCP and UDP).
+    fn route_to_env(&self, _index: usize, forwarded: Option<(u16, u16)>) -> Result<Route> {
+        let (host, guest) = forwarded.ok_or_else(|| {
+            anyhow!(
+                "--env {}: net=none gives the guest no network for a network test: leave net=none out",
+                self.spec.text
+            )
+        })?;
+        let ip = Self::GUEST_IP.split('/').next().unwrap_or_default();
+        Ok(Route {
+            bind: std::net::SocketAddr::new(ip.parse()?, guest),
+            dial_ip: std::net::IpAddr::from([127, 0, 0, 1]),
+            dial_port: Some(host),
+            path: "QEMU user network (host port forwarded to guest)".into(),
+        })
+    }
 }
 
 /// A value inside QEMU's comma-separated option syntax: a comma is doubled
@@ -374,6 +441,7 @@ mod tests {
             .tempdir()
             .unwrap();
         let env = QemuEnvironment {
+            need: NetNeed::default(),
             spec: Spec::parse("qemu").unwrap(),
             kernel: PathBuf::from("/boot/vmlinuz"),
             accel: "tcg",

@@ -77,12 +77,12 @@ svg{margin:6px 12px 6px 0;background:#fff;border:1px solid #eee}svg .t{font-size
         }
         let _ = write!(h, "<p>{}</p>", esc(&tally(a)));
 
-        h.push_str("<h2>Environments</h2><table><tr><th>environment</th><th>kind</th><th>hypervisor</th><th>CPU</th><th>CPUs</th><th>memory</th><th>CPU quota</th><th>kernel</th><th>ready after</th></tr>");
+        h.push_str("<h2>Environments</h2><table><tr><th>environment</th><th>kind</th><th>hypervisor</th><th>CPU</th><th>CPUs</th><th>memory</th><th>CPU quota</th><th>kernel</th><th>ready after</th><th>network path</th></tr>");
         for env in &a.envs {
             let f = a.fingerprints.get(env);
             let _ = write!(
                 h,
-                "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+                "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
                 esc(env),
                 esc(f.map(|f| f.kind.as_str()).unwrap_or("")),
                 esc(f.map(|f| f.hypervisor.as_str()).unwrap_or("")),
@@ -91,7 +91,8 @@ svg{margin:6px 12px 6px 0;background:#fff;border:1px solid #eee}svg .t{font-size
                 f.map(|f| format!("{:.1} GiB", f.memory_bytes as f64 / (1u64 << 30) as f64)).unwrap_or_default(),
                 f.and_then(|f| f.cgroup.cpu_quota).map(|q| format!("{q}")).unwrap_or_else(|| "–".into()),
                 esc(f.map(|f| f.kernel.as_str()).unwrap_or("")),
-                f.and_then(|f| f.ready_s).map(|s| format!("{s:.2} s")).unwrap_or_default()
+                f.and_then(|f| f.ready_s).map(|s| format!("{s:.2} s")).unwrap_or_default(),
+                esc(f.and_then(|f| f.net_path.as_deref()).unwrap_or("–"))
             );
         }
         h.push_str("</table>");

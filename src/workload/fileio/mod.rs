@@ -49,7 +49,7 @@ pub const DEF: WorkloadDef = WorkloadDef {
     needs: Needs {
         workdir: Some("file-dir"),
         prepare: true,
-        network: false,
+        network: None,
         root: false,
     },
     metrics: &[

@@ -20,7 +20,9 @@ use anyhow::{Context, Result};
 use crate::core::options::{CliError, OptKind, OptionSpec, Values};
 use crate::core::result::Metric;
 use crate::engine::{self, EngineOptions};
-use crate::workload::{Category, Measurement, MetricDef, Needs, Workload, WorkloadDef};
+use crate::workload::{
+    Category, Measurement, MetricDef, Needs, NetworkPeer, PeerServer, Workload, WorkloadDef,
+};
 use client::{Outcome, Params};
 use protocol::{Test, DEFAULT_PORT, MAX_MESSAGE_BYTES, MAX_STREAMS, MAX_UDP_BYTES};
 use sock::Buffers;
@@ -52,6 +54,12 @@ pub const OPTIONS: &[OptionSpec] = &[
         OptKind::Text,
         "",
         "HOST[:PORT] of a running 'virtperf serve' (default 127.0.0.1:12866; when none runs there, one is started in this process)",
+    ),
+    OptionSpec::new(
+        "net-server",
+        OptKind::Choice(&["host", "env"]),
+        "host",
+        "with --env: where the server runs. host: virtperf starts one on the host, reached from inside (a container at its bridge gateway, a QEMU guest at 10.0.2.2); env: inside the environment, reached from the host (the container's address, QEMU's forwarded port), the client on the host",
     ),
     OptionSpec::new(
         "net-streams",
@@ -139,12 +147,40 @@ pub const DEF: WorkloadDef = WorkloadDef {
     needs: Needs {
         workdir: None,
         prepare: false,
-        network: true,
+        network: Some(&PEER),
         root: false,
     },
     metrics: METRICS,
     build,
 };
+
+/// How an environment run gives `net` its server.
+pub const PEER: NetworkPeer = NetworkPeer {
+    address_option: "net-host",
+    placement_option: "net-server",
+    placement_env: "env",
+    serve: |addr| Ok(Box::new(server::Server::start(addr)?)),
+};
+
+impl PeerServer for server::Server {
+    fn addr(&self) -> SocketAddr {
+        server::Server::addr(self)
+    }
+}
+
+/// The path to a server at `addr`, as this process sees it: loopback, a
+/// network namespace other than init's (`ip netns exec`), or a network.
+/// An environment run replaces it with the path it set up.
+fn path_to(addr: SocketAddr) -> String {
+    let ns = |pid: &str| std::fs::read_link(format!("/proc/{pid}/ns/net")).ok();
+    if addr.ip().is_loopback() {
+        "loopback".into()
+    } else if matches!((ns("self"), ns("1")), (Some(a), Some(b)) if a != b) {
+        format!("netns (to {})", addr.ip())
+    } else {
+        format!("network (to {})", addr.ip())
+    }
+}
 
 fn build(values: &Values) -> Result<Box<dyn Workload>> {
     Ok(Box::new(NetWorkload::new(values)?))
@@ -292,6 +328,12 @@ impl NetWorkload {
                     "a size from 8 to {MAX_UDP_BYTES} bytes for udp_stream (8 carry the sequence number)"
                 ),
             }
+            .into());
+        }
+        if PEER.server_inside(v) && PEER.address_given(v) {
+            return Err(CliError::Usage(
+                "--net-host names a server that already runs; --net-server=env starts one inside the environment: give one of them".into(),
+            )
             .into());
         }
         let target = match v.text("net-host") {
@@ -515,6 +557,7 @@ impl Workload for NetWorkload {
                 outcome.writes
             },
             metrics,
+            net_path: Some(path_to(p.addr)),
             ..Measurement::default()
         };
         if let Some(h) = &outcome.histogram {
@@ -631,6 +674,7 @@ mod tests {
     #[test]
     fn bidir_reports_both_directions() {
         let m = with_server(&[("net-test", "tcp_stream"), ("net-bidir", "on")], 0.3);
+        assert_eq!(m.net_path.as_deref(), Some("loopback"));
         assert!(get(&m, "tcp_stream_mbit_per_sec") > 1.0);
         assert!(get(&m, "tcp_maerts_mbit_per_sec") > 1.0);
     }
@@ -650,6 +694,11 @@ mod tests {
         );
         assert!(err(&[("net-test", "tcp_rr"), ("net-bidir", "on")]).contains("--net-bidir"));
         assert!(err(&[("net-host", "300.1.1.1:x")]).contains("--net-host"));
+        let both = err(&[("net-host", "127.0.0.1:9"), ("net-server", "env")]);
+        assert!(
+            both.contains("--net-host") && both.contains("--net-server"),
+            "{both}"
+        );
     }
 
     #[test]

@@ -93,7 +93,7 @@ const fn def(test: Test, build: fn(&Values) -> Result<Box<dyn Workload>>) -> Wor
         needs: Needs {
             workdir: Some("oltp-dir"),
             prepare: true,
-            network: false,
+            network: None,
             root: false,
         },
         metrics: METRICS,

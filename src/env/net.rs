@@ -1,0 +1,312 @@
+//! Network peers of environment runs. A job whose workload talks to a
+//! network peer gets one from the host: by default a server started on the
+//! host for the run (bounded, on a free port, bound only where the
+//! environment reaches it, stopped when the run ends) with the client inside;
+//! with the job's placement option at its "inside" value (`--net-server=env`),
+//! the agent starts the server and the host runs the client against it. Each driver says how its
+//! instances and the host reach each other (a `Route`), and every result
+//! records the path it crossed.
+
+use std::collections::BTreeMap;
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+
+use anyhow::{anyhow, Context, Result};
+
+use crate::workload::{Job, NetworkPeer, PeerServer};
+
+/// How a client reaches a server across an environment's boundary.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Route {
+    /// Where the server listens: on the host for a host server, inside for
+    /// a server in the environment. Port 0: any free one.
+    pub bind: SocketAddr,
+    /// The address the client dials.
+    pub dial_ip: IpAddr,
+    /// The port the client dials when it is not the server's own (a port
+    /// forwarded by QEMU).
+    pub dial_port: Option<u16>,
+    /// The path, as results record it ("docker bridge", "QEMU user network").
+    pub path: String,
+}
+
+impl Route {
+    /// Both ends on this machine's loopback.
+    pub fn loopback(path: &str) -> Route {
+        Route {
+            bind: SocketAddr::from((Ipv4Addr::LOCALHOST, 0)),
+            dial_ip: IpAddr::V4(Ipv4Addr::LOCALHOST),
+            dial_port: None,
+            path: path.to_string(),
+        }
+    }
+
+    /// Where the client dials a server listening on `port`.
+    pub fn dial(&self, port: u16) -> SocketAddr {
+        SocketAddr::new(self.dial_ip, self.dial_port.unwrap_or(port))
+    }
+}
+
+/// What a plan's network jobs need from an environment, known before its
+/// instances start.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct NetNeed {
+    /// A client inside reaches a server on the host.
+    pub to_host: bool,
+    /// The host reaches a server inside.
+    pub to_env: bool,
+}
+
+/// How one job meets its peer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Placement {
+    /// No network peer.
+    None,
+    /// The job names its own (`--net-host`): run as given.
+    Given,
+    /// A server on the host, the client inside.
+    OnHost,
+    /// A server inside, the client on the host.
+    Inside,
+}
+
+pub fn placement(job: &Job) -> Placement {
+    match job.def.needs.network {
+        None => Placement::None,
+        Some(peer) if peer.address_given(&job.values) => Placement::Given,
+        Some(peer) if peer.server_inside(&job.values) => Placement::Inside,
+        Some(_) => Placement::OnHost,
+    }
+}
+
+impl NetNeed {
+    pub fn of(jobs: &[Job]) -> NetNeed {
+        let mut need = NetNeed::default();
+        for job in jobs {
+            match placement(job) {
+                Placement::OnHost => need.to_host = true,
+                Placement::Inside => need.to_env = true,
+                Placement::None | Placement::Given => {}
+            }
+        }
+        need
+    }
+
+    pub fn any(self) -> bool {
+        self.to_host || self.to_env
+    }
+}
+
+/// The network side of one instance's run: the host servers it uses, the
+/// routes to servers inside, and each job's path.
+pub struct InstanceNet {
+    /// Kept alive for the run; dropping them stops them.
+    servers: Vec<(&'static NetworkPeer, Box<dyn PeerServer>)>,
+    inside: BTreeMap<usize, Route>,
+    paths: BTreeMap<usize, String>,
+}
+
+impl InstanceNet {
+    /// Rewrites `jobs` for one instance: jobs with a host server get its
+    /// address (one server per peer kind, started here), jobs with a server
+    /// inside get the address to serve on. `host_route` and `inside_route`
+    /// ask the driver, once each and only when needed.
+    pub fn plan(
+        jobs: &[Job],
+        host_route: impl FnOnce() -> Result<Route>,
+        inside_route: impl FnOnce() -> Result<Route>,
+    ) -> Result<(Vec<Job>, InstanceNet)> {
+        let mut net = InstanceNet {
+            servers: Vec::new(),
+            inside: BTreeMap::new(),
+            paths: BTreeMap::new(),
+        };
+        let mut host_route = Some(host_route);
+        let mut inside_route = Some(inside_route);
+        let mut to_host: Option<Route> = None;
+        let mut to_env: Option<Route> = None;
+        let mut out = Vec::with_capacity(jobs.len());
+        for (k, job) in jobs.iter().enumerate() {
+            let peer = job.def.needs.network;
+            let job = match (placement(job), peer) {
+                (Placement::OnHost, Some(peer)) => {
+                    if to_host.is_none() {
+                        let f = host_route.take().expect("asked once");
+                        to_host = Some(f()?);
+                    }
+                    let route = to_host.as_ref().expect("set above");
+                    let port = match net.servers.iter().find(|(p, _)| *p == peer) {
+                        Some((_, s)) => s.addr().port(),
+                        None => {
+                            let server = (peer.serve)(route.bind).with_context(|| {
+                                format!(
+                                    "starting the {} server on the host at {}",
+                                    job.def.name, route.bind
+                                )
+                            })?;
+                            let port = server.addr().port();
+                            net.servers.push((peer, server));
+                            port
+                        }
+                    };
+                    net.paths.insert(k, route.path.clone());
+                    job.with_option(peer.address_option, &route.dial(port).to_string())?
+                }
+                (Placement::Inside, Some(peer)) => {
+                    if to_env.is_none() {
+                        let f = inside_route.take().expect("asked once");
+                        to_env = Some(f()?);
+                    }
+                    let route = to_env.clone().expect("set above");
+                    net.paths.insert(k, route.path.clone());
+                    let job = job.with_option(peer.address_option, &route.bind.to_string())?;
+                    net.inside.insert(k, route);
+                    job
+                }
+                _ => job.clone(),
+            };
+            out.push(job);
+        }
+        Ok((out, net))
+    }
+
+    /// The path job `k` crossed, when the host set it up.
+    pub fn path(&self, k: usize) -> Option<&str> {
+        self.paths.get(&k).map(String::as_str)
+    }
+
+    /// Whether a host server runs for this instance.
+    pub fn serves(&self) -> bool {
+        !self.servers.is_empty()
+    }
+
+    /// The client of job `k`, whose server listens inside on `port`: the
+    /// same job pointed at the route's address, placed on the host.
+    pub fn client_of(&self, k: usize, job: &Job, port: u16) -> Result<Job> {
+        let route = self
+            .inside
+            .get(&k)
+            .ok_or_else(|| anyhow!("the agent serves job {k}, which has no server inside"))?;
+        let peer = job
+            .def
+            .needs
+            .network
+            .ok_or_else(|| anyhow!("the agent serves job {k}, which has no network peer"))?;
+        let host = job
+            .def
+            .options
+            .iter()
+            .find(|o| o.name == peer.placement_option)
+            .map(|o| o.default)
+            .unwrap_or_default();
+        Ok(job
+            .with_option(peer.placement_option, host)?
+            .with_option(peer.address_option, &route.dial(port).to_string())?)
+    }
+}
+
+/// The first line of `cli inspect -f FORMAT NAME`, for a container's
+/// address or gateway; an error saying what was asked otherwise.
+pub fn inspect_ip(cli: &str, name: &str, format: &str) -> Result<IpAddr> {
+    let out = std::process::Command::new(cli)
+        .args(["inspect", "-f", format, name])
+        .stdin(std::process::Stdio::null())
+        .output()
+        .with_context(|| format!("running {cli} inspect"))?;
+    let text = String::from_utf8_lossy(&out.stdout);
+    let word = text.split_whitespace().next().unwrap_or("");
+    word.parse().map_err(|_| {
+        anyhow!(
+            "{cli} inspect {format} of {name} gave '{}' (stderr: {}), not an IP address: is the container on a bridge network?",
+            crate::core::text::one_line(word, 60),
+            crate::core::text::one_line(String::from_utf8_lossy(&out.stderr).trim(), 200)
+        )
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn job(args: &[&str]) -> Job {
+        let args: Vec<String> = args.iter().map(|s| s.to_string()).collect();
+        Job::from_args(&args).unwrap()
+    }
+
+    fn forwarded() -> Route {
+        Route {
+            bind: "10.0.2.15:5201".parse().unwrap(),
+            dial_ip: IpAddr::V4(Ipv4Addr::LOCALHOST),
+            dial_port: Some(40000),
+            path: "forwarded".into(),
+        }
+    }
+
+    #[test]
+    fn each_job_meets_its_peer_where_it_asked() {
+        let jobs = [
+            job(&["net", "--net-test=tcp_rr"]),
+            job(&["net", "--net-server=env"]),
+            job(&["net", "--net-host=127.0.0.1:9"]),
+            job(&["cpu"]),
+            job(&["net", "--net-test=udp_rr"]),
+        ];
+        assert_eq!(
+            NetNeed::of(&jobs),
+            NetNeed {
+                to_host: true,
+                to_env: true
+            }
+        );
+        let (out, net) = InstanceNet::plan(
+            &jobs,
+            || Ok(Route::loopback("test loopback")),
+            || Ok(forwarded()),
+        )
+        .unwrap();
+        // A server on the host, one for both jobs that need it, reachable.
+        let addr: SocketAddr = out[0].values.text("net-host").parse().unwrap();
+        assert_eq!(out[4].values.text("net-host"), addr.to_string());
+        assert!(addr.ip().is_loopback() && addr.port() != 0);
+        assert!(std::net::TcpStream::connect(addr).is_ok());
+        assert_eq!(net.path(0), Some("test loopback"));
+        assert!(net.serves());
+        // The server inside binds where the driver says; the host's client
+        // dials the forwarded port, placed on the host.
+        assert_eq!(out[1].values.text("net-host"), "10.0.2.15:5201");
+        assert_eq!(net.path(1), Some("forwarded"));
+        let client = net.client_of(1, &jobs[1], 5201).unwrap();
+        assert_eq!(client.values.text("net-host"), "127.0.0.1:40000");
+        assert_eq!(client.values.text("net-server"), "host");
+        assert!(net.client_of(0, &jobs[0], 1).is_err());
+        // A given server and a job without a peer run as they are.
+        assert_eq!(out[2].to_wire(), jobs[2].to_wire());
+        assert_eq!(out[3].to_wire(), jobs[3].to_wire());
+        assert_eq!((net.path(2), net.path(3)), (None, None));
+        // The server stops with the run.
+        drop(net);
+        assert!(std::net::TcpStream::connect(addr).is_err());
+    }
+
+    #[test]
+    fn routes_are_asked_for_only_when_a_job_needs_them() {
+        let jobs = [job(&["cpu"]), job(&["net", "--net-host=127.0.0.1:9"])];
+        assert!(!NetNeed::of(&jobs).any());
+        let (out, net) = InstanceNet::plan(
+            &jobs,
+            || panic!("no host server needed"),
+            || panic!("no server inside needed"),
+        )
+        .unwrap();
+        assert_eq!(out.len(), 2);
+        assert!(!net.serves());
+        // A driver that cannot route says so, and the run stops there.
+        let err = InstanceNet::plan(
+            &[job(&["net"])],
+            || Err(anyhow!("net=none gives the guest no network")),
+            || Ok(forwarded()),
+        )
+        .err()
+        .unwrap();
+        assert!(format!("{err:#}").contains("net=none"), "{err:#}");
+    }
+}
