@@ -3,7 +3,7 @@
 //! versioned JSON) as one line, optionally waits for "go" so several
 //! instances start together, runs each job and streams one result per line.
 
-use std::io::{BufRead, Write};
+use std::io::{BufRead, Read, Write};
 
 use anyhow::{anyhow, bail, Context, Result};
 use serde::{Deserialize, Serialize};
@@ -96,6 +96,12 @@ fn run_one(plan: &Plan, wire: &JobWire) -> Result<ResultDoc> {
 
 /// The agent loop over any pair of streams (stdin/stdout, a serial port).
 pub fn serve(input: &mut impl BufRead, out: &mut impl Write) -> Result<()> {
+    let plan = receive_plan(input, out)?;
+    run_plan(&plan, out)
+}
+
+/// Greets the host and reads its plan (and its "go", when asked to wait).
+fn receive_plan(input: &mut impl BufRead, out: &mut impl Write) -> Result<Plan> {
     send(out, &hello())?;
     let mut line = String::new();
     input.read_line(&mut line).context("reading the plan")?;
@@ -124,11 +130,21 @@ pub fn serve(input: &mut impl BufRead, out: &mut impl Write) -> Result<()> {
             }
         }
     }
+    Ok(plan)
+}
+
+/// Runs every job of the plan, one message each, then says done.
+fn run_plan(plan: &Plan, out: &mut impl Write) -> Result<()> {
     for (index, job) in plan.jobs.iter().enumerate() {
         if crate::core::signals::interrupted() {
             return Err(crate::core::signals::Interrupted.into());
         }
-        let msg = match run_one(&plan, job) {
+        let outcome = run_one(plan, job);
+        // A job cut short by a stop is no result.
+        if crate::core::signals::interrupted() {
+            return Err(crate::core::signals::Interrupted.into());
+        }
+        let msg = match outcome {
             Ok(doc) => Message::Result {
                 index,
                 doc: Box::new(doc),
@@ -143,12 +159,31 @@ pub fn serve(input: &mut impl BufRead, out: &mut impl Write) -> Result<()> {
     send(out, &Message::Done)
 }
 
-/// `virtperf agent` on stdin and stdout.
+/// `virtperf agent` on stdin and stdout. Once the plan is in, the host
+/// sends nothing until it has read "done": the end of stdin before that
+/// means the host is gone (killed, its connection dropped), and the agent
+/// stops its work, cleans up and exits rather than run on for nobody (in a
+/// container started with `--rm`, that removes the container).
 pub fn main() -> Result<()> {
-    let stdin = std::io::stdin();
-    let mut input = stdin.lock();
+    let mut input = std::io::BufReader::new(std::io::stdin());
     let mut out = std::io::stdout().lock();
-    serve(&mut input, &mut out)
+    let plan = receive_plan(&mut input, &mut out)?;
+    std::thread::Builder::new()
+        .name("host-watch".into())
+        .spawn(move || {
+            let mut sink = [0u8; 512];
+            loop {
+                match input.read(&mut sink) {
+                    Ok(0) => break,
+                    Ok(_) => {}
+                    Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                    Err(_) => break,
+                }
+            }
+            crate::core::signals::stop();
+        })
+        .context("starting the thread that watches the host")?;
+    run_plan(&plan, &mut out)
 }
 
 #[cfg(test)]

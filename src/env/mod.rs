@@ -14,7 +14,7 @@ pub mod ssh;
 
 use std::io::{BufRead, BufReader, Write};
 use std::path::PathBuf;
-use std::process::{Child, ChildStdin};
+use std::process::{Child, ChildStdin, ExitStatus};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, SyncSender};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -113,8 +113,9 @@ pub trait Environment {
         job.deadline()
     }
 
-    /// Why a failure happened, when the driver knows (an OOM kill).
-    fn explain_exit(&self, _index: usize) -> Option<String> {
+    /// Why a failure happened, when the driver knows (an OOM kill); with
+    /// how the launched process ended, if it has.
+    fn explain_exit(&self, _index: usize, _status: Option<ExitStatus>) -> Option<String> {
         None
     }
 }
@@ -621,12 +622,16 @@ pub fn run_with(
     // message is buffered by its reader thread meanwhile.
     for (i, s) in sessions.iter_mut().enumerate() {
         for (want, job) in jobs.iter().enumerate() {
-            let msg = s
-                .next(env.job_deadline(job))
-                .map_err(|e| match env.explain_exit(i) {
-                    Some(why) => anyhow!("{e:#}: {why}"),
-                    None => e,
-                })?;
+            let msg = match s.next(env.job_deadline(job)) {
+                Ok(msg) => msg,
+                Err(e) => {
+                    let status = s.child.as_mut().and_then(|c| c.try_wait().ok().flatten());
+                    return Err(match env.explain_exit(i, status) {
+                        Some(why) => anyhow!("{e:#}: {why}"),
+                        None => e,
+                    });
+                }
+            };
             let outcome = match msg {
                 Message::Result { index, mut doc } => {
                     if let Some(why) = refuse_result(&doc, index, want, job, &s.label) {
