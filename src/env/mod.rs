@@ -113,10 +113,15 @@ pub trait Environment {
         job.deadline()
     }
 
-    /// Why a failure happened, when the driver knows (an OOM kill); with
-    /// how the launched process ended, if it has.
-    fn explain_exit(&self, _index: usize, _status: Option<ExitStatus>) -> Option<String> {
+    /// Why a failure happened, when the driver knows (an OOM kill).
+    fn explain_exit(&self, _index: usize) -> Option<String> {
         None
+    }
+
+    /// As `explain_exit`, also given how the launched process ended, if it
+    /// has (a container engine's client exits with the container's code).
+    fn explain_exit_status(&self, index: usize, _status: Option<ExitStatus>) -> Option<String> {
+        self.explain_exit(index)
     }
 }
 
@@ -626,7 +631,7 @@ pub fn run_with(
                 Ok(msg) => msg,
                 Err(e) => {
                     let status = s.child.as_mut().and_then(|c| c.try_wait().ok().flatten());
-                    return Err(match env.explain_exit(i, status) {
+                    return Err(match env.explain_exit_status(i, status) {
                         Some(why) => anyhow!("{e:#}: {why}"),
                         None => e,
                     });
