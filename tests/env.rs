@@ -448,6 +448,12 @@ fn run(cmd: &[&str]) -> bool {
 
 impl SshHost {
     fn start() -> Option<SshHost> {
+        SshHost::start_forcing(None)
+    }
+
+    /// As `start`, with every session running `command` whatever the
+    /// client asks (sshd's ForceCommand).
+    fn start_forcing(command: Option<&str>) -> Option<SshHost> {
         // SAFETY: geteuid has no preconditions.
         let root = unsafe { libc::geteuid() } == 0;
         let sshd = Path::new("/usr/sbin/sshd");
@@ -514,7 +520,7 @@ impl SshHost {
                 p("host_key"),
                 p("authorized_keys"),
                 p("sshd.pid")
-            ),
+            ) + &command.map(|c| format!("ForceCommand {c}\n")).unwrap_or_default(),
         )
         .unwrap();
         std::fs::create_dir_all("/run/sshd").unwrap();
@@ -601,4 +607,33 @@ fn ssh_target_in_a_namespace_runs_the_agent_and_is_cleaned() {
         .args(["cpu", "--time=0.2", "--env", &strict])
         .assert()
         .failure();
+}
+
+#[test]
+fn ssh_command_that_never_ends_is_stopped_within_its_timeout() {
+    // Issue 14, item 9: ssh commands had no timeout beyond connecting. Here
+    // the connection works and every remote command hangs (it writes a dot
+    // a second so it dies once its connection is gone).
+    let _serial = serial();
+    let Some(host) = SshHost::start_forcing(Some("while :; do echo .; sleep 1; done")) else {
+        return;
+    };
+    let spec = format!("{},timeout=2", host.spec());
+    let started = std::time::Instant::now();
+    virtperf()
+        .args(["cpu", "--time=0.2", "--env", &spec])
+        .timeout(std::time::Duration::from_secs(60))
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains(
+            "'mktemp' did not finish within 2 s (timeout=2)",
+        ));
+    let took = started.elapsed();
+    assert!(took < std::time::Duration::from_secs(20), "{took:?}");
+    // The option is checked like every other.
+    virtperf()
+        .args(["cpu", "--env", &format!("{},timeout=0", host.spec())])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("timeout=0"));
 }

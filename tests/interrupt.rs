@@ -1,8 +1,14 @@
-//! Interrupts, as a user sends them: SIGINT once and twice, SIGTERM and
-//! SIGHUP while an environment runs a job, for the host and Docker. The run
-//! ends promptly with exit code 130 and leaves no agent, container, volume or
-//! temporary directory behind. (Docker needs a reachable engine; under
-//! CI=true its absence fails.)
+//! Interrupts, as a user sends them: SIGINT once and twice (the second
+//! lands in the cleanup the first started), SIGTERM and SIGHUP while an
+//! environment runs a job, for the host, Docker, Podman and QEMU, and while
+//! a VM boots; in a comparison, every result finished before the signal is
+//! kept in the store. The run ends promptly with exit code 130 and leaves no
+//! agent, container, volume, VM, temporary directory or test file behind.
+//! SIGKILL leaves no chance to clean up: the agent stops when its input
+//! ends, a container goes with `--rm`, a VM with its parent, and what still
+//! remains is swept by the next run. (Docker, Podman and QEMU are the real
+//! ones; under CI=true their absence fails.) Every check counts only what
+//! this test's own virtperf process made: other runs share the machine.
 
 use std::os::unix::process::CommandExt;
 use std::path::Path;
@@ -11,9 +17,6 @@ use std::time::{Duration, Instant};
 
 mod common;
 use common::skip;
-
-/// Docker tests share one engine and count its containers.
-static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
 fn wait_until(limit: Duration, mut ready: impl FnMut() -> bool) -> bool {
     let until = Instant::now() + limit;
@@ -110,10 +113,13 @@ fn interrupt(args: &[&str], signals: &[i32], started: impl Fn(&Path, u32) -> boo
     pid
 }
 
+/// The host agent's work directory: `virtperf-host-OWNER-0-XXXXXX`.
+fn is_host_workdir(name: &str) -> bool {
+    name.starts_with("virtperf-host-") && name.contains("-0-")
+}
+
 fn host_agent_started(tmp: &Path, _pid: u32) -> bool {
-    entries(tmp)
-        .iter()
-        .any(|n| n.starts_with("virtperf-host-0-"))
+    entries(tmp).iter().any(|n| is_host_workdir(n))
 }
 
 #[test]
@@ -148,9 +154,9 @@ fn host_file_tests_leave_no_files_on_a_double_interrupt() {
         ],
         &[libc::SIGINT, libc::SIGINT],
         |tmp, _| {
-            entries(tmp).iter().any(|n| {
-                n.starts_with("virtperf-host-0-") && tmp.join(n).join("test_file.1").exists()
-            })
+            entries(tmp)
+                .iter()
+                .any(|n| is_host_workdir(n) && tmp.join(n).join("test_file.1").exists())
         },
     );
 }
@@ -184,39 +190,440 @@ fn a_host_agent_that_cannot_start_leaves_no_directory() {
     assert!(entries(tmp.path()).is_empty(), "{:?}", entries(tmp.path()));
 }
 
-fn docker_ok() -> bool {
-    let ok = Command::new("docker")
+/// A virtperf run of the test's own: a private TMPDIR (so whatever is left
+/// there is this run's), its own process group (only the signals the test
+/// sends reach it, as from `kill`, not a terminal's Ctrl-C to the group).
+struct Run {
+    tmp: tempfile::TempDir,
+    child: std::process::Child,
+    /// Its stderr, in a file: a pipe would stay open as long as any child
+    /// it left (an engine's client attached to a stuck container).
+    stderr: tempfile::NamedTempFile,
+}
+
+impl Run {
+    fn start(args: &[&str]) -> Run {
+        let tmp = tempfile::tempdir().unwrap();
+        let stderr = tempfile::NamedTempFile::new().unwrap();
+        let child = Command::new(assert_cmd::cargo::cargo_bin("virtperf"))
+            .args(args)
+            .env("TMPDIR", tmp.path())
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(stderr.reopen().unwrap())
+            .process_group(0)
+            .spawn()
+            .unwrap();
+        Run { tmp, child, stderr }
+    }
+
+    fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    fn signal(&self, sig: i32) {
+        // SAFETY: signalling our own child.
+        unsafe { libc::kill(self.pid() as i32, sig) };
+    }
+
+    /// Waits for the end (at most `limit`); the exit code and stderr.
+    fn end(mut self, limit: Duration) -> (Option<i32>, String, tempfile::TempDir) {
+        let ended = wait_until(limit, || self.child.try_wait().unwrap().is_some());
+        if !ended {
+            let _ = self.child.kill();
+        }
+        let status = self.child.wait().unwrap();
+        let err = std::fs::read_to_string(self.stderr.path()).unwrap_or_default();
+        assert!(ended, "still running {limit:?} after: {err}");
+        (status.code(), err, self.tmp)
+    }
+
+    /// What is left of it: files in its TMPDIR, its processes (by TMPDIR).
+    fn leftovers(tmp: &Path) -> (Vec<String>, Vec<String>) {
+        let marker = tmp.display().to_string();
+        (entries(tmp), processes_with(&marker))
+    }
+}
+
+fn assert_nothing_left(tmp: &Path, what: &str) {
+    assert!(
+        wait_until(Duration::from_secs(10), || {
+            let (files, procs) = Run::leftovers(tmp);
+            files.is_empty() && procs.is_empty()
+        }),
+        "{what}: left {:?}",
+        Run::leftovers(tmp)
+    );
+}
+
+fn engine_ok(cli: &str) -> bool {
+    let ok = Command::new(cli)
         .args(["version", "--format", "{{.Server.Version}}"])
         .output()
         .is_ok_and(|o| o.status.success());
-    ok || !skip("no reachable docker engine")
+    ok || !skip(&format!("no reachable {cli} engine"))
 }
 
-/// Names of containers or volumes of the virtperf process `pid` (other
-/// virtperf runs may share the engine).
-fn of_run(what: &[&str], pid: u32) -> Vec<String> {
-    let out = Command::new("docker")
-        .args(what)
-        .args(["--filter", "label=virtperf=1", "--format"])
-        .arg(if what[0] == "ps" {
-            "{{.Names}}"
-        } else {
-            "{{.Name}}"
-        })
+fn engine(cli: &str, args: &[&str]) -> String {
+    let out = Command::new(cli)
+        .args(args)
+        .stdin(Stdio::null())
+        .stderr(Stdio::null())
         .output()
         .unwrap();
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// Containers of the virtperf process `pid` (`running` only, or all).
+fn containers_of(cli: &str, pid: u32, running: bool) -> Vec<String> {
+    let mut args = vec![
+        "ps",
+        "--filter",
+        "label=virtperf=1",
+        "--format",
+        "{{.Names}}",
+    ];
+    if !running {
+        args.push("-a");
+    }
     let prefix = format!("virtperf-{pid}-");
-    String::from_utf8_lossy(&out.stdout)
+    engine(cli, &args)
         .split_whitespace()
         .filter(|n| n.starts_with(&prefix))
         .map(str::to_string)
         .collect()
 }
 
+/// The volumes mounted in a container.
+fn volumes_of(cli: &str, container: &str) -> Vec<String> {
+    engine(
+        cli,
+        &[
+            "inspect",
+            "--format",
+            "{{range .Mounts}}{{if eq .Type \"volume\"}}{{.Name}} {{end}}{{end}}",
+            container,
+        ],
+    )
+    .split_whitespace()
+    .map(str::to_string)
+    .collect()
+}
+
+fn volume_exists(cli: &str, name: &str) -> bool {
+    Command::new(cli)
+        .args(["volume", "inspect", name])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
+/// Waits until run `pid` has a running container with a volume; returns the
+/// container and its volumes.
+fn running_container(cli: &str, pid: u32) -> Option<(String, Vec<String>)> {
+    let mut found = None;
+    wait_until(Duration::from_secs(120), || {
+        if let Some(c) = containers_of(cli, pid, true).pop() {
+            let vols = volumes_of(cli, &c);
+            if !vols.is_empty() {
+                found = Some((c, vols));
+            }
+        }
+        found.is_some()
+    });
+    found
+}
+
+fn assert_container_gone(
+    cli: &str,
+    what: &str,
+    container: &str,
+    volumes: &[String],
+    limit: Duration,
+) {
+    let gone = || {
+        !engine(cli, &["ps", "-a", "--format", "{{.Names}}"])
+            .split_whitespace()
+            .any(|n| n == container)
+            && !volumes.iter().any(|v| volume_exists(cli, v))
+    };
+    assert!(
+        wait_until(limit, gone),
+        "{what}: {cli} container {container} or its volumes {volumes:?} left"
+    );
+}
+
+/// Engine tests one at a time: each waits for containers to appear, and the
+/// machine is small.
+static ENGINE: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn engine_runs_end_cleanly_on_every_signal(cli: &str) {
+    let _serial = ENGINE.lock().unwrap_or_else(|p| p.into_inner());
+    if !engine_ok(cli) {
+        return;
+    }
+    let spec = format!("{cli}:storage=volume");
+    let cases: &[(&str, &[i32])] = &[
+        ("SIGINT", &[libc::SIGINT]),
+        ("SIGINT twice", &[libc::SIGINT, libc::SIGINT]),
+        ("SIGTERM", &[libc::SIGTERM]),
+        ("SIGHUP", &[libc::SIGHUP]),
+    ];
+    for (what, signals) in cases {
+        eprintln!("{cli}, {what}");
+        let seen = std::sync::Mutex::new(None);
+        let pid = interrupt(&["cpu", "--time=60", "--env", &spec], signals, |_, pid| {
+            let found = running_container(cli, pid);
+            let ok = found.is_some();
+            *seen.lock().unwrap() = found;
+            ok
+        });
+        let (container, volumes) = seen.into_inner().unwrap().unwrap();
+        assert_container_gone(
+            cli,
+            &format!("{cli}, {what}"),
+            &container,
+            &volumes,
+            Duration::from_secs(15),
+        );
+        assert!(containers_of(cli, pid, false).is_empty());
+    }
+}
+
 #[test]
 fn docker_runs_end_cleanly_on_every_signal() {
-    let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
-    if !docker_ok() {
+    engine_runs_end_cleanly_on_every_signal("docker");
+}
+
+#[test]
+fn podman_runs_end_cleanly_on_every_signal() {
+    engine_runs_end_cleanly_on_every_signal("podman");
+}
+
+/// Issue 14, item 9: containers were not started with `--rm`, and a run
+/// killed outright (SIGKILL: no handler, no cleanup) left its container and
+/// volume running on for nobody. Now the agent sees its input end and
+/// exits, and `--rm` removes the container with its volume.
+fn sigkill_leaves_no_container(cli: &str) {
+    let _serial = ENGINE.lock().unwrap_or_else(|p| p.into_inner());
+    if !engine_ok(cli) {
+        return;
+    }
+    let run = Run::start(&[
+        "cpu",
+        "--time=60",
+        "--env",
+        &format!("{cli}:storage=volume"),
+    ]);
+    let (container, volumes) = running_container(cli, run.pid()).expect("a container started");
+    run.signal(libc::SIGKILL);
+    let (code, _, tmp) = run.end(Duration::from_secs(10));
+    assert_eq!(code, None, "killed");
+    assert_container_gone(
+        cli,
+        "SIGKILL",
+        &container,
+        &volumes,
+        Duration::from_secs(30),
+    );
+    // The engine's client it started ended too; Podman's conmon directory
+    // stays for the next run, which removes it.
+    let marker = tmp.path().display().to_string();
+    assert!(
+        wait_until(Duration::from_secs(10), || processes_with(&marker)
+            .is_empty()),
+        "{:?}",
+        processes_with(&marker)
+    );
+    let next = Command::new(assert_cmd::cargo::cargo_bin("virtperf"))
+        .args(["cpu", "--events=1", "--env", cli])
+        .env("TMPDIR", tmp.path())
+        .output()
+        .unwrap();
+    assert!(
+        next.status.success(),
+        "{}",
+        String::from_utf8_lossy(&next.stderr)
+    );
+    assert_nothing_left(tmp.path(), &format!("{cli}, SIGKILL, then a run"));
+}
+
+#[test]
+fn docker_sigkill_leaves_no_container() {
+    sigkill_leaves_no_container("docker");
+}
+
+#[test]
+fn podman_sigkill_leaves_no_container() {
+    sigkill_leaves_no_container("podman");
+}
+
+/// When the agent of a killed run cannot end by itself (here: stopped with
+/// SIGSTOP), its container stays; the next run finds the owner dead and
+/// removes it with its volume.
+fn a_killed_runs_stuck_container_is_swept_by_the_next_run(cli: &str) {
+    let _serial = ENGINE.lock().unwrap_or_else(|p| p.into_inner());
+    if !engine_ok(cli) {
+        return;
+    }
+    let run = Run::start(&[
+        "cpu",
+        "--time=60",
+        "--env",
+        &format!("{cli}:storage=volume"),
+    ]);
+    let pid = run.pid();
+    let (container, volumes) = running_container(cli, pid).expect("a container started");
+    let init: i32 = engine(cli, &["inspect", "--format", "{{.State.Pid}}", &container])
+        .trim()
+        .parse()
+        .unwrap();
+    // SAFETY: stopping the container's agent, a process this test started.
+    unsafe { libc::kill(init, libc::SIGSTOP) };
+    run.signal(libc::SIGKILL);
+    let (_, _, _tmp) = run.end(Duration::from_secs(10));
+    std::thread::sleep(Duration::from_secs(2));
+    assert!(
+        !containers_of(cli, pid, false).is_empty(),
+        "the stuck container is there until a sweep"
+    );
+    let next = Command::new(assert_cmd::cargo::cargo_bin("virtperf"))
+        .args(["cpu", "--events=1", "--env", cli])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&next.stderr);
+    assert!(next.status.success(), "{err}");
+    assert!(
+        err.contains("left by virtperf runs that were killed"),
+        "{err}"
+    );
+    assert_container_gone(
+        cli,
+        "the sweep",
+        &container,
+        &volumes,
+        Duration::from_secs(30),
+    );
+}
+
+#[test]
+fn docker_a_killed_runs_stuck_container_is_swept_by_the_next_run() {
+    a_killed_runs_stuck_container_is_swept_by_the_next_run("docker");
+}
+
+#[test]
+fn podman_a_killed_runs_stuck_container_is_swept_by_the_next_run() {
+    a_killed_runs_stuck_container_is_swept_by_the_next_run("podman");
+}
+
+fn qemu_ok() -> bool {
+    let has_qemu = Command::new("qemu-system-x86_64")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    let has_kernel = std::fs::read_dir("/boot").is_ok_and(|d| {
+        d.flatten()
+            .any(|e| e.file_name().to_string_lossy().starts_with("vmlinuz-"))
+    });
+    (has_qemu && has_kernel)
+        || !skip("qemu-system-x86_64 or a guest kernel (linux-image-cloud-amd64) is missing")
+}
+
+/// A small TCG guest: one vCPU, a small disk, no NIC (boots in seconds).
+const QEMU: &str = "qemu:accel=tcg,smp=1,memory=256m,disk=64m,net=none";
+
+/// Processes named `comm` among those whose environment holds `marker`.
+fn qemu_running(tmp: &Path) -> bool {
+    processes_with(&tmp.display().to_string())
+        .iter()
+        .any(|stat| stat.contains("(qemu-system-x86"))
+}
+
+/// A comparison of two entries, a short one and a long one, on `baseline`
+/// (the `--env` never starts: the signals come first). Waits for the first
+/// result in the store, sends `signals`, and checks the ending: exit 130,
+/// the first result still in the store, nothing left.
+fn compare_interrupted(baseline: &str, signals: &[i32]) {
+    let out = tempfile::tempdir().unwrap();
+    let suite = out.path().join("suite.toml");
+    std::fs::write(
+        &suite,
+        "[[run]]\nworkload = \"cpu\"\ncpu_max_prime = 2000\nevents = 20\n\n\
+         [[run]]\nworkload = \"cpu\"\ncpu_max_prime = 2000\ntime = 60\n",
+    )
+    .unwrap();
+    let store_dir = out.path().join("results");
+    let run = Run::start(&[
+        "compare",
+        "--suite",
+        suite.to_str().unwrap(),
+        "--baseline",
+        baseline,
+        "--env",
+        "host",
+        "--repeat",
+        "1",
+        "--out",
+        store_dir.to_str().unwrap(),
+    ]);
+    let stored = || -> Vec<(usize, bool)> {
+        virtperf::store::Store::open_read_only(&store_dir)
+            .ok()
+            .and_then(|s| {
+                let id = s.latest().ok()??.id;
+                s.runs(id).ok()
+            })
+            .map(|runs| runs.iter().map(|r| (r.entry, r.doc.is_some())).collect())
+            .unwrap_or_default()
+    };
+    assert!(
+        wait_until(Duration::from_secs(180), || !stored().is_empty()),
+        "{baseline}: no result stored"
+    );
+    // The second entry is running now.
+    std::thread::sleep(Duration::from_millis(500));
+    for &sig in signals {
+        run.signal(sig);
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    let (code, err, tmp) = run.end(Duration::from_secs(30));
+    assert_eq!(code, Some(130), "{baseline} {signals:?}: {err}");
+    assert!(err.contains("--resume"), "{err}");
+    assert_eq!(
+        stored(),
+        [(0, true)],
+        "{baseline} {signals:?}: the finished result is kept"
+    );
+    assert_nothing_left(tmp.path(), &format!("{baseline} {signals:?}"));
+}
+
+#[test]
+fn host_comparison_keeps_finished_results_on_sigterm() {
+    compare_interrupted("host", &[libc::SIGTERM]);
+}
+
+#[test]
+fn docker_comparison_keeps_finished_results_on_a_double_sigint() {
+    let _serial = ENGINE.lock().unwrap_or_else(|p| p.into_inner());
+    if engine_ok("docker") {
+        compare_interrupted("docker:storage=volume", &[libc::SIGINT, libc::SIGINT]);
+    }
+}
+
+#[test]
+fn podman_comparison_keeps_finished_results_on_sighup() {
+    let _serial = ENGINE.lock().unwrap_or_else(|p| p.into_inner());
+    if engine_ok("podman") {
+        compare_interrupted("podman:storage=volume", &[libc::SIGHUP]);
+    }
+}
+
+/// QEMU: every signal while the guest runs a job (in a comparison, whose
+/// finished result stays), and SIGINT while it boots.
+#[test]
+fn qemu_runs_end_cleanly_on_every_signal() {
+    if !qemu_ok() {
         return;
     }
     let cases: &[(&str, &[i32])] = &[
@@ -226,15 +633,115 @@ fn docker_runs_end_cleanly_on_every_signal() {
         ("SIGHUP", &[libc::SIGHUP]),
     ];
     for (what, signals) in cases {
-        eprintln!("docker, {what}");
-        let pid = interrupt(
-            &["cpu", "--time=60", "--env", "docker:storage=volume"],
-            signals,
-            |_, pid| !of_run(&["ps"], pid).is_empty(),
-        );
-        let left = of_run(&["ps", "-a"], pid);
-        assert!(left.is_empty(), "docker, {what}: containers left: {left:?}");
-        let left = of_run(&["volume", "ls"], pid);
-        assert!(left.is_empty(), "docker, {what}: volumes left: {left:?}");
+        eprintln!("qemu, {what}");
+        compare_interrupted(QEMU, signals);
     }
+    eprintln!("qemu, SIGINT while booting");
+    interrupt(
+        &["cpu", "--time=60", "--env", QEMU],
+        &[libc::SIGINT],
+        |tmp, _| qemu_running(tmp),
+    );
+}
+
+/// Issue 14, item 9 (the class): a VM outlived a killed run; QEMU now gets
+/// SIGKILL with its parent, and the next run sweeps the VM's directory.
+#[test]
+fn qemu_sigkill_leaves_no_vm_and_the_next_run_sweeps_its_files() {
+    if !qemu_ok() {
+        return;
+    }
+    let run = Run::start(&["cpu", "--time=60", "--env", QEMU]);
+    let tmp_path = run.tmp.path().to_path_buf();
+    assert!(wait_until(Duration::from_secs(60), || qemu_running(
+        &tmp_path
+    )));
+    run.signal(libc::SIGKILL);
+    let (code, _, tmp) = run.end(Duration::from_secs(10));
+    assert_eq!(code, None);
+    assert!(
+        wait_until(Duration::from_secs(10), || !qemu_running(tmp.path())),
+        "QEMU outlived its parent"
+    );
+    let left = entries(tmp.path());
+    assert!(
+        left.iter().all(|n| n.starts_with("virtperf-qemu-")),
+        "{left:?}"
+    );
+    // The next run (its prepare) finds the owner dead and removes it.
+    let next = Command::new(assert_cmd::cargo::cargo_bin("virtperf"))
+        .args(["cpu", "--events=1", "--cpu-max-prime=100", "--env", QEMU])
+        .env("TMPDIR", tmp.path())
+        .output()
+        .unwrap();
+    assert!(
+        next.status.success(),
+        "{}",
+        String::from_utf8_lossy(&next.stderr)
+    );
+    assert_nothing_left(tmp.path(), "qemu after the sweep");
+}
+
+/// The host's own agent on SIGKILL of its host: it sees its input end and
+/// stops (no agent runs on); the next run removes its work directory.
+#[test]
+fn host_sigkill_stops_the_agent_and_the_next_run_sweeps_its_directory() {
+    let run = Run::start(&["cpu", "--time=60", "--env", "host"]);
+    let tmp_path = run.tmp.path().to_path_buf();
+    assert!(wait_until(Duration::from_secs(30), || host_agent_started(
+        &tmp_path, 0
+    )));
+    std::thread::sleep(Duration::from_millis(300));
+    run.signal(libc::SIGKILL);
+    let (code, _, tmp) = run.end(Duration::from_secs(10));
+    assert_eq!(code, None);
+    let marker = tmp.path().display().to_string();
+    assert!(
+        wait_until(Duration::from_secs(10), || processes_with(&marker)
+            .is_empty()),
+        "the agent ran on: {:?}",
+        processes_with(&marker)
+    );
+    let next = Command::new(assert_cmd::cargo::cargo_bin("virtperf"))
+        .args(["cpu", "--events=1", "--env", "host"])
+        .env("TMPDIR", tmp.path())
+        .output()
+        .unwrap();
+    assert!(next.status.success());
+    assert_nothing_left(tmp.path(), "host after the sweep");
+}
+
+#[test]
+fn an_agent_whose_host_is_gone_stops() {
+    // The agent alone: its plan is a minute of work, then its input ends.
+    let mut agent = Command::new(assert_cmd::cargo::cargo_bin("virtperf"))
+        .arg("agent")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let job = virtperf::workload::Job::from_args(&["cpu".into(), "--time=60".into()]).unwrap();
+    let plan = virtperf::agent::Plan {
+        protocol: virtperf::agent::PROTOCOL,
+        env_name: "alone".into(),
+        env_kind: "host".into(),
+        workdir: String::new(),
+        wait_for_go: false,
+        jobs: vec![job.to_wire()],
+    };
+    let mut stdin = agent.stdin.take().unwrap();
+    use std::io::Write;
+    writeln!(stdin, "{}", serde_json::to_string(&plan).unwrap()).unwrap();
+    std::thread::sleep(Duration::from_millis(500));
+    let sent = Instant::now();
+    drop(stdin);
+    assert!(
+        wait_until(Duration::from_secs(10), || agent
+            .try_wait()
+            .unwrap()
+            .is_some()),
+        "the agent ran on after its input ended"
+    );
+    assert!(sent.elapsed() < Duration::from_secs(10));
+    assert_eq!(agent.wait().unwrap().code(), Some(130));
 }

@@ -1,16 +1,9 @@
-//! Fuzz target: an `--env` spec; what parses passes its own option checks.
+//! Fuzz target: an `--env` spec (the body is shared with the smoke fuzz in `cargo test`).
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
 
-fuzz_target!(|data: &[u8]| {
-    if let Ok(text) = std::str::from_utf8(data) {
-        if let Ok(spec) = virtperf::env::Spec::parse(text) {
-            for (k, v) in &spec.opts {
-                let option = spec.driver.option(k).expect("only declared options");
-                assert!(option.check.refuse(k, v).is_none());
-                assert!(!v.starts_with('-'));
-            }
-        }
-    }
-});
+#[path = "../bodies.rs"]
+mod bodies;
+
+fuzz_target!(|data: &[u8]| bodies::env_spec(data));

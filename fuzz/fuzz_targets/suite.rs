@@ -1,12 +1,9 @@
-//! Fuzz target: a suite file.
+//! Fuzz target: a suite file (the body is shared with the smoke fuzz in `cargo test`).
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
 
-fuzz_target!(|data: &[u8]| {
-    if let Ok(text) = std::str::from_utf8(data) {
-        if let Ok(suite) = virtperf::suite::parse("fuzz", text) {
-            assert!(suite.entries.len() <= virtperf::suite::MAX_ENTRIES);
-        }
-    }
-});
+#[path = "../bodies.rs"]
+mod bodies;
+
+fuzz_target!(|data: &[u8]| bodies::suite(data));

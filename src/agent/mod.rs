@@ -3,7 +3,7 @@
 //! versioned JSON) as one line, optionally waits for "go" so several
 //! instances start together, runs each job and streams one result per line.
 
-use std::io::{BufRead, Write};
+use std::io::{BufRead, Read, Write};
 
 use anyhow::{anyhow, bail, Context, Result};
 use serde::{Deserialize, Serialize};
@@ -117,7 +117,7 @@ fn serve_peer(
     plan: &Plan,
     index: usize,
     job: &Job,
-    input: &mut impl BufRead,
+    host: &mut dyn HostLines,
     out: &mut impl Write,
 ) -> Result<ResultDoc> {
     let peer = job.def.needs.network.expect("a network job");
@@ -137,10 +137,9 @@ fn serve_peer(
             port: server.addr().port(),
         },
     )?;
-    let mut line = String::new();
-    if input.read_line(&mut line)? == 0 {
+    let Some(line) = host.next_line()? else {
         bail!("the host went away while this environment served its client");
-    }
+    };
     drop(server);
     let monitor = sampler.finish();
     match serde_json::from_str::<Served>(line.trim())
@@ -160,6 +159,45 @@ fn serve_peer(
 
 /// The agent loop over any pair of streams (stdin/stdout, a serial port).
 pub fn serve(input: &mut impl BufRead, out: &mut impl Write) -> Result<()> {
+    let plan = receive_plan(input, out)?;
+    run_plan(&plan, &mut FromReader(input), out)
+}
+
+/// The longest line the agent reads from the host after the plan (a
+/// network client's result).
+const HOST_LINE_LIMIT: u64 = 4 << 20;
+
+/// Where the agent reads the host's lines once the plan is in (the answer
+/// to a served network test).
+trait HostLines {
+    /// The next line without its end, or None when the host has gone.
+    fn next_line(&mut self) -> Result<Option<String>>;
+}
+
+struct FromReader<'a, R>(&'a mut R);
+
+impl<R: BufRead> HostLines for FromReader<'_, R> {
+    fn next_line(&mut self) -> Result<Option<String>> {
+        let mut line = String::new();
+        let n = (&mut *self.0).take(HOST_LINE_LIMIT).read_line(&mut line)?;
+        if n == 0 {
+            return Ok(None);
+        }
+        Ok(Some(line.trim_end().to_string()))
+    }
+}
+
+/// Lines forwarded by the thread that watches the host's stream.
+struct FromChannel(std::sync::mpsc::Receiver<String>);
+
+impl HostLines for FromChannel {
+    fn next_line(&mut self) -> Result<Option<String>> {
+        Ok(self.0.recv().ok())
+    }
+}
+
+/// Greets the host and reads its plan (and its "go", when asked to wait).
+fn receive_plan(input: &mut impl BufRead, out: &mut impl Write) -> Result<Plan> {
     send(out, &hello())?;
     let mut line = String::new();
     input.read_line(&mut line).context("reading the plan")?;
@@ -188,6 +226,11 @@ pub fn serve(input: &mut impl BufRead, out: &mut impl Write) -> Result<()> {
             }
         }
     }
+    Ok(plan)
+}
+
+/// Runs every job of the plan, one message each, then says done.
+fn run_plan(plan: &Plan, host: &mut dyn HostLines, out: &mut impl Write) -> Result<()> {
     for (index, job) in plan.jobs.iter().enumerate() {
         if crate::core::signals::interrupted() {
             return Err(crate::core::signals::Interrupted.into());
@@ -199,9 +242,13 @@ pub fn serve(input: &mut impl BufRead, out: &mut impl Write) -> Result<()> {
                 .is_some_and(|peer| peer.server_inside(&j.values))
         });
         let outcome = match served {
-            Some(j) => serve_peer(&plan, index, &j, input, out),
-            None => run_one(&plan, job),
+            Some(j) => serve_peer(plan, index, &j, host, out),
+            None => run_one(plan, job),
         };
+        // A job cut short by a stop is no result.
+        if crate::core::signals::interrupted() {
+            return Err(crate::core::signals::Interrupted.into());
+        }
         let msg = match outcome {
             Ok(doc) => Message::Result {
                 index,
@@ -217,12 +264,29 @@ pub fn serve(input: &mut impl BufRead, out: &mut impl Write) -> Result<()> {
     send(out, &Message::Done)
 }
 
-/// `virtperf agent` on stdin and stdout.
+/// `virtperf agent` on stdin and stdout. Once the plan is in, the host
+/// sends nothing until it has read "done": the end of stdin before that
+/// means the host is gone (killed, its connection dropped), and the agent
+/// stops its work, cleans up and exits rather than run on for nobody (in a
+/// container started with `--rm`, that removes the container).
 pub fn main() -> Result<()> {
-    let stdin = std::io::stdin();
-    let mut input = stdin.lock();
+    let mut input = std::io::BufReader::new(std::io::stdin());
     let mut out = std::io::stdout().lock();
-    serve(&mut input, &mut out)
+    let plan = receive_plan(&mut input, &mut out)?;
+    let (lines, from_host) = std::sync::mpsc::channel();
+    std::thread::Builder::new()
+        .name("host-watch".into())
+        .spawn(move || {
+            // Lines go to the job that waits for one (a served network
+            // test's answer); the end of the stream stops the agent.
+            let mut reader = FromReader(&mut input);
+            while let Ok(Some(line)) = reader.next_line() {
+                let _ = lines.send(line);
+            }
+            crate::core::signals::stop();
+        })
+        .context("starting the thread that watches the host")?;
+    run_plan(&plan, &mut FromChannel(from_host), &mut out)
 }
 
 #[cfg(test)]

@@ -25,6 +25,12 @@ pub fn install() {
     }
 }
 
+/// Asks every running loop to stop, as one signal does: an agent whose host
+/// went away (its input ended) stops its work and cleans up.
+pub fn stop() {
+    SIGNALS.fetch_max(1, Ordering::SeqCst);
+}
+
 /// Whether the user asked to stop.
 pub fn interrupted() -> bool {
     SIGNALS.load(Ordering::Relaxed) > 0

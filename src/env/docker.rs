@@ -1,18 +1,33 @@
 //! The `docker` and `podman` drivers: an image holding only the static
 //! virtperf binary, imported from a tarball made here (no registry needed)
 //! and cached by the binary's checksum — or any `image=IMG` with the binary
-//! mounted in. Containers are labelled and always removed; an OOM kill is
-//! reported as one.
+//! mounted in. Containers are started with `--rm` (storage=volume is an
+//! anonymous volume of each container's own, removed with it) and labelled
+//! with their owner: when this process is killed outright, the agent sees
+//! its input end and exits, which removes its container; whatever a killed
+//! run still left (a hung agent) is swept by the next run that finds the
+//! owner dead. An OOM kill is reported as one, without the exited container
+//! to inspect: Docker's `oom` event, Podman's conmon marker, or SIGKILL
+//! under a memory limit.
 
 use std::io::Write;
-use std::process::{Command, Stdio};
-use std::time::Duration;
+use std::process::{Command, ExitStatus, Stdio};
+use std::sync::Mutex;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use anyhow::{anyhow, bail, Context, Result};
 
 use super::def::{Check, DriverDef, EnvOption};
 use super::{net, Environment, Launched, OnHost, Route, Spec};
 use crate::core::observer::Observer;
+use crate::sys::owner::{self, Owner};
+
+/// The label every container of ours carries; `OWNER_LABEL` names the
+/// virtperf process that started it (see `sys::owner`).
+const LABEL: &str = "virtperf=1";
+const OWNER_LABEL: &str = "virtperf.owner";
+/// Podman's conmon directories in TMPDIR: `virtperf-podman-OWNER-XXXXXX`.
+const CONMON_PREFIX: &str = "virtperf-podman-";
 
 const OPTIONS: &[EnvOption] = &[
     EnvOption::new("cpus", Check::Positive(1024.0), "CPU limit, e.g. 0.5 or 2"),
@@ -76,8 +91,11 @@ pub struct DockerEnvironment {
     image: String,
     run_id: String,
     /// Podman's conmon writes an `oom` marker into its working directory; it
-    /// runs in this private directory, removed with the environment.
+    /// runs in a private directory per instance under this one, removed
+    /// with the environment, where the marker tells an OOM kill.
     conmon_dir: Option<tempfile::TempDir>,
+    /// When each instance started (unix seconds), for the engine's events.
+    launched_at: Mutex<Vec<(usize, f64)>>,
 }
 
 impl DockerEnvironment {
@@ -88,9 +106,12 @@ impl DockerEnvironment {
             "docker"
         };
         let conmon_dir = if cli == "podman" {
+            // Named after its owner: a killed run's is swept by the next.
+            owner::sweep_dirs(&std::env::temp_dir(), CONMON_PREFIX);
+            let tag = Owner::me().map(Owner::tag).unwrap_or_default();
             Some(
                 tempfile::Builder::new()
-                    .prefix("virtperf-podman-")
+                    .prefix(&format!("{CONMON_PREFIX}{tag}-"))
                     .tempdir()?,
             )
         } else {
@@ -98,6 +119,7 @@ impl DockerEnvironment {
         };
         Ok(DockerEnvironment {
             conmon_dir,
+            launched_at: Mutex::new(Vec::new()),
             cli,
             image: String::new(),
             run_id: format!("{}-{}", std::process::id(), rand_suffix()),
@@ -228,19 +250,85 @@ pub fn agent_tar(binary: &[u8]) -> Vec<u8> {
     out
 }
 
+/// Seconds since the epoch, as the engines' `events --since` takes them.
+fn unix_now() -> f64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0.0, |d| d.as_secs_f64())
+}
+
+/// Removes the containers (with their anonymous volumes) of virtperf runs
+/// that were killed before their cleanup and whose agent did not end by
+/// itself; once per engine and process. Returns how many went.
+fn sweep_dead_owners(cli: &'static str) -> usize {
+    static SWEPT: Mutex<Vec<&'static str>> = Mutex::new(Vec::new());
+    {
+        let mut swept = SWEPT.lock().unwrap_or_else(|p| p.into_inner());
+        if swept.contains(&cli) {
+            return 0;
+        }
+        swept.push(cli);
+    }
+    // What a command printed, also when it failed for some of its
+    // arguments (a container that went meanwhile).
+    let quiet = |args: &[&str]| {
+        Command::new(cli)
+            .args(args)
+            .stdin(Stdio::null())
+            .stderr(Stdio::null())
+            .output()
+            .ok()
+            .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
+    };
+    let filter = format!("label={OWNER_LABEL}");
+    let Some(ids) = quiet(&["ps", "-aq", "--filter", &filter]) else {
+        return 0;
+    };
+    let ids: Vec<&str> = ids.split_whitespace().collect();
+    if ids.is_empty() {
+        return 0;
+    }
+    // The name (Docker writes it with a leading '/'), then the owner.
+    let format = format!("{{{{.Name}}}} {{{{index .Config.Labels \"{OWNER_LABEL}\"}}}}");
+    let mut args = vec!["inspect", "--format", &format];
+    args.extend(&ids);
+    let Some(owners) = quiet(&args) else {
+        return 0;
+    };
+    let dead: Vec<&str> = owners
+        .lines()
+        .filter_map(|l| l.split_once(' '))
+        .filter(|(_, tag)| Owner::parse(tag.trim()).is_some_and(|o| o.is_dead()))
+        .map(|(name, _)| name.trim_start_matches('/'))
+        .collect();
+    if dead.is_empty() {
+        return 0;
+    }
+    let mut args = vec!["rm", "-f", "-v"];
+    args.extend(&dead);
+    let _ = quiet(&args);
+    dead.len()
+}
+
 impl DockerEnvironment {
-    fn volume_name(&self, index: usize) -> String {
-        format!("virtperf-{}-{index}", self.run_id)
+    /// Podman's conmon's working directory for instance `index`.
+    fn conmon_dir_of(&self, index: usize) -> Option<std::path::PathBuf> {
+        self.conmon_dir
+            .as_ref()
+            .map(|d| d.path().join(index.to_string()))
     }
 
-    /// The `run` command of instance `index`, with its volume if any.
-    fn run_command(&self, index: usize, volume: Option<&str>) -> Result<Command> {
+    /// The `run` command of instance `index`.
+    fn run_command(&self, index: usize) -> Result<Command> {
         let name = self.container_name(index);
         let mut cmd = Command::new(self.cli);
-        if let Some(dir) = &self.conmon_dir {
-            cmd.current_dir(dir.path());
+        if let Some(dir) = self.conmon_dir_of(index) {
+            cmd.current_dir(dir);
         }
-        cmd.args(["run", "-i", "--name", &name, "--label", "virtperf=1"]);
+        cmd.args(["run", "-i", "--rm", "--name", &name, "--label", LABEL]);
+        if let Some(owner) = Owner::me() {
+            cmd.args(["--label", &format!("{OWNER_LABEL}={}", owner.tag())]);
+        }
         cmd.args(["--workdir", self.workdir()]);
         if self.cli == "podman" {
             for (name, limit) in podman_ulimits() {
@@ -259,12 +347,14 @@ impl DockerEnvironment {
         if let Some(net) = self.spec.opt("network") {
             cmd.args(["--network", net]);
         }
-        match (self.spec.opt("storage"), volume) {
-            (Some("tmpfs"), _) => {
+        match self.spec.opt("storage") {
+            Some("tmpfs") => {
                 cmd.args(["--tmpfs", "/work:exec"]);
             }
-            (Some("volume"), Some(vol)) => {
-                cmd.args(["-v", &format!("{vol}:/work")]);
+            // An anonymous volume: each container's own, and `--rm`
+            // removes it with the container.
+            Some("volume") => {
+                cmd.args(["-v", "/work"]);
             }
             _ => {}
         }
@@ -283,8 +373,15 @@ impl Environment for DockerEnvironment {
         &self.spec
     }
 
-    fn prepare(&mut self, _obs: &dyn Observer) -> Result<()> {
+    fn prepare(&mut self, obs: &dyn Observer) -> Result<()> {
         engine_version(self.cli)?;
+        let swept = sweep_dead_owners(self.cli);
+        if swept > 0 {
+            obs.note(&format!(
+                "{}: removed {swept} container(s) left by virtperf runs that were killed",
+                self.cli
+            ));
+        }
         if let Some(img) = self.spec.opt("image") {
             self.image = img.to_string();
         } else {
@@ -334,57 +431,33 @@ impl Environment for DockerEnvironment {
 
     fn launch(&self, index: usize) -> Result<Launched> {
         let name = self.container_name(index);
-        // storage=volume: a volume of its own per instance, so instances
-        // never share (and delete) each other's files.
-        let volume = if self.spec.opt("storage") == Some("volume") {
-            let vol = self.volume_name(index);
-            let ok = Command::new(self.cli)
-                .args(["volume", "create", "--label", "virtperf=1", &vol])
-                .stdout(Stdio::null())
-                .status()
-                .is_ok_and(|s| s.success());
-            if !ok {
-                bail!("{} volume create {vol} failed", self.cli);
-            }
-            Some(vol)
-        } else {
-            None
-        };
-        let remove_volume = |cli: &str, vol: &str| {
-            let _ = Command::new(cli)
-                .args(["volume", "rm", "-f", vol])
-                .stdout(Stdio::null())
-                .stderr(Stdio::null())
-                .status();
-        };
-        let mut cmd = self.run_command(index, volume.as_deref())?;
-        let child = match cmd
+        if let Some(dir) = self.conmon_dir_of(index) {
+            std::fs::create_dir_all(&dir).context("creating conmon's directory")?;
+        }
+        self.launched_at
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push((index, unix_now()));
+        let mut cmd = self.run_command(index)?;
+        let child = cmd
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
             .spawn()
-        {
-            Ok(child) => child,
-            Err(e) => {
-                if let Some(v) = &volume {
-                    remove_volume(self.cli, v);
-                }
-                return Err(e).with_context(|| format!("running {} run", self.cli));
-            }
-        };
+            .with_context(|| format!("running {} run", self.cli))?;
         let cli = self.cli;
         let inspect_name = name.clone();
         Ok(Launched {
             child,
+            // `--rm` removes an agent that ended; this one is hung or was
+            // left behind, so it goes with its anonymous volume.
             cleanup: Some(Box::new(move || {
                 let _ = Command::new(cli)
-                    .args(["rm", "-f", &name])
+                    .args(["rm", "-f", "-v", &name])
+                    .stdin(Stdio::null())
                     .stdout(Stdio::null())
                     .stderr(Stdio::null())
                     .status();
-                if let Some(v) = volume {
-                    remove_volume(cli, &v);
-                }
             })),
             console: None,
             workdir: self.workdir().into(),
@@ -449,35 +522,59 @@ impl Environment for DockerEnvironment {
     }
 
     fn explain_exit(&self, index: usize) -> Option<String> {
-        let out = Command::new(self.cli)
-            .args([
-                "inspect",
-                "-f",
-                "{{.State.OOMKilled}} {{.State.ExitCode}}",
-                &self.container_name(index),
-            ])
-            .output()
-            .ok()?;
-        let text = String::from_utf8_lossy(&out.stdout);
-        let mut fields = text.split_whitespace();
-        let oom = fields.next() == Some("true");
-        let code = fields.next().and_then(|c| c.parse::<i32>().ok());
+        self.explain_exit_status(index, None)
+    }
+
+    fn explain_exit_status(&self, index: usize, status: Option<ExitStatus>) -> Option<String> {
         let memory = self.spec.opt("memory");
-        if oom {
-            Some(format!(
+        if self.oom_killed(index) {
+            return Some(format!(
                 "the container was killed for running out of memory (OOM; memory={}): give it more memory",
                 memory.unwrap_or("unlimited")
-            ))
-        } else if let (Some(137), Some(memory)) = (code, memory) {
+            ));
+        }
+        // `run` exits with the container's code: 137 is SIGKILL.
+        let killed = status.and_then(|s| s.code()) == Some(137);
+        match memory {
             // Podman 4 on cgroup v2 does not record OOM kills; SIGKILL under
             // a memory limit, with nothing else sending one, is the OOM killer.
-            Some(format!(
+            Some(memory) if killed => Some(format!(
                 "the container was killed with SIGKILL (exit 137) under memory={memory}: most likely out of memory (the {} engine recorded no OOM kill); give it more memory",
                 self.cli
-            ))
-        } else {
-            None
+            )),
+            _ => None,
         }
+    }
+}
+
+impl DockerEnvironment {
+    /// Whether the engine saw instance `index` killed for lack of memory.
+    /// The container is gone (`--rm`): Podman's conmon left its marker;
+    /// Docker keeps an `oom` event in its recent events.
+    fn oom_killed(&self, index: usize) -> bool {
+        if let Some(dir) = self.conmon_dir_of(index) {
+            return dir.join("oom").exists();
+        }
+        let since = self
+            .launched_at
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .iter()
+            .rev()
+            .find(|(i, _)| *i == index)
+            .map_or(0.0, |(_, t)| t - 1.0);
+        let out = Command::new(self.cli)
+            .args(["events", "--since", &format!("{since:.3}")])
+            .args(["--until", &format!("{:.3}", unix_now())])
+            .args([
+                "--filter",
+                &format!("container={}", self.container_name(index)),
+            ])
+            .args(["--filter", "event=oom", "--format", "{{.Status}}"])
+            .stdin(Stdio::null())
+            .stderr(Stdio::null())
+            .output();
+        out.is_ok_and(|o| String::from_utf8_lossy(&o.stdout).contains("oom"))
     }
 }
 
@@ -492,19 +589,21 @@ mod tests {
     }
 
     #[test]
-    fn every_instance_mounts_a_volume_of_its_own() {
-        // Issue 14, item 7: two instances shared one volume and its files.
+    fn every_instance_mounts_a_volume_of_its_own_removed_with_it() {
+        // Issue 14, items 7 and 9: two instances shared one named volume,
+        // removed only by the last one's cleanup, and containers were not
+        // started with --rm. An anonymous volume is the container's own.
         let mut env =
             DockerEnvironment::new(Spec::parse("docker:storage=volume,count=2").unwrap()).unwrap();
         env.image = "virtperf-agent:test".into();
-        let mounts: Vec<String> = (0..2)
-            .map(|i| {
-                let a = args(&env.run_command(i, Some(&env.volume_name(i))).unwrap());
-                a[a.iter().position(|x| x == "-v").unwrap() + 1].clone()
-            })
-            .collect();
-        assert_ne!(mounts[0], mounts[1]);
-        assert!(mounts.iter().all(|m| m.ends_with(":/work")), "{mounts:?}");
+        for i in 0..2 {
+            let a = args(&env.run_command(i).unwrap());
+            let mount = &a[a.iter().position(|x| x == "-v").unwrap() + 1];
+            assert_eq!(mount, "/work", "no name: anonymous, one per container");
+            assert!(a.contains(&"--rm".to_string()), "{a:?}");
+            let owner = format!("{OWNER_LABEL}={}", Owner::me().unwrap().tag());
+            assert!(a.contains(&owner), "{a:?}");
+        }
     }
 
     #[test]
@@ -512,7 +611,7 @@ mod tests {
         let mut env =
             DockerEnvironment::new(Spec::parse("docker:image=debian:12").unwrap()).unwrap();
         env.image = "debian:12".into();
-        let a = args(&env.run_command(0, None).unwrap());
+        let a = args(&env.run_command(0).unwrap());
         assert_eq!(&a[a.len() - 2..], ["debian:12", "agent"]);
     }
 

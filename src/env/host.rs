@@ -7,6 +7,7 @@ use anyhow::{Context, Result};
 
 use super::def::DriverDef;
 use super::{Environment, Launched, OnHost, Spec};
+use crate::sys::owner::{self, Owner};
 
 pub const DEF: DriverDef = DriverDef {
     name: "host",
@@ -27,6 +28,9 @@ pub const DEF: DriverDef = DriverDef {
     },
 };
 
+/// The agent's work directory: `virtperf-host-OWNER-INDEX-XXXXXX` in TMPDIR.
+pub const DIR_PREFIX: &str = "virtperf-host-";
+
 pub struct HostEnvironment {
     spec: Spec,
 }
@@ -44,8 +48,13 @@ impl Environment for HostEnvironment {
 
     fn launch(&self, index: usize) -> Result<Launched> {
         let exe = std::env::current_exe().context("finding this binary")?;
+        // Named after this process: a run killed before its cleanup leaves
+        // its directory to the next one, which removes it.
+        let tmp = std::env::temp_dir();
+        owner::sweep_dirs(&tmp, DIR_PREFIX);
+        let tag = Owner::me().map(Owner::tag).unwrap_or_default();
         let workdir = tempfile::Builder::new()
-            .prefix(&format!("virtperf-host-{index}-"))
+            .prefix(&format!("{DIR_PREFIX}{tag}-{index}-"))
             .tempdir()
             .context("creating a work directory")?
             .keep();

@@ -16,7 +16,7 @@ pub mod ssh;
 
 use std::io::{BufRead, BufReader, Write};
 use std::path::PathBuf;
-use std::process::{Child, ChildStdin};
+use std::process::{Child, ChildStdin, ExitStatus};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, SyncSender};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -155,6 +155,12 @@ pub trait Environment {
     /// forwarded port, if any).
     fn route_to_env(&self, _index: usize, _forwarded: Option<(u16, u16)>) -> Result<Route> {
         Ok(Route::loopback("loopback"))
+    }
+
+    /// As `explain_exit`, also given how the launched process ended, if it
+    /// has (a container engine's client exits with the container's code).
+    fn explain_exit_status(&self, index: usize, _status: Option<ExitStatus>) -> Option<String> {
+        self.explain_exit(index)
     }
 }
 
@@ -693,12 +699,16 @@ pub fn run_with(
         for (want, job) in jobs.iter().enumerate() {
             let mut served = false;
             let msg = loop {
-                let msg = s
-                    .next(env.job_deadline(job))
-                    .map_err(|e| match env.explain_exit(i) {
-                        Some(why) => anyhow!("{e:#}: {why}"),
-                        None => e,
-                    })?;
+                let msg = match s.next(env.job_deadline(job)) {
+                    Ok(msg) => msg,
+                    Err(e) => {
+                        let status = s.child.as_mut().and_then(|c| c.try_wait().ok().flatten());
+                        return Err(match env.explain_exit_status(i, status) {
+                            Some(why) => anyhow!("{e:#}: {why}"),
+                            None => e,
+                        });
+                    }
+                };
                 match msg {
                     Message::Serving { index, port } if index == want && !served => {
                         served = true;

@@ -5,7 +5,7 @@
 //! client in batch mode; host-key checking stays on unless
 //! `host-key-check=off`; every remote path is single-quoted.
 
-use std::io::Write;
+use std::io::{Read, Write};
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
@@ -27,6 +27,11 @@ pub const DEF: DriverDef = DriverDef {
         ),
         EnvOption::new("identity", Check::Text, "the private key file"),
         EnvOption::new("known-hosts", Check::Text, "the known_hosts file"),
+        EnvOption::new(
+            "timeout",
+            Check::Whole(1, 86400),
+            "seconds one set-up command (mktemp, the upload, rm) may take (300)",
+        ),
     ],
     probe_by_default: false,
     build: |spec| Ok(Box::new(SshEnvironment::new(spec.clone()))),
@@ -36,8 +41,11 @@ pub const DEF: DriverDef = DriverDef {
     },
 };
 
-/// How long one set-up command over ssh (mktemp, the upload, rm) may take.
+/// How long one set-up command over ssh (mktemp, the upload, rm) may take
+/// unless `timeout=` says.
 const REMOTE_TIMEOUT: Duration = Duration::from_secs(300);
+/// How much of a set-up command's output is kept (they print a path).
+const OUTPUT_KEPT: u64 = 64 << 10;
 
 pub struct SshEnvironment {
     spec: Spec,
@@ -90,73 +98,111 @@ impl SshEnvironment {
         cmd
     }
 
+    fn timeout(&self) -> Duration {
+        self.spec
+            .opt("timeout")
+            .and_then(|t| t.parse().ok())
+            .map_or(REMOTE_TIMEOUT, Duration::from_secs)
+    }
+
     /// Runs `script` on the target, feeding it `input`; it must end within
-    /// `REMOTE_TIMEOUT` or it is killed.
+    /// the timeout or it is killed.
     fn remote(&self, script: &str, input: Option<&[u8]>) -> Result<String> {
-        let mut child = self
-            .ssh()
-            .arg(script)
-            .stdin(if input.is_some() {
-                Stdio::piped()
-            } else {
-                Stdio::null()
-            })
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .context("running ssh (install openssh-client)")?;
-        // Feeding and reading happen on threads so the wait below can give up.
-        let feeder = input.map(|data| {
-            let mut stdin = child.stdin.take().expect("piped");
-            let data = data.to_vec();
-            std::thread::spawn(move || stdin.write_all(&data))
-        });
-        let mut stdout = child.stdout.take().expect("piped");
-        let mut stderr = child.stderr.take().expect("piped");
-        let out_reader = std::thread::spawn(move || {
-            let mut v = Vec::new();
-            let _ = std::io::Read::read_to_end(&mut stdout, &mut v);
-            v
-        });
-        let err_reader = std::thread::spawn(move || {
-            let mut v = Vec::new();
-            let _ = std::io::Read::read_to_end(&mut stderr, &mut v);
-            v
-        });
-        let until = std::time::Instant::now() + REMOTE_TIMEOUT;
-        let status = loop {
-            if let Some(status) = child.try_wait()? {
-                break status;
-            }
-            if std::time::Instant::now() >= until || crate::core::signals::interrupted() {
-                let _ = child.kill();
-                let _ = child.wait();
-                bail!(
-                    "ssh {}: '{}' did not finish within {} s",
-                    self.spec.text,
-                    script.split_whitespace().next().unwrap_or(""),
-                    REMOTE_TIMEOUT.as_secs()
-                );
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        };
-        if let Some(f) = feeder {
-            let _ = f.join();
-        }
-        let out = std::process::Output {
-            status,
-            stdout: out_reader.join().unwrap_or_default(),
-            stderr: err_reader.join().unwrap_or_default(),
-        };
+        let mut cmd = self.ssh();
+        cmd.arg(script);
+        let what = script.split_whitespace().next().unwrap_or("");
+        let out = run_bounded(cmd, input, self.timeout()).map_err(|e| match e {
+            Bounded::TimedOut(limit) => anyhow::anyhow!(
+                "ssh {}: '{what}' did not finish within {} s (timeout={}): the target or the connection hangs",
+                self.spec.text,
+                limit.as_secs(),
+                limit.as_secs()
+            ),
+            Bounded::Interrupted => crate::core::signals::Interrupted.into(),
+            Bounded::Failed(e) => e.context("running ssh (install openssh-client)"),
+        })?;
         if !out.status.success() {
             bail!(
                 "ssh {}: {}",
                 self.spec.text,
-                String::from_utf8_lossy(&out.stderr).trim()
+                crate::core::text::terminal_safe(String::from_utf8_lossy(&out.stderr).trim(), 4000)
             );
         }
         Ok(String::from_utf8_lossy(&out.stdout).trim().to_string())
     }
+}
+
+/// Why a bounded command did not give its output.
+enum Bounded {
+    TimedOut(Duration),
+    Interrupted,
+    Failed(anyhow::Error),
+}
+
+/// Runs `cmd` with `input` on its stdin, keeping at most `OUTPUT_KEPT` bytes
+/// of each output; kills it when `limit` passes or the user interrupts.
+fn run_bounded(
+    mut cmd: Command,
+    input: Option<&[u8]>,
+    limit: Duration,
+) -> std::result::Result<std::process::Output, Bounded> {
+    let mut child = cmd
+        .stdin(if input.is_some() {
+            Stdio::piped()
+        } else {
+            Stdio::null()
+        })
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .map_err(|e| Bounded::Failed(e.into()))?;
+    // Feeding and reading happen on threads so the wait below can give up;
+    // they end when the process does (its pipes close).
+    let feeder = input.map(|data| {
+        let mut stdin = child.stdin.take().expect("piped");
+        let data = data.to_vec();
+        std::thread::spawn(move || stdin.write_all(&data))
+    });
+    let keep = |pipe: Option<Box<dyn std::io::Read + Send>>| {
+        std::thread::spawn(move || {
+            let mut kept = Vec::new();
+            if let Some(mut pipe) = pipe {
+                let _ = (&mut pipe).take(OUTPUT_KEPT).read_to_end(&mut kept);
+                // The rest is read and dropped, so the process never blocks.
+                let _ = std::io::copy(&mut pipe, &mut std::io::sink());
+            }
+            kept
+        })
+    };
+    let out_reader = keep(child.stdout.take().map(|p| Box::new(p) as _));
+    let err_reader = keep(child.stderr.take().map(|p| Box::new(p) as _));
+    let until = std::time::Instant::now() + limit;
+    let status = loop {
+        match child.try_wait() {
+            Ok(Some(status)) => break status,
+            Ok(None) => {}
+            Err(e) => return Err(Bounded::Failed(e.into())),
+        }
+        let interrupted = crate::core::signals::interrupted();
+        if std::time::Instant::now() >= until || interrupted {
+            let _ = child.kill();
+            let _ = child.wait();
+            return Err(if interrupted {
+                Bounded::Interrupted
+            } else {
+                Bounded::TimedOut(limit)
+            });
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    if let Some(f) = feeder {
+        let _ = f.join();
+    }
+    Ok(std::process::Output {
+        status,
+        stdout: out_reader.join().unwrap_or_default(),
+        stderr: err_reader.join().unwrap_or_default(),
+    })
 }
 
 impl SshEnvironment {
@@ -186,9 +232,13 @@ impl Environment for SshEnvironment {
             );
         }
         let q = sh_quote(&dir);
+        // Also after an interrupt (the upload stopped by Ctrl-C), within a bound.
+        let limit = self.timeout().min(Duration::from_secs(30));
         let remove = |why: anyhow::Error| {
             // The directory exists but nothing owns it yet.
-            let _ = self.remote(&format!("rm -rf {q}"), None);
+            let mut rm = self.ssh();
+            rm.arg(format!("rm -rf {q}"));
+            run_cleanup(rm, limit);
             why
         };
         let binary = std::fs::read("/proc/self/exe").context("reading this binary")?;
@@ -209,21 +259,20 @@ impl Environment for SshEnvironment {
             .spawn()
             .context("running ssh")
             .map_err(remove)?;
-        let ssh = self.ssh();
-        let program = ssh.get_program().to_owned();
-        let args: Vec<_> = ssh.get_args().map(|a| a.to_owned()).collect();
-        let cleanup_dir = dir.clone();
+        let mut cleanup = self.ssh();
+        cleanup.arg(cleanup_script(&q));
+        // Bounded as the removal above (when the user pressed Ctrl-C twice,
+        // briefly).
         Ok(Launched {
             child,
             cleanup: Some(Box::new(move || {
                 // Normally the remote shell removed it; this covers a kill.
-                let _ = Command::new(program)
-                    .args(args)
-                    .arg(cleanup_script(&sh_quote(&cleanup_dir)))
-                    .stdin(Stdio::null())
-                    .stdout(Stdio::null())
-                    .stderr(Stdio::null())
-                    .status();
+                let limit = if crate::core::signals::hurried() {
+                    limit.min(Duration::from_secs(5))
+                } else {
+                    limit
+                };
+                let _ = run_cleanup(cleanup, limit);
             })),
             console: None,
             workdir: format!("{dir}/work"),
@@ -289,6 +338,33 @@ impl SshEnvironment {
             .connect(remote)
             .with_context(|| format!("finding the route to {host}"))?;
         Ok((remote.ip(), probe.local_addr()?.ip()))
+    }
+}
+
+/// Runs a cleanup command within `limit`; unlike `run_bounded` it goes on
+/// after an interrupt (that is when it runs).
+fn run_cleanup(mut cmd: Command, limit: Duration) -> bool {
+    let Ok(mut child) = cmd
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+    else {
+        return false;
+    };
+    let until = std::time::Instant::now() + limit;
+    loop {
+        match child.try_wait() {
+            Ok(Some(status)) => return status.success(),
+            Ok(None) if std::time::Instant::now() < until => {
+                std::thread::sleep(Duration::from_millis(20))
+            }
+            _ => {
+                let _ = child.kill();
+                let _ = child.wait();
+                return false;
+            }
+        }
     }
 }
 

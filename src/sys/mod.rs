@@ -1,5 +1,7 @@
 //! What the machine says about itself: the environment fingerprint taken
-//! where a run happens, and the CPU-time monitors sampled around a run.
+//! where a run happens, the CPU-time monitors sampled around a run, and the
+//! owner tags that let a run sweep what a killed one left behind.
 
 pub mod fingerprint;
 pub mod monitor;
+pub mod owner;

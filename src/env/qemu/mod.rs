@@ -5,11 +5,15 @@
 //! NIC on QEMU's user-mode network (restricted: no way out) with a host
 //! loopback port forwarded to `port=` (5201) in the guest, for network
 //! workloads. `accel=auto` probes KVM with a short boot and falls back to
-//! TCG, saying so.
+//! TCG, saying so. QEMU dies with this process (the parent-death signal:
+//! nothing else would stop a VM whose host was killed), and the VM's
+//! directory, named after its owner, is swept by the next run if that
+//! owner was killed before removing it.
 
 pub mod guest;
 pub mod initramfs;
 
+use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::OnceLock;
@@ -20,6 +24,7 @@ use anyhow::{anyhow, bail, Context, Result};
 use super::def::{Check, DriverDef, EnvOption};
 use super::{Environment, Launched, NetNeed, OnHost, Route, Spec};
 use crate::core::observer::{Observer, Silent};
+use crate::sys::owner::{self, Owner};
 
 pub const DEF: DriverDef = DriverDef {
     name: "qemu",
@@ -188,6 +193,7 @@ impl QemuEnvironment {
         cmd.stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
+        die_with_this_process(&mut cmd);
         cmd
     }
 
@@ -284,8 +290,10 @@ impl Environment for QemuEnvironment {
         if !kernel.exists() {
             bail!("kernel={}: no such file", kernel.display());
         }
+        owner::sweep_dirs(&std::env::temp_dir(), DIR_PREFIX);
+        let tag = Owner::me().map(Owner::tag).unwrap_or_default();
         let dir = tempfile::Builder::new()
-            .prefix("virtperf-qemu-")
+            .prefix(&format!("{DIR_PREFIX}{tag}-"))
             .tempdir()
             .context("creating a directory for the VM's files")?;
         let binary = std::fs::read("/proc/self/exe").context("reading this binary")?;
@@ -403,6 +411,30 @@ impl Environment for QemuEnvironment {
         })
     }
 }
+
+/// Makes the child get SIGKILL when this process ends, however it ends (a
+/// VM's stdin closing does not stop it). The signal follows the thread that
+/// spawned it: launches happen on the thread that owns the session.
+fn die_with_this_process(cmd: &mut Command) {
+    // SAFETY: getpid is async-signal-safe; it runs before the fork.
+    let parent = unsafe { libc::getpid() };
+    // SAFETY: prctl and getppid are async-signal-safe.
+    unsafe {
+        cmd.pre_exec(move || {
+            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            // The parent may have died before the call above took effect.
+            if libc::getppid() != parent {
+                return Err(std::io::Error::other("virtperf ended while starting QEMU"));
+            }
+            Ok(())
+        });
+    }
+}
+
+/// The VM's directory in TMPDIR: `virtperf-qemu-OWNER-XXXXXX`.
+pub const DIR_PREFIX: &str = "virtperf-qemu-";
 
 /// A value inside QEMU's comma-separated option syntax: a comma is doubled
 /// (a TMPDIR with a comma stays one path).

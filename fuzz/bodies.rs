@@ -1,0 +1,81 @@
+//! The fuzz targets' bodies as plain functions, shared by `cargo fuzz`
+//! (fuzz/fuzz_targets/, run under libFuzzer by scripts/fuzz) and the smoke
+//! fuzz in `cargo test` (tests/smoke_fuzz.rs: the seed corpus in
+//! fuzz/seeds/ plus seeded random mutations). Each must return without a
+//! panic for every input; the asserts are the properties checked.
+#![allow(dead_code)]
+
+use virtperf::env::def::Check;
+
+/// One line of an agent's output, as the host reads it: what parses must
+/// serialise again.
+pub fn agent_message(data: &[u8]) {
+    if let Ok(line) = std::str::from_utf8(data) {
+        if let Ok(Some(msg)) = virtperf::env::message_in(line) {
+            serde_json::to_string(&msg).expect("a parsed message serialises");
+        }
+    }
+}
+
+/// An `--env` spec: what parses passes its own option checks and holds no
+/// value an engine's command line could take for an option.
+pub fn env_spec(data: &[u8]) {
+    if let Ok(text) = std::str::from_utf8(data) {
+        if let Ok(spec) = virtperf::env::Spec::parse(text) {
+            for (k, v) in &spec.opts {
+                let option = spec.driver.option(k).expect("only declared options");
+                assert!(option.check.refuse(k, v).is_none());
+                assert!(!v.starts_with('-'));
+            }
+        }
+    }
+}
+
+/// Option values, for every env option check and every workload's option
+/// table (a job from words, as a suite or argv gives it): a job survives
+/// the wire unchanged.
+pub fn option_value(data: &[u8]) {
+    let Ok(text) = std::str::from_utf8(data) else {
+        return;
+    };
+    for check in [
+        Check::Positive(1024.0),
+        Check::Whole(1, 255),
+        Check::Size(1 << 20),
+        Check::Port,
+        Check::CpuList,
+        Check::Image,
+        Check::Text,
+    ] {
+        let _ = check.refuse("key", text);
+    }
+    let _ = virtperf::core::units::Bytes::parse(text);
+    let words: Vec<String> = text.split_whitespace().map(str::to_string).collect();
+    if let Ok(job) = virtperf::workload::Job::from_args(&words) {
+        let back =
+            virtperf::workload::Job::from_wire(&job.to_wire()).expect("a job survives the wire");
+        assert_eq!(back.args(), job.args());
+        let _ = job.deadline();
+    }
+}
+
+/// A suite file: what parses stays within the size cap.
+pub fn suite(data: &[u8]) {
+    if let Ok(text) = std::str::from_utf8(data) {
+        if let Ok(suite) = virtperf::suite::parse("fuzz", text) {
+            assert!(suite.entries.len() <= virtperf::suite::MAX_ENTRIES);
+        }
+    }
+}
+
+/// A target's body.
+pub type Body = fn(&[u8]);
+
+/// Every target by its name (the name of its folder under fuzz/seeds/ and
+/// of its `cargo fuzz` binary).
+pub const TARGETS: &[(&str, Body)] = &[
+    ("agent_message", agent_message),
+    ("env_spec", env_spec),
+    ("option_value", option_value),
+    ("suite", suite),
+];
