@@ -99,6 +99,14 @@ impl Environment for GroupEnvironment {
         self.members.get(index)?.explain_exit(0)
     }
 
+    fn explain_exit_status(
+        &self,
+        index: usize,
+        status: Option<std::process::ExitStatus>,
+    ) -> Option<String> {
+        self.members.get(index)?.explain_exit_status(0, status)
+    }
+
     fn instance_label(&self, index: usize) -> String {
         self.members[index].spec().label.clone()
     }
