@@ -637,3 +637,43 @@ fn ssh_command_that_never_ends_is_stopped_within_its_timeout() {
         .code(2)
         .stderr(predicate::str::contains("timeout=0"));
 }
+
+#[test]
+fn a_hung_container_engine_is_given_up_within_its_timeout() {
+    // Issue 14, the rest of item 9's class: the engine's client calls
+    // (version, image inspect, import, inspect, events, rm) had no bound, so
+    // a hung daemon hung virtperf. A `docker` that never answers stands in.
+    let dir = tempfile::tempdir().unwrap();
+    let fake = dir.path().join("docker");
+    std::fs::write(&fake, "#!/bin/sh\nexec sleep 613\n").unwrap();
+    std::fs::set_permissions(&fake, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let path = format!(
+        "{}:{}",
+        dir.path().display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let started = std::time::Instant::now();
+    virtperf()
+        .env("PATH", &path)
+        .args(["cpu", "--time=0.2", "--env", "docker:timeout=2"])
+        .timeout(std::time::Duration::from_secs(60))
+        .assert()
+        .failure()
+        .stderr(predicate::str::contains("did not finish within 2 s"))
+        .stderr(predicate::str::contains("docker:timeout=SECONDS"));
+    let took = started.elapsed();
+    assert!(took < std::time::Duration::from_secs(20), "{took:?}");
+    // The hung client was killed, not left behind.
+    let left: Vec<_> = std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter_map(|e| std::fs::read(e.path().join("cmdline")).ok())
+        .filter(|c| c.starts_with(b"sleep\x00613"))
+        .collect();
+    assert!(left.is_empty(), "{} hung clients left", left.len());
+    virtperf()
+        .args(["cpu", "--env", "docker:timeout=0"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("timeout=0"));
+}

@@ -10,13 +10,13 @@
 //! to inspect: Docker's `oom` event, Podman's conmon marker, or SIGKILL
 //! under a memory limit.
 
-use std::io::Write;
-use std::process::{Command, ExitStatus, Stdio};
+use std::process::{Command, ExitStatus, Output, Stdio};
 use std::sync::Mutex;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use anyhow::{anyhow, bail, Context, Result};
 
+use super::bounded::{run_bounded, run_cleanup, Bounded};
 use super::def::{Check, DriverDef, EnvOption};
 use super::{net, Environment, Launched, OnHost, Route, Spec};
 use crate::core::observer::Observer;
@@ -52,7 +52,39 @@ const OPTIONS: &[EnvOption] = &[
         Check::Choice(&["bridge", "host"]),
         "the container's network",
     ),
+    EnvOption::new(
+        "timeout",
+        Check::Whole(1, 86400),
+        "seconds one engine command (version, image import, inspect, rm) may take (60)",
+    ),
 ];
+
+/// How long one engine command may take unless `timeout=` says: a hung
+/// daemon must not hang virtperf.
+const ENGINE_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// The bound on engine commands for this spec.
+fn engine_limit(spec: &Spec) -> Duration {
+    spec.opt("timeout")
+        .and_then(|t| t.parse().ok())
+        .map_or(ENGINE_TIMEOUT, Duration::from_secs)
+}
+
+/// Runs one engine command within `limit`, feeding it `input`; a command
+/// that does not end is killed and named with the fix.
+fn engine(cli: &str, args: &[&str], input: Option<&[u8]>, limit: Duration) -> Result<Output> {
+    let mut cmd = Command::new(cli);
+    cmd.args(args);
+    run_bounded(cmd, input, limit).map_err(|e| match e {
+        Bounded::TimedOut(limit) => anyhow!(
+            "`{cli} {}` did not finish within {} s: is the {cli} engine hung? (check `systemctl status {cli}`; {cli}:timeout=SECONDS raises the bound)",
+            args.first().copied().unwrap_or_default(),
+            limit.as_secs()
+        ),
+        Bounded::Interrupted => crate::core::signals::Interrupted.into(),
+        Bounded::Failed(e) => anyhow!("{cli} not found ({e}): install it to use --env {cli}"),
+    })
+}
 
 pub const DOCKER: DriverDef = DriverDef {
     name: "docker",
@@ -61,7 +93,7 @@ pub const DOCKER: DriverDef = DriverDef {
     options: OPTIONS,
     probe_by_default: true,
     build: |spec| Ok(Box::new(DockerEnvironment::new(spec.clone())?)),
-    probe: |spec| probe(spec.driver.name),
+    probe: |spec| probe(spec.driver.name, engine_limit(spec)),
 };
 
 pub const PODMAN: DriverDef = DriverDef {
@@ -71,11 +103,11 @@ pub const PODMAN: DriverDef = DriverDef {
     options: OPTIONS,
     probe_by_default: true,
     build: |spec| Ok(Box::new(DockerEnvironment::new(spec.clone())?)),
-    probe: |spec| probe(spec.driver.name),
+    probe: |spec| probe(spec.driver.name, engine_limit(spec)),
 };
 
-fn probe(cli: &str) -> (bool, String) {
-    match engine_version(cli) {
+fn probe(cli: &str, limit: Duration) -> (bool, String) {
+    match engine_version(cli, limit) {
         Ok(v) => (true, format!("engine {v}")),
         Err(e) => (false, format!("{e:#}")),
     }
@@ -154,12 +186,13 @@ fn rand_suffix() -> String {
 }
 
 /// The engine's version, or why it cannot be reached.
-pub fn engine_version(cli: &str) -> Result<String> {
-    let out = Command::new(cli)
-        .args(["version", "--format", "{{.Server.Version}}"])
-        .stdin(Stdio::null())
-        .output()
-        .map_err(|e| anyhow!("{cli} not found ({e}): install it to use --env {cli}"))?;
+pub fn engine_version(cli: &str, limit: Duration) -> Result<String> {
+    let out = engine(
+        cli,
+        &["version", "--format", "{{.Server.Version}}"],
+        None,
+        limit,
+    )?;
     if !out.status.success() {
         bail!(
             "the {cli} engine is not reachable: {}",
@@ -260,7 +293,7 @@ fn unix_now() -> f64 {
 /// Removes the containers (with their anonymous volumes) of virtperf runs
 /// that were killed before their cleanup and whose agent did not end by
 /// itself; once per engine and process. Returns how many went.
-fn sweep_dead_owners(cli: &'static str) -> usize {
+fn sweep_dead_owners(cli: &'static str, limit: Duration) -> usize {
     static SWEPT: Mutex<Vec<&'static str>> = Mutex::new(Vec::new());
     {
         let mut swept = SWEPT.lock().unwrap_or_else(|p| p.into_inner());
@@ -272,11 +305,7 @@ fn sweep_dead_owners(cli: &'static str) -> usize {
     // What a command printed, also when it failed for some of its
     // arguments (a container that went meanwhile).
     let quiet = |args: &[&str]| {
-        Command::new(cli)
-            .args(args)
-            .stdin(Stdio::null())
-            .stderr(Stdio::null())
-            .output()
+        engine(cli, args, None, limit)
             .ok()
             .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
     };
@@ -374,8 +403,8 @@ impl Environment for DockerEnvironment {
     }
 
     fn prepare(&mut self, obs: &dyn Observer) -> Result<()> {
-        engine_version(self.cli)?;
-        let swept = sweep_dead_owners(self.cli);
+        engine_version(self.cli, engine_limit(&self.spec))?;
+        let swept = sweep_dead_owners(self.cli, engine_limit(&self.spec));
         if swept > 0 {
             obs.note(&format!(
                 "{}: removed {swept} container(s) left by virtperf runs that were killed",
@@ -388,35 +417,25 @@ impl Environment for DockerEnvironment {
             let sha = crate::sys::fingerprint::binary_sha256()
                 .ok_or_else(|| anyhow!("cannot read this binary to put it in an image"))?;
             self.image = format!("virtperf-agent:{}", &sha[..16]);
-            let exists = Command::new(self.cli)
-                .args(["image", "inspect", &self.image])
-                .stdout(Stdio::null())
-                .stderr(Stdio::null())
-                .status()
-                .is_ok_and(|s| s.success());
+            let limit = engine_limit(&self.spec);
+            let exists = engine(self.cli, &["image", "inspect", &self.image], None, limit)?
+                .status
+                .success();
             if !exists {
                 let exe = std::fs::read("/proc/self/exe").context("reading this binary")?;
                 let tar = agent_tar(&exe);
-                let mut child = Command::new(self.cli)
-                    .args([
+                let out = engine(
+                    self.cli,
+                    &[
                         "import",
                         "--change",
                         "ENTRYPOINT [\"/virtperf\"]",
                         "-",
                         &self.image,
-                    ])
-                    .stdin(Stdio::piped())
-                    .stdout(Stdio::null())
-                    .stderr(Stdio::piped())
-                    .spawn()
-                    .with_context(|| format!("running {} import", self.cli))?;
-                child
-                    .stdin
-                    .take()
-                    .expect("piped")
-                    .write_all(&tar)
-                    .context("sending the image tarball")?;
-                let out = child.wait_with_output()?;
+                    ],
+                    Some(&tar),
+                    limit,
+                )?;
                 if !out.status.success() {
                     bail!(
                         "{} import failed: {}",
@@ -446,28 +465,28 @@ impl Environment for DockerEnvironment {
             .spawn()
             .with_context(|| format!("running {} run", self.cli))?;
         let cli = self.cli;
+        let limit = engine_limit(&self.spec);
         let inspect_name = name.clone();
         Ok(Launched {
             child,
             // `--rm` removes an agent that ended; this one is hung or was
             // left behind, so it goes with its anonymous volume.
             cleanup: Some(Box::new(move || {
-                let _ = Command::new(cli)
-                    .args(["rm", "-f", "-v", &name])
-                    .stdin(Stdio::null())
-                    .stdout(Stdio::null())
-                    .stderr(Stdio::null())
-                    .status();
+                let mut rm = Command::new(cli);
+                rm.args(["rm", "-f", "-v", &name]);
+                run_cleanup(rm, limit);
             })),
             console: None,
             workdir: self.workdir().into(),
             forwarded: None,
             on_host: OnHost::Container(Box::new(move || {
-                let out = Command::new(cli)
-                    .args(["inspect", "-f", "{{.State.Pid}}", &inspect_name])
-                    .stderr(Stdio::null())
-                    .output()
-                    .ok()?;
+                let out = engine(
+                    cli,
+                    &["inspect", "-f", "{{.State.Pid}}", &inspect_name],
+                    None,
+                    limit,
+                )
+                .ok()?;
                 String::from_utf8_lossy(&out.stdout)
                     .trim()
                     .parse()
@@ -563,17 +582,27 @@ impl DockerEnvironment {
             .rev()
             .find(|(i, _)| *i == index)
             .map_or(0.0, |(_, t)| t - 1.0);
-        let out = Command::new(self.cli)
-            .args(["events", "--since", &format!("{since:.3}")])
-            .args(["--until", &format!("{:.3}", unix_now())])
-            .args([
+        let since = format!("{since:.3}");
+        let until = format!("{:.3}", unix_now());
+        let container = format!("container={}", self.container_name(index));
+        let out = engine(
+            self.cli,
+            &[
+                "events",
+                "--since",
+                &since,
+                "--until",
+                &until,
                 "--filter",
-                &format!("container={}", self.container_name(index)),
-            ])
-            .args(["--filter", "event=oom", "--format", "{{.Status}}"])
-            .stdin(Stdio::null())
-            .stderr(Stdio::null())
-            .output();
+                &container,
+                "--filter",
+                "event=oom",
+                "--format",
+                "{{.Status}}",
+            ],
+            None,
+            engine_limit(&self.spec),
+        );
         out.is_ok_and(|o| String::from_utf8_lossy(&o.stdout).contains("oom"))
     }
 }

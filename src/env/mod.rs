@@ -4,6 +4,7 @@
 //! agent protocol over it, starts `count=N` instances together, enforces
 //! deadlines, and always cleans up.
 
+mod bounded;
 pub mod def;
 pub mod docker;
 pub mod group;
