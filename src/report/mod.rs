@@ -251,20 +251,19 @@ pub fn tally(a: &Analysis) -> String {
 pub fn flag_summary(a: &Analysis) -> Vec<String> {
     use crate::analysis::FlagKind;
     use std::collections::{BTreeMap, BTreeSet};
-    let mut out = Vec::new();
-    let runs: BTreeSet<(&str, &str, usize)> = a
-        .flags
-        .iter()
-        .map(|f| (&*f.env, &*f.label, f.round))
-        .collect();
+    // The distinct runs among some flags.
+    let runs_of = |flags: &[&crate::analysis::Flag]| -> BTreeSet<(String, String, usize)> {
+        flags
+            .iter()
+            .map(|f| (f.env.clone(), f.label.clone(), f.round))
+            .collect()
+    };
+    let all: Vec<_> = a.flags.iter().collect();
+    let runs = runs_of(&all);
     if runs.is_empty() {
-        return out;
+        return Vec::new();
     }
-    out.push(format!(
-        "{} run{} flagged:",
-        runs.len(),
-        if runs.len() == 1 { "" } else { "s" }
-    ));
+    let mut out = vec![format!("{} flagged:", counted(runs.len(), "run"))];
     for (kind, what) in [
         (FlagKind::Load, "other processes' load"),
         (FlagKind::Steal, "steal"),
@@ -274,10 +273,7 @@ pub fn flag_summary(a: &Analysis) -> Vec<String> {
         if of_kind.is_empty() {
             continue;
         }
-        let kind_runs: BTreeSet<(&str, &str, usize)> = of_kind
-            .iter()
-            .map(|f| (&*f.env, &*f.label, f.round))
-            .collect();
+        let kind_runs = runs_of(&of_kind);
         let mut per_env: BTreeMap<&str, usize> = BTreeMap::new();
         for (env, _, _) in &kind_runs {
             *per_env.entry(env).or_default() += 1;
@@ -288,45 +284,34 @@ pub fn flag_summary(a: &Analysis) -> Vec<String> {
             .filter_map(|e| per_env.get(e.as_str()).map(|n| format!("{e} {n}")))
             .collect::<Vec<_>>()
             .join(", ");
-        let line = if kind == FlagKind::Multimodal {
+        out.push(if kind == FlagKind::Multimodal {
             format!(
-                "{what}: {} part{} in {} run{} ({envs}); a part measured two faces of the machine",
-                of_kind.len(),
-                if of_kind.len() == 1 { "" } else { "s" },
-                kind_runs.len(),
-                if kind_runs.len() == 1 { "" } else { "s" },
+                "{what}: {} in {} ({envs}); a part measured two faces of the machine",
+                counted(of_kind.len(), "part"),
+                counted(kind_runs.len(), "run"),
             )
         } else {
-            let mut pct: Vec<f64> = of_kind.iter().map(|f| f.pct).collect();
-            pct.sort_by(f64::total_cmp);
-            let mid = pct.len() / 2;
-            let median = if pct.len().is_multiple_of(2) {
-                (pct[mid - 1] + pct[mid]) / 2.0
-            } else {
-                pct[mid]
-            };
+            let pct: Vec<f64> = of_kind.iter().map(|f| f.pct).collect();
             format!(
-                "{what}: {} run{} ({envs}), median {:.1}%, up to {:.1}% of the CPUs",
-                kind_runs.len(),
-                if kind_runs.len() == 1 { "" } else { "s" },
-                median,
-                pct[pct.len() - 1],
+                "{what}: {} ({envs}), median {:.1}%, up to {:.1}% of the CPUs",
+                counted(kind_runs.len(), "run"),
+                crate::stats::median(&pct),
+                pct.iter().copied().fold(f64::MIN, f64::max),
             )
-        };
-        out.push(line);
+        });
     }
     out
+}
+
+/// "1 run", "3 runs".
+fn counted(n: usize, noun: &str) -> String {
+    format!("{n} {noun}{}", if n == 1 { "" } else { "s" })
 }
 
 /// "h1, h2 (3 hosts)": the hosts of a fleet report, for its heading.
 pub fn fleet_hosts(f: &Fleet) -> String {
     let names: Vec<&str> = f.hosts.iter().map(|h| h.host.as_str()).collect();
-    format!(
-        "{} host{}: {}",
-        names.len(),
-        if names.len() == 1 { "" } else { "s" },
-        names.join(", ")
-    )
+    format!("{}: {}", counted(names.len(), "host"), names.join(", "))
 }
 
 /// A fleet row's spread as text: "min … max, IQR q1 … q3".
