@@ -1,26 +1,106 @@
-//! The PostgreSQL driver (`--db-driver=pgsql`): the pure-Rust `postgres`
-//! client without TLS, statements prepared once per connection, or sent as
-//! text with `--db-ps-mode=disable`.
+//! The PostgreSQL driver (`--db-driver=pgsql`): a small blocking client of
+//! PostgreSQL's wire protocol (version 3) over one TCP connection, with the
+//! message codecs and SCRAM of the `postgres-protocol` crate. No TLS, no
+//! async runtime: one `send` and one `recv` per statement, as libpq does for
+//! sysbench.
+//!
+//! Statements are prepared once per connection (Parse) and run by name
+//! (Bind, Execute, Sync) with their parameters as text, as sysbench's
+//! `PQexecPrepared` sends them; with `--db-ps-mode=disable` they go as text
+//! queries with the values inlined.
 
 use std::collections::HashMap;
-use std::error::Error as _;
+use std::io::{self, Read, Write};
+use std::net::{TcpStream, ToSocketAddrs};
 use std::time::Duration;
 
 use anyhow::Result;
-use postgres::error::SqlState;
-use postgres::types::{to_sql_checked, IsNull, ToSql, Type};
-use postgres::{Client, NoTls, SimpleQueryMessage, Statement};
+use bytes::BytesMut;
+use fallible_iterator::FallibleIterator;
+use postgres_protocol::authentication::md5_hash;
+use postgres_protocol::authentication::sasl::{ChannelBinding, ScramSha256, SCRAM_SHA_256};
+use postgres_protocol::message::backend::{ErrorResponseBody, Message};
+use postgres_protocol::message::frontend;
+use postgres_protocol::IsNull;
 
 use super::driver::{inline, numbered, Conn, DbError, ErrorClass, Param};
 use crate::core::options::CliError;
 
-/// How long to wait for a server that does not answer.
+/// How long to wait for a server that does not answer, when connecting and
+/// logging in.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
+/// The longest message accepted from the server (the OLTP tests' largest
+/// rows are a few hundred bytes): a length beyond it is a broken stream.
+const MAX_MESSAGE: usize = 64 << 20;
+
+/// SQLSTATEs after which sysbench's pgsql driver restarts the transaction:
+/// deadlock, serialization failure, and a duplicate key (a concurrent
+/// delete/insert of the same id).
+const RETRY: [&str; 3] = ["40P01", "40001", "23505"];
 
 pub struct Pg {
-    client: Client,
+    stream: TcpStream,
+    /// Bytes read and not yet parsed into messages.
+    input: BytesMut,
+    /// The next request, sent whole with one write.
+    output: BytesMut,
+    chunk: Box<[u8; 16384]>,
     prepared: bool,
-    statements: HashMap<String, Statement>,
+    /// SQL text → the name of its prepared statement on this connection.
+    statements: HashMap<String, String>,
+}
+
+/// What the server said for one request, up to its ReadyForQuery.
+#[derive(Default)]
+struct Outcome {
+    rows: u64,
+    /// The rows a write affected (the last number of CommandComplete's tag).
+    affected: u64,
+    error: Option<DbError>,
+}
+
+impl Outcome {
+    fn result(self) -> Result<u64, DbError> {
+        match self.error {
+            Some(e) => Err(e),
+            None if self.rows > 0 => Ok(self.rows),
+            None => Ok(self.affected),
+        }
+    }
+}
+
+fn lost(e: io::Error) -> DbError {
+    DbError {
+        class: ErrorClass::Lost,
+        code: String::new(),
+        message: format!("the connection to PostgreSQL failed: {e}"),
+    }
+}
+
+fn server_error(body: &ErrorResponseBody) -> DbError {
+    let (mut code, mut message) = (String::new(), String::new());
+    let mut fields = body.fields();
+    while let Ok(Some(f)) = fields.next() {
+        match f.type_() {
+            b'C' => code = String::from_utf8_lossy(f.value_bytes()).into_owned(),
+            b'M' => message = String::from_utf8_lossy(f.value_bytes()).into_owned(),
+            _ => {}
+        }
+    }
+    let class = if RETRY.contains(&code.as_str()) {
+        ErrorClass::Retry
+    } else {
+        ErrorClass::Fatal
+    };
+    DbError {
+        class,
+        code,
+        message,
+    }
+}
+
+fn broken(what: &str) -> io::Error {
+    io::Error::new(io::ErrorKind::InvalidData, what.to_string())
 }
 
 impl Pg {
@@ -32,134 +112,345 @@ impl Pg {
         db: &str,
         prepared: bool,
     ) -> Result<Pg> {
-        let mut config = postgres::Config::new();
-        config
-            .host(host)
-            .port(port)
-            .user(user)
-            .password(password)
-            .dbname(db)
-            .application_name("virtperf")
-            .connect_timeout(CONNECT_TIMEOUT);
-        let client = config.connect(NoTls).map_err(|e| {
-            let why = match e.as_db_error() {
-                Some(db_err) => format!(
-                    "the server refused user '{user}' on database '{db}': {} (SQLSTATE {}); check --pgsql-user, --pgsql-password and --pgsql-db",
-                    db_err.message(),
-                    db_err.code().code()
-                ),
-                None => format!(
-                    "{}; start the server or point --pgsql-host and --pgsql-port at it",
-                    e.source().map(|s| s.to_string()).unwrap_or_else(|| e.to_string())
-                ),
-            };
+        let unreachable = |why: String| {
             CliError::Usage(format!(
-                "cannot connect to PostgreSQL at {host}:{port} (--pgsql-host={host} --pgsql-port={port}): {why}"
+                "cannot connect to PostgreSQL at {host}:{port} (--pgsql-host={host} --pgsql-port={port}): {why}; start the server or point --pgsql-host and --pgsql-port at it"
             ))
-        })?;
-        Ok(Pg {
-            client,
+        };
+        let stream = open(host, port).map_err(|e| unreachable(e.to_string()))?;
+        let mut pg = Pg {
+            stream,
+            input: BytesMut::with_capacity(16384),
+            output: BytesMut::with_capacity(1024),
+            chunk: Box::new([0; 16384]),
             prepared,
             statements: HashMap::new(),
-        })
+        };
+        match pg.login(user, password, db) {
+            Ok(()) => {}
+            Err(Login::Io(e)) => return Err(unreachable(e.to_string()).into()),
+            Err(Login::Refused(e)) => {
+                return Err(CliError::Usage(format!(
+                    "cannot connect to PostgreSQL at {host}:{port} (--pgsql-host={host} --pgsql-port={port}): the server refused user '{user}' on database '{db}': {} (SQLSTATE {}); check --pgsql-user, --pgsql-password and --pgsql-db",
+                    e.message, e.code
+                ))
+                .into())
+            }
+        }
+        // Statements may wait on locks as long as the run allows.
+        pg.stream.set_read_timeout(None)?;
+        pg.stream.set_write_timeout(None)?;
+        Ok(pg)
     }
-}
 
-impl ToSql for Param {
-    fn to_sql(
-        &self,
-        ty: &Type,
-        out: &mut postgres::types::private::BytesMut,
-    ) -> Result<IsNull, Box<dyn std::error::Error + Sync + Send>> {
-        match self {
-            Param::Int(n) if *ty == Type::INT8 => n.to_sql(ty, out),
-            Param::Int(n) => (*n as i32).to_sql(ty, out),
-            Param::Text(s) => s.as_str().to_sql(ty, out),
+    /// The startup message and authentication (trust, password, MD5 or
+    /// SCRAM-SHA-256), up to the first ReadyForQuery.
+    fn login(&mut self, user: &str, password: &str, db: &str) -> Result<(), Login> {
+        let params = [
+            ("user", user),
+            ("database", db),
+            ("application_name", "virtperf"),
+            ("client_encoding", "UTF8"),
+        ];
+        frontend::startup_message(params.iter().copied(), &mut self.output)?;
+        self.flush()?;
+        let mut scram: Option<ScramSha256> = None;
+        loop {
+            match self.message()? {
+                Message::AuthenticationOk => {}
+                Message::AuthenticationCleartextPassword => {
+                    frontend::password_message(password.as_bytes(), &mut self.output)?;
+                    self.flush()?;
+                }
+                Message::AuthenticationMd5Password(body) => {
+                    let hash = md5_hash(user.as_bytes(), password.as_bytes(), body.salt());
+                    frontend::password_message(hash.as_bytes(), &mut self.output)?;
+                    self.flush()?;
+                }
+                Message::AuthenticationSasl(body) => {
+                    let mut offered = body.mechanisms();
+                    let mut scram_offered = false;
+                    while let Some(m) = offered.next()? {
+                        scram_offered |= m == SCRAM_SHA_256;
+                    }
+                    if !scram_offered {
+                        return Err(broken("the server offers no SASL mechanism but SCRAM-SHA-256-PLUS, which needs TLS").into());
+                    }
+                    let s = ScramSha256::new(password.as_bytes(), ChannelBinding::unsupported());
+                    frontend::sasl_initial_response(SCRAM_SHA_256, s.message(), &mut self.output)?;
+                    self.flush()?;
+                    scram = Some(s);
+                }
+                Message::AuthenticationSaslContinue(body) => {
+                    let s = scram
+                        .as_mut()
+                        .ok_or_else(|| broken("SASL continue before SASL"))?;
+                    s.update(body.data())?;
+                    frontend::sasl_response(s.message(), &mut self.output)?;
+                    self.flush()?;
+                }
+                Message::AuthenticationSaslFinal(body) => {
+                    scram
+                        .as_mut()
+                        .ok_or_else(|| broken("SASL final before SASL"))?
+                        .finish(body.data())?;
+                }
+                Message::ErrorResponse(body) => return Err(Login::Refused(server_error(&body))),
+                Message::ReadyForQuery(_) => return Ok(()),
+                Message::ParameterStatus(_)
+                | Message::BackendKeyData(_)
+                | Message::NoticeResponse(_) => {}
+                _ => {
+                    return Err(broken(
+                        "the server asked for an authentication method virtperf does not speak (GSS, SSPI or Kerberos); use password, md5 or scram-sha-256",
+                    )
+                    .into())
+                }
+            }
         }
     }
 
-    fn accepts(ty: &Type) -> bool {
-        i32::accepts(ty) || i64::accepts(ty) || <&str>::accepts(ty)
+    fn flush(&mut self) -> io::Result<()> {
+        let r = self.stream.write_all(&self.output);
+        self.output.clear();
+        r
     }
 
-    to_sql_checked!();
+    /// The next message from the server, reading as much as it needs.
+    fn message(&mut self) -> io::Result<Message> {
+        loop {
+            if self.input.len() >= 5 {
+                let len = u32::from_be_bytes([
+                    self.input[1],
+                    self.input[2],
+                    self.input[3],
+                    self.input[4],
+                ]) as usize;
+                if len > MAX_MESSAGE {
+                    return Err(broken(&format!(
+                        "the server sent a message of {len} bytes (more than {MAX_MESSAGE})"
+                    )));
+                }
+            }
+            if let Some(m) = Message::parse(&mut self.input)? {
+                return Ok(m);
+            }
+            let n = self.stream.read(&mut self.chunk[..])?;
+            if n == 0 {
+                return Err(io::Error::new(
+                    io::ErrorKind::UnexpectedEof,
+                    "the server closed the connection",
+                ));
+            }
+            self.input.extend_from_slice(&self.chunk[..n]);
+        }
+    }
+
+    /// Sends what is in `output` and reads the answer up to ReadyForQuery.
+    fn round_trip(&mut self) -> Result<Outcome, DbError> {
+        self.flush().map_err(lost)?;
+        let mut out = Outcome::default();
+        loop {
+            match self.message().map_err(lost)? {
+                Message::DataRow(_) => out.rows += 1,
+                Message::CommandComplete(body) => {
+                    let tag = body.tag().map_err(lost)?;
+                    out.affected = tag
+                        .rsplit(' ')
+                        .next()
+                        .and_then(|n| n.parse().ok())
+                        .unwrap_or(0);
+                }
+                Message::ErrorResponse(body) => {
+                    // The first error is the one that counts; the server
+                    // skips the rest of the request up to Sync.
+                    if out.error.is_none() {
+                        out.error = Some(server_error(&body));
+                    }
+                }
+                Message::ReadyForQuery(_) => return Ok(out),
+                _ => {}
+            }
+        }
+    }
+
+    /// The name of `sql`'s prepared statement, preparing it on first use.
+    fn statement(&mut self, sql: &str) -> Result<String, DbError> {
+        if let Some(name) = self.statements.get(sql) {
+            return Ok(name.clone());
+        }
+        let name = format!("s{}", self.statements.len());
+        frontend::parse(&name, &numbered(sql), std::iter::empty(), &mut self.output)
+            .map_err(lost)?;
+        frontend::sync(&mut self.output);
+        self.round_trip()?.result()?;
+        self.statements.insert(sql.to_string(), name.clone());
+        Ok(name)
+    }
+
+    fn simple(&mut self, sql: &str) -> Result<u64, DbError> {
+        frontend::query(sql, &mut self.output).map_err(lost)?;
+        self.round_trip()?.result()
+    }
 }
 
-fn classify(e: postgres::Error) -> DbError {
-    let code = e.code().map(|c| c.code().to_string()).unwrap_or_default();
-    // sysbench's pgsql driver restarts on deadlocks, serialization failures
-    // and duplicate keys (a concurrent delete/insert of the same id).
-    let retry = [
-        SqlState::T_R_DEADLOCK_DETECTED,
-        SqlState::T_R_SERIALIZATION_FAILURE,
-        SqlState::UNIQUE_VIOLATION,
-    ];
-    let class = if e.code().is_some_and(|c| retry.contains(c)) {
-        ErrorClass::Retry
-    } else if e.is_closed() {
-        ErrorClass::Lost
-    } else {
-        ErrorClass::Fatal
-    };
-    let message = match e.as_db_error() {
-        Some(db) => db.message().to_string(),
-        None => e.to_string(),
-    };
-    DbError {
-        class,
-        code,
-        message,
+enum Login {
+    Io(io::Error),
+    Refused(DbError),
+}
+
+impl From<io::Error> for Login {
+    fn from(e: io::Error) -> Login {
+        Login::Io(e)
     }
+}
+
+/// A TCP connection to the first of `host`'s addresses that answers within
+/// the connect timeout, with Nagle off (as libpq) and the login bounded.
+fn open(host: &str, port: u16) -> io::Result<TcpStream> {
+    let mut last = io::Error::new(io::ErrorKind::NotFound, "the host name has no address");
+    for addr in (host, port).to_socket_addrs()? {
+        match TcpStream::connect_timeout(&addr, CONNECT_TIMEOUT) {
+            Ok(s) => {
+                s.set_nodelay(true)?;
+                s.set_read_timeout(Some(CONNECT_TIMEOUT))?;
+                s.set_write_timeout(Some(CONNECT_TIMEOUT))?;
+                return Ok(s);
+            }
+            Err(e) => last = e,
+        }
+    }
+    Err(last)
 }
 
 impl Conn for Pg {
     fn exec(&mut self, sql: &str, params: &[Param]) -> Result<u64, DbError> {
         if !self.prepared {
-            let messages = self
-                .client
-                .simple_query(&inline(sql, params))
-                .map_err(classify)?;
-            let mut n = 0;
-            for m in messages {
-                match m {
-                    SimpleQueryMessage::Row(_) => n += 1,
-                    SimpleQueryMessage::CommandComplete(c) if n == 0 => n = c,
-                    _ => {}
+            return self.simple(&inline(sql, params));
+        }
+        let name = self.statement(sql)?;
+        // Every parameter in text format and text results, as sysbench's
+        // PQexecPrepared: the server converts, no types travel.
+        let mut text = String::new();
+        frontend::bind(
+            "",
+            &name,
+            std::iter::empty(),
+            params,
+            |p, buf| {
+                match p {
+                    Param::Int(n) => {
+                        text.clear();
+                        use std::fmt::Write as _;
+                        let _ = write!(text, "{n}");
+                        buf.extend_from_slice(text.as_bytes());
+                    }
+                    Param::Text(s) => buf.extend_from_slice(s.as_bytes()),
                 }
-            }
-            return Ok(n);
-        }
-        let stmt = match self.statements.get(sql) {
-            Some(s) => s.clone(),
-            None => {
-                let s = self.client.prepare(&numbered(sql)).map_err(classify)?;
-                self.statements.insert(sql.to_string(), s.clone());
-                s
-            }
-        };
-        let refs: Vec<&(dyn ToSql + Sync)> =
-            params.iter().map(|p| p as &(dyn ToSql + Sync)).collect();
-        if stmt.columns().is_empty() {
-            self.client.execute(&stmt, &refs).map_err(classify)
-        } else {
-            let rows = self.client.query(&stmt, &refs).map_err(classify)?;
-            Ok(rows.len() as u64)
-        }
+                Ok(IsNull::No)
+            },
+            std::iter::empty(),
+            &mut self.output,
+        )
+        .map_err(|_| lost(broken("a parameter could not be encoded")))?;
+        frontend::execute("", 0, &mut self.output).map_err(lost)?;
+        frontend::sync(&mut self.output);
+        self.round_trip()?.result()
     }
 
     fn batch(&mut self, sql: &str) -> Result<(), DbError> {
-        self.client.batch_execute(sql).map_err(classify)
+        self.simple(sql).map(|_| ())
     }
 
     fn table_exists(&mut self, name: &str) -> Result<bool, DbError> {
-        let row = self
-            .client
-            .query_one(
-                "SELECT count(*) FROM information_schema.tables \
-                 WHERE table_schema = current_schema() AND table_name = $1",
-                &[&name],
-            )
-            .map_err(classify)?;
-        Ok(row.get::<_, i64>(0) > 0)
+        let sql = inline(
+            "SELECT 1 FROM information_schema.tables \
+             WHERE table_schema = current_schema() AND table_name = ?",
+            &[Param::Text(name.to_string())],
+        );
+        Ok(self.simple(&sql)? > 0)
+    }
+}
+
+impl Drop for Pg {
+    fn drop(&mut self) {
+        frontend::terminate(&mut self.output);
+        let _ = self.flush();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::net::TcpListener;
+
+    /// A server that answers the startup message with `reply` and then
+    /// holds the connection.
+    fn fake_server(reply: Vec<u8>) -> u16 {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        std::thread::spawn(move || {
+            let (mut s, _) = listener.accept().unwrap();
+            let mut buf = [0u8; 1024];
+            let _ = s.read(&mut buf);
+            let _ = s.write_all(&reply);
+            std::thread::sleep(Duration::from_secs(2));
+        });
+        port
+    }
+
+    #[test]
+    fn a_message_longer_than_the_bound_is_refused_not_allocated() {
+        // 'R' (authentication) claiming 1 GiB.
+        let mut reply = vec![b'R'];
+        reply.extend_from_slice(&(1u32 << 30).to_be_bytes());
+        let port = fake_server(reply);
+        let err = Pg::connect("127.0.0.1", port, "u", "p", "d", true)
+            .err()
+            .expect("a broken stream must not log in")
+            .to_string();
+        assert!(err.contains("1073741824 bytes"), "{err}");
+        assert!(err.contains("--pgsql-port"), "{err}");
+    }
+
+    #[test]
+    fn a_refused_login_names_the_user_and_the_options() {
+        let mut body = Vec::new();
+        for (t, v) in [
+            (b'S', "FATAL"),
+            (b'C', "28P01"),
+            (b'M', "password authentication failed"),
+        ] {
+            body.push(t);
+            body.extend_from_slice(v.as_bytes());
+            body.push(0);
+        }
+        body.push(0);
+        let mut reply = vec![b'E'];
+        reply.extend_from_slice(&((body.len() + 4) as u32).to_be_bytes());
+        reply.extend_from_slice(&body);
+        let port = fake_server(reply);
+        let err = Pg::connect("127.0.0.1", port, "alice", "p", "d", true)
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(err.contains("'alice'") && err.contains("28P01"), "{err}");
+        assert!(err.contains("--pgsql-password"), "{err}");
+    }
+
+    #[test]
+    fn a_server_that_says_nothing_is_given_up_within_the_timeout() {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let hold = std::thread::spawn(move || {
+            let (s, _) = listener.accept().unwrap();
+            std::thread::sleep(CONNECT_TIMEOUT + Duration::from_secs(2));
+            drop(s);
+        });
+        let start = std::time::Instant::now();
+        let err = Pg::connect("127.0.0.1", port, "u", "p", "d", true).err();
+        assert!(err.is_some());
+        assert!(start.elapsed() < CONNECT_TIMEOUT + Duration::from_secs(1));
+        hold.join().unwrap();
     }
 }
