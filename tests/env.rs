@@ -454,6 +454,12 @@ impl SshHost {
     /// As `start`, with every session running `command` whatever the
     /// client asks (sshd's ForceCommand).
     fn start_forcing(command: Option<&str>) -> Option<SshHost> {
+        SshHost::start_with(command, &[])
+    }
+
+    /// As `start_forcing`, with these variables set in every session
+    /// (sshd's SetEnv: TMPDIR, PATH).
+    fn start_with(command: Option<&str>, env: &[(&str, &str)]) -> Option<SshHost> {
         // SAFETY: geteuid has no preconditions.
         let root = unsafe { libc::geteuid() } == 0;
         let sshd = Path::new("/usr/sbin/sshd");
@@ -520,7 +526,11 @@ impl SshHost {
                 p("host_key"),
                 p("authorized_keys"),
                 p("sshd.pid")
-            ) + &command.map(|c| format!("ForceCommand {c}\n")).unwrap_or_default(),
+            ) + &command.map(|c| format!("ForceCommand {c}\n")).unwrap_or_default()
+                + &env
+                    .iter()
+                    .map(|(k, v)| format!("SetEnv {k}={v}\n"))
+                    .collect::<String>(),
         )
         .unwrap();
         std::fs::create_dir_all("/run/sshd").unwrap();
@@ -676,4 +686,145 @@ fn a_hung_container_engine_is_given_up_within_its_timeout() {
         .assert()
         .code(2)
         .stderr(predicate::str::contains("timeout=0"));
+}
+
+/// A tmpfs of `size` mounted on a directory of its own, unmounted on drop.
+struct Tmpfs(tempfile::TempDir);
+
+impl Tmpfs {
+    fn mount(size: &str) -> Tmpfs {
+        let dir = tempfile::tempdir().unwrap();
+        let at = dir.path().display().to_string();
+        assert!(
+            run(&[
+                "mount",
+                "-t",
+                "tmpfs",
+                "-o",
+                &format!("size={size}"),
+                "tmpfs",
+                &at
+            ]),
+            "mounting a tmpfs on {at}"
+        );
+        Tmpfs(dir)
+    }
+
+    fn entries(&self) -> Vec<String> {
+        std::fs::read_dir(self.0.path())
+            .unwrap()
+            .flatten()
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .collect()
+    }
+}
+
+impl Drop for Tmpfs {
+    fn drop(&mut self) {
+        run(&["umount", &self.0.path().display().to_string()]);
+    }
+}
+
+#[test]
+fn ssh_a_failed_upload_leaves_no_remote_directory() {
+    // Issue 14, item 9: the remote temporary directory leaked when the
+    // upload of the agent failed. Here the target's TMPDIR is a disk too
+    // small for the binary (a 1 MiB tmpfs, mounted before sshd starts so
+    // its namespace has it): mktemp works, the copy fails for real.
+    let _serial = serial();
+    if unsafe { libc::geteuid() } != 0 {
+        skip("needs root to mount a tmpfs and run a namespaced sshd");
+        return;
+    }
+    let remote_tmp = Tmpfs::mount("1m");
+    let tmp = remote_tmp.0.path().display().to_string();
+    let Some(host) = SshHost::start_with(None, &[("TMPDIR", &tmp)]) else {
+        return;
+    };
+    virtperf()
+        .args(["cpu", "--time=0.2", "--env", &host.spec()])
+        .timeout(std::time::Duration::from_secs(60))
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains("No space left on device"));
+    assert!(
+        remote_tmp.entries().is_empty(),
+        "left on the target: {:?}",
+        remote_tmp.entries()
+    );
+}
+
+#[test]
+fn ssh_an_interrupted_upload_leaves_no_remote_directory() {
+    // The class of the above: Ctrl-C (or SIGTERM, SIGHUP) while the binary
+    // is on its way. The target's `cat` waits 3 s before copying (a PATH
+    // wrapper, as a slow link would), so the signal lands in the upload.
+    use std::os::unix::process::CommandExt;
+    let _serial = serial();
+    if unsafe { libc::geteuid() } != 0 {
+        skip("needs root to run a namespaced sshd");
+        return;
+    }
+    let remote_tmp = tempfile::tempdir().unwrap();
+    let bin = tempfile::tempdir().unwrap();
+    let cat = bin.path().join("cat");
+    std::fs::write(
+        &cat,
+        "#!/bin/sh\n# a slow link\nsleep 3\nexec /bin/cat \"$@\"\n",
+    )
+    .unwrap();
+    assert!(run(&["chmod", "755", &cat.display().to_string()]));
+    let path = format!(
+        "{}:/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin",
+        bin.path().display()
+    );
+    let tmp = remote_tmp.path().display().to_string();
+    let Some(host) = SshHost::start_with(None, &[("TMPDIR", &tmp), ("PATH", &path)]) else {
+        return;
+    };
+    let left = || -> Vec<String> {
+        std::fs::read_dir(remote_tmp.path())
+            .unwrap()
+            .flatten()
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .collect()
+    };
+    for sig in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
+        let child = Std::new(assert_cmd::cargo::cargo_bin("virtperf"))
+            .args(["cpu", "--time=0.2", "--env", &host.spec()])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .process_group(0)
+            .spawn()
+            .unwrap();
+        // The directory is there: mktemp has run, the upload waits.
+        let until = std::time::Instant::now() + std::time::Duration::from_secs(20);
+        while left().is_empty() && std::time::Instant::now() < until {
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        assert!(
+            !left().is_empty(),
+            "signal {sig}: no remote directory was made"
+        );
+        let sent = std::time::Instant::now();
+        // SAFETY: signalling our own child.
+        unsafe { libc::kill(child.id() as i32, sig) };
+        let out = child.wait_with_output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(130), "signal {sig}: {err}");
+        assert!(
+            sent.elapsed() < std::time::Duration::from_secs(10),
+            "{:?}",
+            sent.elapsed()
+        );
+        assert!(
+            left().is_empty(),
+            "signal {sig}: left on the target: {:?}",
+            left()
+        );
+    }
+    // The slow copies on the target end by themselves.
+    std::thread::sleep(std::time::Duration::from_secs(3));
+    assert!(left().is_empty(), "{:?}", left());
 }

@@ -221,6 +221,10 @@ impl Run {
         self.child.id()
     }
 
+    fn stderr_so_far(&self) -> String {
+        std::fs::read_to_string(self.stderr.path()).unwrap_or_default()
+    }
+
     fn signal(&self, sig: i32) {
         // SAFETY: signalling our own child.
         unsafe { libc::kill(self.pid() as i32, sig) };
@@ -540,62 +544,110 @@ fn qemu_running(tmp: &Path) -> bool {
         .any(|stat| stat.contains("(qemu-system-x86"))
 }
 
-/// A comparison of two entries, a short one and a long one, on `baseline`
-/// (the `--env` never starts: the signals come first). Waits for the first
-/// result in the store, sends `signals`, and checks the ending: exit 130,
-/// the first result still in the store, nothing left.
+/// A comparison on `baseline` (and `--env host`, which never starts: the
+/// signals come first) of `suite`, one round, in a TMPDIR of its own.
+struct Comparison {
+    run: Run,
+    store_dir: std::path::PathBuf,
+    _out: tempfile::TempDir,
+}
+
+impl Comparison {
+    fn start(baseline: &str, suite: &str) -> Comparison {
+        let out = tempfile::tempdir().unwrap();
+        let suite_file = out.path().join("suite.toml");
+        std::fs::write(&suite_file, suite).unwrap();
+        let store_dir = out.path().join("results");
+        let run = Run::start(&[
+            "compare",
+            "--suite",
+            suite_file.to_str().unwrap(),
+            "--baseline",
+            baseline,
+            "--env",
+            "host",
+            "--repeat",
+            "1",
+            "--out",
+            store_dir.to_str().unwrap(),
+        ]);
+        Comparison {
+            run,
+            store_dir,
+            _out: out,
+        }
+    }
+
+    /// (entry, finished) of every run in the store.
+    fn stored(&self) -> Vec<(usize, bool)> {
+        stored_in(&self.store_dir)
+    }
+
+    /// Sends `signals` 200 ms apart, calling `between` after the first (a
+    /// frozen agent goes on there); then checks the ending: exit 130, the
+    /// hint to resume, `kept` in the store, nothing left. Returns the
+    /// run's TMPDIR.
+    fn interrupt(
+        self,
+        what: &str,
+        signals: &[i32],
+        between: impl FnOnce(),
+        kept: &[(usize, bool)],
+    ) -> tempfile::TempDir {
+        let mut between = Some(between);
+        for &sig in signals {
+            self.run.signal(sig);
+            std::thread::sleep(Duration::from_millis(200));
+            if let Some(f) = between.take() {
+                f();
+            }
+        }
+        let store_dir = self.store_dir.clone();
+        let (code, err, tmp) = self.run.end(Duration::from_secs(30));
+        assert_eq!(code, Some(130), "{what}: {err}");
+        assert!(err.contains("--resume"), "{what}: {err}");
+        assert_eq!(
+            stored_in(&store_dir),
+            kept,
+            "{what}: every finished result is kept, nothing else: {err}"
+        );
+        assert_nothing_left(tmp.path(), what);
+        tmp
+    }
+}
+
+fn stored_in(store_dir: &Path) -> Vec<(usize, bool)> {
+    virtperf::store::Store::open_read_only(store_dir)
+        .ok()
+        .and_then(|s| {
+            let id = s.latest().ok()??.id;
+            s.runs(id).ok()
+        })
+        .map(|runs| runs.iter().map(|r| (r.entry, r.doc.is_some())).collect())
+        .unwrap_or_default()
+}
+
+/// A comparison of two entries, a short one and a long one, on `baseline`.
+/// Waits for the first result in the store, sends `signals`, and checks the
+/// ending: exit 130, the first result still in the store, nothing left.
 fn compare_interrupted(baseline: &str, signals: &[i32]) {
-    let out = tempfile::tempdir().unwrap();
-    let suite = out.path().join("suite.toml");
-    std::fs::write(
-        &suite,
+    let cmp = Comparison::start(
+        baseline,
         "[[run]]\nworkload = \"cpu\"\ncpu_max_prime = 2000\nevents = 20\n\n\
          [[run]]\nworkload = \"cpu\"\ncpu_max_prime = 2000\ntime = 60\n",
-    )
-    .unwrap();
-    let store_dir = out.path().join("results");
-    let run = Run::start(&[
-        "compare",
-        "--suite",
-        suite.to_str().unwrap(),
-        "--baseline",
-        baseline,
-        "--env",
-        "host",
-        "--repeat",
-        "1",
-        "--out",
-        store_dir.to_str().unwrap(),
-    ]);
-    let stored = || -> Vec<(usize, bool)> {
-        virtperf::store::Store::open_read_only(&store_dir)
-            .ok()
-            .and_then(|s| {
-                let id = s.latest().ok()??.id;
-                s.runs(id).ok()
-            })
-            .map(|runs| runs.iter().map(|r| (r.entry, r.doc.is_some())).collect())
-            .unwrap_or_default()
-    };
+    );
     assert!(
-        wait_until(Duration::from_secs(180), || !stored().is_empty()),
+        wait_until(Duration::from_secs(180), || !cmp.stored().is_empty()),
         "{baseline}: no result stored"
     );
     // The second entry is running now.
     std::thread::sleep(Duration::from_millis(500));
-    for &sig in signals {
-        run.signal(sig);
-        std::thread::sleep(Duration::from_millis(200));
-    }
-    let (code, err, tmp) = run.end(Duration::from_secs(30));
-    assert_eq!(code, Some(130), "{baseline} {signals:?}: {err}");
-    assert!(err.contains("--resume"), "{err}");
-    assert_eq!(
-        stored(),
-        [(0, true)],
-        "{baseline} {signals:?}: the finished result is kept"
+    cmp.interrupt(
+        &format!("{baseline} {signals:?}"),
+        signals,
+        || {},
+        &[(0, true)],
     );
-    assert_nothing_left(tmp.path(), &format!("{baseline} {signals:?}"));
 }
 
 #[test]
@@ -744,4 +796,377 @@ fn an_agent_whose_host_is_gone_stops() {
     );
     assert!(sent.elapsed() < Duration::from_secs(10));
     assert_eq!(agent.wait().unwrap().code(), Some(130));
+}
+
+// Inside a workload's own prepare and cleanup: the fileio entry of a
+// comparison creates many small test files (each created and fsynced, so
+// its prepare lasts a while) and its cleanup removes them one by one. The
+// agent is frozen (SIGSTOP) the moment the phase is seen under way (its
+// first file, its first deletion through inotify), shown to be unfinished
+// there, the signals are sent, and it goes on (SIGCONT) after the first:
+// the signal lands inside the phase every time, not by luck of timing.
+
+/// Test files of the fileio entry.
+const PHASE_FILES: usize = 2000;
+
+/// A short cpu entry (its result must stay), then fileio over
+/// `PHASE_FILES` files (in `file_dir`, when given).
+fn phase_suite(file_dir: Option<&Path>) -> String {
+    let dir = file_dir
+        .map(|d| format!("file_dir = \"{}\"\n", d.display()))
+        .unwrap_or_default();
+    format!(
+        "[[run]]\nworkload = \"cpu\"\ncpu_max_prime = 2000\nevents = 20\n\n\
+         [[run]]\nworkload = \"fileio\"\nfile_num = {PHASE_FILES}\nfile_total_size = \"8M\"\n\
+         file_block_size = \"4K\"\nfile_test_mode = \"rndrd\"\ntime = 1\n{dir}"
+    )
+}
+
+#[derive(Clone, Copy, Debug)]
+enum Phase {
+    Prepare,
+    Cleanup,
+}
+
+fn test_files_in(dir: &Path) -> usize {
+    std::fs::read_dir(dir)
+        .map(|d| {
+            d.flatten()
+                .filter(|e| e.file_name().to_string_lossy().starts_with("test_file."))
+                .count()
+        })
+        .unwrap_or(0)
+}
+
+/// Processes whose parent is `pid`.
+fn children_of(pid: u32) -> Vec<i32> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(stat) = std::fs::read_to_string(e.path().join("stat")) else {
+            continue;
+        };
+        let ppid = stat
+            .rsplit_once(") ")
+            .and_then(|(_, r)| r.split_whitespace().nth(1))
+            .and_then(|p| p.parse::<u32>().ok());
+        if ppid == Some(pid) {
+            if let Ok(child) = e.file_name().to_string_lossy().parse() {
+                out.push(child);
+            }
+        }
+    }
+    out
+}
+
+/// A process stopped with SIGSTOP until dropped.
+struct Frozen(i32);
+
+impl Frozen {
+    fn new(pid: i32) -> Frozen {
+        // SAFETY: signalling a process of this test's run.
+        unsafe { libc::kill(pid, libc::SIGSTOP) };
+        // Stopped once its state says so.
+        let state = || {
+            std::fs::read_to_string(format!("/proc/{pid}/stat"))
+                .ok()
+                .and_then(|s| s.rsplit_once(") ").map(|(_, r)| r.starts_with('T')))
+                .unwrap_or(true)
+        };
+        assert!(
+            wait_until(Duration::from_secs(5), state),
+            "{pid} did not stop"
+        );
+        Frozen(pid)
+    }
+}
+
+impl Drop for Frozen {
+    fn drop(&mut self) {
+        // SAFETY: as above.
+        unsafe { libc::kill(self.0, libc::SIGCONT) };
+    }
+}
+
+/// Deletions of test files in a directory, seen through inotify: at once,
+/// where polling would miss a cleanup that removes thousands of files in
+/// milliseconds.
+struct Deletions(std::os::fd::OwnedFd);
+
+impl Deletions {
+    fn watch(dir: &Path) -> Deletions {
+        use std::os::fd::FromRawFd;
+        use std::os::unix::ffi::OsStrExt;
+        // SAFETY: plain syscalls; the fd is owned from here on.
+        let fd = unsafe { libc::inotify_init1(libc::IN_CLOEXEC) };
+        assert!(fd >= 0, "{}", std::io::Error::last_os_error());
+        let fd = unsafe { std::os::fd::OwnedFd::from_raw_fd(fd) };
+        let path = std::ffi::CString::new(dir.as_os_str().as_bytes()).unwrap();
+        use std::os::fd::AsRawFd;
+        // SAFETY: a NUL-terminated path.
+        let wd = unsafe { libc::inotify_add_watch(fd.as_raw_fd(), path.as_ptr(), libc::IN_DELETE) };
+        assert!(
+            wd >= 0,
+            "watching {}: {}",
+            dir.display(),
+            std::io::Error::last_os_error()
+        );
+        Deletions(fd)
+    }
+
+    /// Waits (at most `limit`) until a test file is deleted.
+    fn first(&self, limit: Duration) -> bool {
+        use std::os::fd::AsRawFd;
+        let until = Instant::now() + limit;
+        let mut buf = [0u8; 8192];
+        while let Some(left) = until.checked_duration_since(Instant::now()) {
+            let mut poll = libc::pollfd {
+                fd: self.0.as_raw_fd(),
+                events: libc::POLLIN,
+                revents: 0,
+            };
+            // SAFETY: one pollfd; a buffer of its own length.
+            let ready = unsafe { libc::poll(&mut poll, 1, left.as_millis().max(1) as i32) };
+            if ready <= 0 {
+                continue;
+            }
+            let n = unsafe { libc::read(self.0.as_raw_fd(), buf.as_mut_ptr().cast(), buf.len()) };
+            let mut at = 0;
+            // struct inotify_event: wd, mask, cookie, len, then the name.
+            while n > 0 && at + 16 <= n as usize {
+                let len = u32::from_ne_bytes(buf[at + 12..at + 16].try_into().unwrap()) as usize;
+                let name = &buf[at + 16..(at + 16 + len).min(n as usize)];
+                if name.starts_with(b"test_file.") {
+                    return true;
+                }
+                at += 16 + len;
+            }
+        }
+        false
+    }
+}
+
+/// Where the agent of a comparison works, seen from this machine: its pid
+/// and the directory of its test files.
+type Locate<'a> = &'a dyn Fn(&Comparison) -> Option<(i32, std::path::PathBuf)>;
+
+/// Starts the phase suite on `baseline`, lands `signals` inside the fileio
+/// entry's `phase` and checks the ending (exit 130, every finished result
+/// kept, nothing left in TMPDIR). Returns the comparison's pid.
+fn signal_in_phase(
+    baseline: &str,
+    file_dir: Option<&Path>,
+    phase: Phase,
+    signals: &[i32],
+    locate: Locate,
+) -> u32 {
+    let what = format!("{baseline}, {signals:?} in {phase:?}");
+    eprintln!("{what}");
+    let cmp = Comparison::start(baseline, &phase_suite(file_dir));
+    let pid = cmp.run.pid();
+    let mut found = None;
+    assert!(
+        wait_until(Duration::from_secs(180), || {
+            found = locate(&cmp).filter(|(_, dir)| dir.join("test_file.0").exists());
+            found.is_some()
+        }),
+        "{what}: the fileio prepare never began: {}",
+        cmp.run.stderr_so_far()
+    );
+    let (agent, dir) = found.unwrap();
+    let frozen = match phase {
+        Phase::Prepare => {
+            let frozen = Frozen::new(agent);
+            let last = dir.join(format!("test_file.{}", PHASE_FILES - 1));
+            assert!(
+                !last.exists(),
+                "{what}: the prepare ended before the agent was stopped"
+            );
+            frozen
+        }
+        Phase::Cleanup => {
+            let deletions = Deletions::watch(&dir);
+            assert!(
+                deletions.first(Duration::from_secs(120)),
+                "{what}: the cleanup never began: {}",
+                cmp.run.stderr_so_far()
+            );
+            let frozen = Frozen::new(agent);
+            let left = test_files_in(&dir);
+            assert!(
+                left > 0,
+                "{what}: the cleanup ended before the agent was stopped"
+            );
+            frozen
+        }
+    };
+    let kept: &[(usize, bool)] = match phase {
+        Phase::Prepare => &[(0, true)],
+        // The fileio measurement had finished.
+        Phase::Cleanup => &[(0, true), (1, true)],
+    };
+    cmp.interrupt(&what, signals, move || drop(frozen), kept);
+    if let Some(d) = file_dir {
+        assert_eq!(test_files_in(d), 0, "{what}: test files left in --file-dir");
+    }
+    pid
+}
+
+const EVERY_SIGNAL: &[(&str, &[i32])] = &[
+    ("SIGINT", &[libc::SIGINT]),
+    ("SIGINT twice", &[libc::SIGINT, libc::SIGINT]),
+    ("SIGTERM", &[libc::SIGTERM]),
+    ("SIGHUP", &[libc::SIGHUP]),
+];
+
+/// The host's agent and the directory it was given: a user's directory
+/// (`--file-dir`), which no environment's cleanup removes, so what is left
+/// there is the workload's own doing. A file of the user's there stays.
+fn host_phase(phase: Phase) {
+    for (_, signals) in EVERY_SIGNAL {
+        let user = tempfile::tempdir().unwrap();
+        std::fs::write(user.path().join("notes.txt"), "mine").unwrap();
+        let dir = user.path().to_path_buf();
+        let locate = |cmp: &Comparison| {
+            let agent = *children_of(cmp.run.pid()).first()?;
+            Some((agent, dir.clone()))
+        };
+        signal_in_phase("host", Some(user.path()), phase, signals, &locate);
+        assert_eq!(entries(user.path()), ["notes.txt"]);
+    }
+}
+
+#[test]
+fn host_signals_inside_a_workloads_prepare_leave_nothing() {
+    host_phase(Phase::Prepare);
+}
+
+#[test]
+fn host_signals_inside_a_workloads_cleanup_keep_its_result_and_leave_nothing() {
+    host_phase(Phase::Cleanup);
+}
+
+/// A container's agent (its init) and its volume, through /proc.
+fn engine_phase(cli: &str, phase: Phase) {
+    let _serial = ENGINE.lock().unwrap_or_else(|p| p.into_inner());
+    if !engine_ok(cli) {
+        return;
+    }
+    let spec = format!("{cli}:storage=volume");
+    for (_, signals) in EVERY_SIGNAL {
+        let seen = std::sync::Mutex::new(None);
+        let locate = |cmp: &Comparison| {
+            let mut seen = seen.lock().unwrap();
+            if seen.is_none() {
+                let (container, volumes) = running_container(cli, cmp.run.pid())?;
+                let init: i32 = engine(cli, &["inspect", "--format", "{{.State.Pid}}", &container])
+                    .trim()
+                    .parse()
+                    .ok()
+                    .filter(|&p| p > 0)?;
+                *seen = Some((container, volumes, init));
+            }
+            let init = seen.as_ref()?.2;
+            Some((init, format!("/proc/{init}/root/work").into()))
+        };
+        let pid = signal_in_phase(&spec, None, phase, signals, &locate);
+        let (container, volumes, _) = seen.into_inner().unwrap().unwrap();
+        assert_container_gone(
+            cli,
+            &format!("{cli}, {signals:?} in {phase:?}"),
+            &container,
+            &volumes,
+            Duration::from_secs(15),
+        );
+        assert!(containers_of(cli, pid, false).is_empty());
+    }
+}
+
+#[test]
+fn docker_signals_inside_a_workloads_prepare_leave_nothing() {
+    engine_phase("docker", Phase::Prepare);
+}
+
+#[test]
+fn docker_signals_inside_a_workloads_cleanup_keep_its_result_and_leave_nothing() {
+    engine_phase("docker", Phase::Cleanup);
+}
+
+#[test]
+fn podman_signals_inside_a_workloads_prepare_leave_nothing() {
+    engine_phase("podman", Phase::Prepare);
+}
+
+#[test]
+fn podman_signals_inside_a_workloads_cleanup_keep_its_result_and_leave_nothing() {
+    engine_phase("podman", Phase::Cleanup);
+}
+
+/// Bytes allocated to a file (a sparse disk image grows as a guest writes).
+fn allocated(path: &Path) -> u64 {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::metadata(path)
+        .map(|m| m.blocks() * 512)
+        .unwrap_or(0)
+}
+
+/// QEMU: the guest's fileio prepare writes its files to the VM's scratch
+/// disk, a sparse image on this machine, which grows as the files reach it
+/// (each is fsynced). The VM is frozen once a quarter of the data is there
+/// and shown to be short of all of it, so the signal lands inside the
+/// prepare. One boot per case: SIGINT once and twice.
+#[test]
+fn qemu_signals_inside_a_workloads_prepare_leave_nothing() {
+    if !qemu_ok() {
+        return;
+    }
+    const MIB: u64 = 1 << 20;
+    let data = 192 * MIB;
+    let suite = format!(
+        "[[run]]\nworkload = \"cpu\"\ncpu_max_prime = 2000\nevents = 20\n\n\
+         [[run]]\nworkload = \"fileio\"\nfile_num = 48\nfile_total_size = \"{}M\"\n\
+         file_test_mode = \"rndrd\"\ntime = 1\n",
+        data / MIB
+    );
+    let spec = "qemu:accel=tcg,smp=1,memory=256m,disk=320m,net=none";
+    for signals in [&[libc::SIGINT][..], &[libc::SIGINT, libc::SIGINT]] {
+        let what = format!("qemu, {signals:?} in the prepare");
+        eprintln!("{what}");
+        let cmp = Comparison::start(spec, &suite);
+        let tmp = cmp.run.tmp.path().to_path_buf();
+        let image = || {
+            entries(&tmp)
+                .into_iter()
+                .find(|n| n.starts_with("virtperf-qemu-"))
+                .map(|d| tmp.join(d).join("scratch-0.img"))
+        };
+        // The image as made (mkfs writes little), before the guest writes.
+        assert!(
+            wait_until(Duration::from_secs(60), || image()
+                .is_some_and(|i| i.exists())),
+            "{what}: no scratch disk"
+        );
+        let disk = image().unwrap();
+        // The journal and the inode tables a guest fills lazily stay far
+        // below a quarter of the data.
+        let start = allocated(&disk);
+        assert!(
+            wait_until(Duration::from_secs(180), || {
+                allocated(&disk) >= start + data / 4
+            }),
+            "{what}: the prepare never wrote its files"
+        );
+        let vm: i32 = processes_with(&tmp.display().to_string())
+            .iter()
+            .find(|stat| stat.contains("(qemu-system-x86"))
+            .and_then(|stat| stat.split_whitespace().next()?.parse().ok())
+            .expect("the VM runs");
+        let frozen = Frozen::new(vm);
+        let now = allocated(&disk);
+        assert!(
+            now < start + data,
+            "{what}: the prepare ended before the VM was stopped ({now} bytes on the disk)"
+        );
+        assert_eq!(cmp.stored(), [(0, true)], "{what}");
+        cmp.interrupt(&what, signals, move || drop(frozen), &[(0, true)]);
+    }
 }

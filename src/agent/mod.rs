@@ -81,32 +81,37 @@ pub fn hello() -> Message {
     }
 }
 
-/// Runs one job: with prepare and cleanup around it for workloads that have
-/// them, in the plan's work directory unless the job names one.
-fn run_one(plan: &Plan, wire: &JobWire) -> Result<ResultDoc> {
-    let job = Job::from_wire(wire)?.with_workdir(&plan.workdir)?;
-    // The host shows its own progress: prepare and cleanup chatter would
-    // break its line, and stdout carries the protocol.
-    let quiet = Arc::new(Silent);
-    let execute = |command| {
-        workload::execute(
-            &job.with_command(command),
-            &plan.env_name,
-            &plan.env_kind,
-            quiet.clone(),
-        )
+/// Runs one job's prepare (for workloads that have one) and its run, in
+/// the plan's work directory unless the job names one; the job to clean up
+/// afterwards, when its prepare ran.
+fn run_one(plan: &Plan, wire: &JobWire) -> (Result<ResultDoc>, Option<Job>) {
+    let job = match Job::from_wire(wire).and_then(|j| j.with_workdir(&plan.workdir)) {
+        Ok(job) => job,
+        Err(e) => return (Err(e.into()), None),
     };
-    let prepared = job.def.needs.prepare;
-    if prepared {
-        execute(Command::Prepare)?;
+    if job.def.needs.prepare {
+        if let Err(e) = execute_here(plan, &job, Command::Prepare) {
+            return (Err(e), None);
+        }
     }
-    let result = execute(Command::Run);
-    if prepared {
-        let _ = execute(Command::Cleanup);
-    }
-    result?
-        .map(|e| e.doc)
-        .ok_or_else(|| anyhow!("the run produced no result"))
+    let result = execute_here(plan, &job, Command::Run).and_then(|done| {
+        done.map(|e| e.doc)
+            .ok_or_else(|| anyhow!("the run produced no result"))
+    });
+    let prepared = job.def.needs.prepare.then_some(job);
+    (result, prepared)
+}
+
+/// One command of a job, quietly: the host shows its own progress
+/// (prepare and cleanup chatter would break its line), and stdout carries
+/// the protocol.
+fn execute_here(plan: &Plan, job: &Job, command: Command) -> Result<Option<workload::Executed>> {
+    workload::execute(
+        &job.with_command(command),
+        &plan.env_name,
+        &plan.env_kind,
+        Arc::new(Silent),
+    )
 }
 
 /// Serves a job's network peer here: starts its server on the address the
@@ -241,12 +246,21 @@ fn run_plan(plan: &Plan, host: &mut dyn HostLines, out: &mut impl Write) -> Resu
                 .network
                 .is_some_and(|peer| peer.server_inside(&j.values))
         });
-        let outcome = match served {
-            Some(j) => serve_peer(plan, index, &j, host, out),
+        let (outcome, prepared) = match served {
+            Some(j) => (serve_peer(plan, index, &j, host, out), None),
             None => run_one(plan, job),
+        };
+        // The cleanup runs after the result is sent: a stop while it
+        // deletes test files loses no finished measurement. It runs after a
+        // stop too.
+        let cleanup = || {
+            if let Some(job) = &prepared {
+                let _ = execute_here(plan, job, Command::Cleanup);
+            }
         };
         // A job cut short by a stop is no result.
         if crate::core::signals::interrupted() {
+            cleanup();
             return Err(crate::core::signals::Interrupted.into());
         }
         let msg = match outcome {
@@ -259,7 +273,9 @@ fn run_plan(plan: &Plan, host: &mut dyn HostLines, out: &mut impl Write) -> Resu
                 message: format!("{e:#}"),
             },
         };
-        send(out, &msg)?;
+        let sent = send(out, &msg);
+        cleanup();
+        sent?;
     }
     send(out, &Message::Done)
 }

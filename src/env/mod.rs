@@ -387,7 +387,7 @@ impl Session {
         let until = Instant::now() + deadline;
         loop {
             if signals::interrupted() {
-                return Err(signals::Interrupted.into());
+                return self.received_before_the_stop();
             }
             let left = until.saturating_duration_since(Instant::now());
             if left.is_zero() {
@@ -427,6 +427,24 @@ impl Session {
                 Err(RecvTimeoutError::Timeout) => {}
             }
         }
+    }
+
+    /// After a stop: a result or an error the agent had already sent (the
+    /// reader holds it, the signal came first) is still taken, so no
+    /// finished measurement is lost; then `Interrupted`. Only what has
+    /// arrived is looked at, a bounded number of lines.
+    fn received_before_the_stop(&mut self) -> Result<Message> {
+        for _ in 0..=QUEUED_LINES {
+            let Ok(Line::Text(text)) = self.lines.try_recv() else {
+                break;
+            };
+            match message_in(&text) {
+                Ok(Some(msg @ (Message::Result { .. } | Message::Error { .. }))) => return Ok(msg),
+                Ok(None) => {}
+                _ => break,
+            }
+        }
+        Err(signals::Interrupted.into())
     }
 
     /// The end of the process's stderr and of its console log, if kept, for
@@ -750,7 +768,12 @@ pub fn run_with(
             on_result(i, results[i].len(), &outcome);
             results[i].push(outcome);
         }
-        match s.next(Duration::from_secs(30))? {
+        // The last job's cleanup comes before "done".
+        let cleanup = jobs
+            .last()
+            .filter(|j| j.def.needs.prepare)
+            .map_or(Duration::from_secs(30), |j| env.job_deadline(j));
+        match s.next(cleanup)? {
             Message::Done => {}
             other => bail!(
                 "{}: expected done, got {}",
