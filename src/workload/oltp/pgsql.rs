@@ -5,8 +5,8 @@
 //! sysbench.
 //!
 //! Statements are prepared once per connection (Parse) and run by name
-//! (Bind, Execute, Sync) with their parameters as text, as sysbench's
-//! `PQexecPrepared` sends them; with `--db-ps-mode=disable` they go as text
+//! (Bind, Describe, Execute, Sync) with their parameters as text, as
+//! sysbench's `PQexecPrepared` sends them; with `--db-ps-mode=disable` they go as text
 //! queries with the values inlined.
 
 use std::collections::HashMap;
@@ -353,6 +353,10 @@ impl Conn for Pg {
             &mut self.output,
         )
         .map_err(|_| lost(broken("a parameter could not be encoded")))?;
+        // Describe as libpq's PQexecPrepared sends it: the same messages
+        // reach the server as from sysbench (the row description it answers
+        // with is not needed here).
+        frontend::describe(b'P', "", &mut self.output).map_err(lost)?;
         frontend::execute("", 0, &mut self.output).map_err(lost)?;
         frontend::sync(&mut self.output);
         self.round_trip()?.result()
