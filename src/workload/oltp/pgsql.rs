@@ -261,12 +261,10 @@ impl Pg {
                         .and_then(|n| n.parse().ok())
                         .unwrap_or(0);
                 }
-                Message::ErrorResponse(body) => {
-                    // The first error is the one that counts; the server
-                    // skips the rest of the request up to Sync.
-                    if out.error.is_none() {
-                        out.error = Some(server_error(&body));
-                    }
+                // The first error is the one that counts; the server skips
+                // the rest of the request up to Sync.
+                Message::ErrorResponse(body) if out.error.is_none() => {
+                    out.error = Some(server_error(&body));
                 }
                 Message::ReadyForQuery(_) => return Ok(out),
                 _ => {}
