@@ -537,11 +537,16 @@ fn qemu_ok() -> bool {
 /// A small TCG guest: one vCPU, a small disk, no NIC (boots in seconds).
 const QEMU: &str = "qemu:accel=tcg,smp=1,memory=256m,disk=64m,net=none";
 
-/// Processes named `comm` among those whose environment holds `marker`.
-fn qemu_running(tmp: &Path) -> bool {
+/// The pid of the VM of the run whose TMPDIR is `tmp`.
+fn vm_of(tmp: &Path) -> Option<i32> {
     processes_with(&tmp.display().to_string())
         .iter()
-        .any(|stat| stat.contains("(qemu-system-x86"))
+        .find(|stat| stat.contains("(qemu-system-x86"))
+        .and_then(|stat| stat.split_whitespace().next()?.parse().ok())
+}
+
+fn qemu_running(tmp: &Path) -> bool {
+    vm_of(tmp).is_some()
 }
 
 /// A comparison on `baseline` (and `--env host`, which never starts: the
@@ -809,15 +814,15 @@ fn an_agent_whose_host_is_gone_stops() {
 /// Test files of the fileio entry.
 const PHASE_FILES: usize = 2000;
 
-/// A short cpu entry (its result must stay), then fileio over
-/// `PHASE_FILES` files (in `file_dir`, when given).
-fn phase_suite(file_dir: Option<&Path>) -> String {
+/// A short cpu entry (its result must stay), then fileio over `files`
+/// files (in `file_dir`, when given).
+fn phase_suite(file_dir: Option<&Path>, files: usize) -> String {
     let dir = file_dir
         .map(|d| format!("file_dir = \"{}\"\n", d.display()))
         .unwrap_or_default();
     format!(
         "[[run]]\nworkload = \"cpu\"\ncpu_max_prime = 2000\nevents = 20\n\n\
-         [[run]]\nworkload = \"fileio\"\nfile_num = {PHASE_FILES}\nfile_total_size = \"8M\"\n\
+         [[run]]\nworkload = \"fileio\"\nfile_num = {files}\nfile_total_size = \"8M\"\n\
          file_block_size = \"4K\"\nfile_test_mode = \"rndrd\"\ntime = 1\n{dir}"
     )
 }
@@ -961,7 +966,7 @@ fn signal_in_phase(
 ) -> u32 {
     let what = format!("{baseline}, {signals:?} in {phase:?}");
     eprintln!("{what}");
-    let cmp = Comparison::start(baseline, &phase_suite(file_dir));
+    let cmp = Comparison::start(baseline, &phase_suite(file_dir, PHASE_FILES));
     let pid = cmp.run.pid();
     let mut found = None;
     assert!(
@@ -1113,7 +1118,7 @@ fn allocated(path: &Path) -> u64 {
 /// disk, a sparse image on this machine, which grows as the files reach it
 /// (each is fsynced). The VM is frozen once a quarter of the data is there
 /// and shown to be short of all of it, so the signal lands inside the
-/// prepare. One boot per case: SIGINT once and twice.
+/// prepare. One boot per case: every signal.
 #[test]
 fn qemu_signals_inside_a_workloads_prepare_leave_nothing() {
     if !qemu_ok() {
@@ -1128,7 +1133,7 @@ fn qemu_signals_inside_a_workloads_prepare_leave_nothing() {
         data / MIB
     );
     let spec = "qemu:accel=tcg,smp=1,memory=256m,disk=320m,net=none";
-    for signals in [&[libc::SIGINT][..], &[libc::SIGINT, libc::SIGINT]] {
+    for (_, signals) in EVERY_SIGNAL {
         let what = format!("qemu, {signals:?} in the prepare");
         eprintln!("{what}");
         let cmp = Comparison::start(spec, &suite);
@@ -1155,11 +1160,7 @@ fn qemu_signals_inside_a_workloads_prepare_leave_nothing() {
             }),
             "{what}: the prepare never wrote its files"
         );
-        let vm: i32 = processes_with(&tmp.display().to_string())
-            .iter()
-            .find(|stat| stat.contains("(qemu-system-x86"))
-            .and_then(|stat| stat.split_whitespace().next()?.parse().ok())
-            .expect("the VM runs");
+        let vm = vm_of(&tmp).expect("the VM runs");
         let frozen = Frozen::new(vm);
         let now = allocated(&disk);
         assert!(
@@ -1168,5 +1169,78 @@ fn qemu_signals_inside_a_workloads_prepare_leave_nothing() {
         );
         assert_eq!(cmp.stored(), [(0, true)], "{what}");
         cmp.interrupt(&what, signals, move || drop(frozen), &[(0, true)]);
+    }
+}
+
+/// Test files in a guest: its agent may open 1024 files, and the fileio
+/// run opens them all.
+const GUEST_FILES: usize = 1000;
+
+/// Whether `holder` still holds the other end of the pipe on `pid`'s stdin.
+fn holds_stdin_of(holder: u32, pid: i32) -> bool {
+    let Ok(pipe) = std::fs::read_link(format!("/proc/{pid}/fd/0")) else {
+        return false;
+    };
+    std::fs::read_dir(format!("/proc/{holder}/fd"))
+        .into_iter()
+        .flatten()
+        .flatten()
+        .any(|fd| std::fs::read_link(fd.path()).is_ok_and(|l| l == pipe))
+}
+
+/// QEMU: the guest's agent sends the fileio result before that job's
+/// cleanup and "done" after it, so from the moment the result is in the
+/// store until "done" the guest deletes its `PHASE_FILES` test files. The
+/// VM is frozen as soon as the result is seen (the VM's pid found
+/// beforehand, the store polled every 5 ms) and shown to be short of
+/// "done": half a second later virtperf still holds the VM's stdin, which
+/// it closes the moment "done" arrives. The signals land inside the
+/// guest's cleanup; the fileio result stays. One boot per signal.
+#[test]
+fn qemu_signals_inside_a_workloads_cleanup_keep_its_result_and_leave_nothing() {
+    if !qemu_ok() {
+        return;
+    }
+    // Larger files make a longer cleanup: from the result's arrival to
+    // "done", about 0.3 s under TCG, against 0.2 s for 8 KiB files.
+    let spec = "qemu:accel=tcg,smp=1,memory=256m,disk=320m,net=none";
+    let suite = phase_suite(None, GUEST_FILES).replace("\"8M\"", "\"160M\"");
+    let both = [(0, true), (1, true)];
+    for (_, signals) in EVERY_SIGNAL {
+        let what = format!("qemu, {signals:?} in the cleanup");
+        eprintln!("{what}");
+        let started = Instant::now();
+        let cmp = Comparison::start(spec, &suite);
+        let tmp = cmp.run.tmp.path().to_path_buf();
+        let mut vm = None;
+        assert!(
+            wait_until(Duration::from_secs(60), || {
+                vm = vm_of(&tmp);
+                vm.is_some()
+            }),
+            "{what}: no VM: {}",
+            cmp.run.stderr_so_far()
+        );
+        let vm = vm.unwrap();
+        let until = Instant::now() + Duration::from_secs(300);
+        while cmp.stored().len() < both.len() && Instant::now() < until {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        let frozen = Frozen::new(vm);
+        let seen = started.elapsed();
+        assert_eq!(
+            cmp.stored(),
+            both,
+            "{what}: the fileio result never arrived: {}",
+            cmp.run.stderr_so_far()
+        );
+        std::thread::sleep(Duration::from_millis(500));
+        assert!(
+            holds_stdin_of(cmp.run.pid(), vm),
+            "{what}: the cleanup ended (virtperf had 'done') before the VM was stopped: {}",
+            cmp.run.stderr_so_far()
+        );
+        eprintln!("{what}: frozen in the cleanup {seen:?} after the start");
+        cmp.interrupt(&what, signals, move || drop(frozen), &both);
     }
 }
