@@ -324,7 +324,8 @@ fn tcp_send(p: &Params, mut s: TcpStream, barrier: &Barrier) -> Result<StreamRes
 /// TCP_MAERTS: count what the server sends until it closes, then
 /// acknowledge (which ends the server's clock).
 fn tcp_receive(_p: &Params, mut s: TcpStream, barrier: &Barrier) -> Result<StreamResult> {
-    let mut buf = vec![0u8; 256 << 10];
+    sock::set_receive_lowat(s.as_raw_fd(), sock::STREAM_READ)?;
+    let mut buf = vec![0u8; sock::STREAM_READ];
     let mut r = StreamResult::default();
     barrier.wait();
     let start = Instant::now();

@@ -343,7 +343,8 @@ fn serve_data(
     )?;
     match dir {
         Direction::ToServer => {
-            let mut buf = vec![0u8; (h.send_size as usize).clamp(64 << 10, 4 << 20)];
+            sock::set_receive_lowat(s.as_raw_fd(), sock::STREAM_READ)?;
+            let mut buf = vec![0u8; (h.send_size as usize).clamp(sock::STREAM_READ, 4 << 20)];
             let mut total = 0u64;
             let mut idle_since = Instant::now();
             loop {

@@ -1,7 +1,8 @@
 //! Socket details std does not expose: buffer sizes set before connecting
 //! (so the window scale follows them), a connect with a deadline, the
-//! kernel's default send buffer (netperf's default send size), TCP_INFO's
-//! retransmission count, and whole-system CPU busy time.
+//! kernel's default send buffer (netperf's default send size), a stream
+//! receiver's wake-up threshold, TCP_INFO's retransmission count, and
+//! whole-system CPU busy time.
 
 use std::io;
 use std::mem::size_of;
@@ -204,6 +205,45 @@ pub fn send_buffer(udp: bool, b: Buffers) -> io::Result<u64> {
     result
 }
 
+/// How a stream test's receiver reads: in chunks of this size, woken only
+/// once this much has arrived (or the sender closed, or the window is
+/// nearly shut). On loopback the sender's CPU is the bottleneck and every
+/// wake-up of a sleeping receiver is an inter-processor interrupt sent from
+/// it (expensive in a VM); waking per 256 KiB instead of per segment halves
+/// those and leaves the bytes counted and the sender's clock as they were.
+pub const STREAM_READ: usize = 256 << 10;
+
+/// Sets a TCP receiver's SO_RCVLOWAT: a blocked read or poll wakes once
+/// `bytes` are queued (the kernel caps it at half a fixed receive buffer,
+/// and still wakes at the end of the stream, when the window closes or
+/// when receive memory runs short). Kernels before 5.7 lack that last
+/// wake-up and can stall a reader on fat buffers, so there it is left at
+/// the default (one byte).
+pub fn set_receive_lowat(fd: RawFd, bytes: usize) -> io::Result<()> {
+    let release = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default();
+    if !lowat_is_safe(&release) {
+        return Ok(());
+    }
+    setsockopt_int(
+        fd,
+        libc::SOL_SOCKET,
+        libc::SO_RCVLOWAT,
+        bytes.min(i32::MAX as usize) as i32,
+    )
+}
+
+/// Whether a kernel release (`uname -r`) wakes SO_RCVLOWAT readers under
+/// memory pressure (Linux 5.7 and later).
+fn lowat_is_safe(release: &str) -> bool {
+    let mut parts = release
+        .trim()
+        .split(|c: char| !c.is_ascii_digit())
+        .map(|n| n.parse::<u32>().unwrap_or(0));
+    let major = parts.next().unwrap_or(0);
+    let minor = parts.next().unwrap_or(0);
+    (major, minor) >= (5, 7)
+}
+
 /// SO_SNDBUF and SO_RCVBUF of a socket, as the kernel reports them.
 pub fn buffer_sizes(fd: RawFd) -> (u64, u64) {
     (
@@ -285,6 +325,31 @@ mod tests {
         )
         .unwrap();
         assert_eq!(set, 131072);
+    }
+
+    #[test]
+    fn the_receive_threshold_is_set_only_on_kernels_that_wake_under_pressure() {
+        assert!(lowat_is_safe("6.18.44-fc-v595"));
+        assert!(lowat_is_safe("5.7.0"));
+        assert!(lowat_is_safe("10.0"));
+        assert!(!lowat_is_safe("5.6.19"));
+        assert!(!lowat_is_safe("4.19.0-27-amd64"));
+        assert!(!lowat_is_safe("3.10.0-1160.el7.x86_64"));
+        assert!(!lowat_is_safe(""));
+        // Where it is set, the kernel reports it back.
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let s = TcpStream::connect(l.local_addr().unwrap()).unwrap();
+        set_receive_lowat(s.as_raw_fd(), STREAM_READ).unwrap();
+        let release = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap();
+        let want = if lowat_is_safe(&release) {
+            STREAM_READ
+        } else {
+            1
+        };
+        assert_eq!(
+            getsockopt_int(s.as_raw_fd(), libc::SOL_SOCKET, libc::SO_RCVLOWAT).unwrap(),
+            want as u64
+        );
     }
 
     #[test]
