@@ -14,8 +14,10 @@ use crate::core::observer::Silent;
 use crate::core::result::ResultDoc;
 use crate::workload::{self, Command, Job, JobWire};
 
-/// Bumped whenever the plan or message format changes.
-pub const PROTOCOL: u32 = 2;
+/// Bumped whenever the plan or message format changes (3: `Serving` and
+/// the host's `Served` answer, so an agent and a host from either side of
+/// that change refuse each other by version instead of misreading a line).
+pub const PROTOCOL: u32 = 3;
 
 /// What the host asks an agent to do.
 #[derive(Debug, Clone, Serialize, Deserialize)]
