@@ -620,6 +620,72 @@ fn ssh_target_in_a_namespace_runs_the_agent_and_is_cleaned() {
 }
 
 #[test]
+fn net_through_ssh_runs_both_ways_and_records_the_ssh_path() {
+    let _serial = serial();
+    let Some(host) = SshHost::start() else {
+        return;
+    };
+    let spec = host.spec();
+    // The host's address on the namespace's link (the /30's other end).
+    let host_ip = format!("{}.1", host.addr.rsplit_once('.').unwrap().0);
+    let run = |args: &[&str]| -> Value {
+        let out = virtperf()
+            .args(["net", "--time=0.5", "--json", "--env", &spec])
+            .args(args)
+            .timeout(std::time::Duration::from_secs(120))
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        serde_json::from_slice(&out.stdout).unwrap()
+    };
+    // By default the client runs on the ssh host and dials a server this
+    // host starts on its address facing it.
+    for (test, headline) in [
+        ("tcp_rr", "tcp_rr_trans_per_sec"),
+        ("udp_rr", "udp_rr_trans_per_sec"),
+        ("tcp_stream", "tcp_stream_mbit_per_sec"),
+    ] {
+        let doc = run(&[&format!("--net-test={test}")]);
+        assert_eq!(doc["env"]["kind"], "ssh", "{doc}");
+        assert_eq!(
+            doc["env"]["net_path"],
+            format!("ssh ({} to {host_ip})", host.addr),
+            "{doc}"
+        );
+        let server = doc["details"]["server"].as_str().unwrap();
+        assert!(server.starts_with(&format!("{host_ip}:")), "{server}");
+        assert!(metric(&doc, headline) > 0.0, "{test}: {doc}");
+    }
+    // With --net-server=env the server runs on the ssh host, on its own
+    // address, and this host's client dials it (TCP and UDP).
+    for (test, headline) in [
+        ("tcp_rr", "tcp_rr_trans_per_sec"),
+        ("udp_rr", "udp_rr_trans_per_sec"),
+    ] {
+        let doc = run(&[&format!("--net-test={test}"), "--net-server=env"]);
+        assert_eq!(doc["env"]["name"], "sshbox", "{doc}");
+        assert_eq!(
+            doc["env"]["net_path"],
+            format!("ssh ({host_ip} to {})", host.addr),
+            "{doc}"
+        );
+        assert_eq!(doc["details"]["server"], format!("{}:12866", host.addr));
+        assert!(metric(&doc, headline) > 0.0, "{test}: {doc}");
+    }
+    // Nothing of the sessions is left on the remote side.
+    let left: Vec<_> = std::fs::read_dir("/tmp")
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .filter(|e| e.file_name().to_string_lossy().starts_with("virtperf."))
+        .collect();
+    assert!(left.is_empty(), "{left:?}");
+}
+
+#[test]
 fn ssh_command_that_never_ends_is_stopped_within_its_timeout() {
     // Issue 14, item 9: ssh commands had no timeout beyond connecting. Here
     // the connection works and every remote command hangs (it writes a dot
