@@ -777,11 +777,7 @@ impl Tmpfs {
     }
 
     fn entries(&self) -> Vec<String> {
-        std::fs::read_dir(self.0.path())
-            .unwrap()
-            .flatten()
-            .map(|e| e.file_name().to_string_lossy().into_owned())
-            .collect()
+        common::entries(self.0.path())
     }
 }
 
@@ -848,13 +844,7 @@ fn ssh_an_interrupted_upload_leaves_no_remote_directory() {
     let Some(host) = SshHost::start_with(None, &[("TMPDIR", &tmp), ("PATH", &path)]) else {
         return;
     };
-    let left = || -> Vec<String> {
-        std::fs::read_dir(remote_tmp.path())
-            .unwrap()
-            .flatten()
-            .map(|e| e.file_name().to_string_lossy().into_owned())
-            .collect()
-    };
+    let left = || common::entries(remote_tmp.path());
     for sig in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
         let child = Std::new(assert_cmd::cargo::cargo_bin("virtperf"))
             .args(["cpu", "--time=0.2", "--env", &host.spec()])

@@ -16,7 +16,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 mod common;
-use common::skip;
+use common::{entries, skip};
 
 fn wait_until(limit: Duration, mut ready: impl FnMut() -> bool) -> bool {
     let until = Instant::now() + limit;
@@ -27,14 +27,6 @@ fn wait_until(limit: Duration, mut ready: impl FnMut() -> bool) -> bool {
         std::thread::sleep(Duration::from_millis(50));
     }
     false
-}
-
-fn entries(dir: &Path) -> Vec<String> {
-    std::fs::read_dir(dir)
-        .unwrap()
-        .flatten()
-        .map(|e| e.file_name().to_string_lossy().into_owned())
-        .collect()
 }
 
 /// Processes whose command line mentions `marker` (our private TMPDIR).

@@ -5,6 +5,15 @@
 use assert_cmd::Command;
 use serde_json::Value;
 
+/// The names in a directory.
+pub fn entries(dir: &std::path::Path) -> Vec<String> {
+    std::fs::read_dir(dir)
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect()
+}
+
 /// The virtperf binary under test.
 pub fn virtperf() -> Command {
     Command::cargo_bin("virtperf").expect("binary built")
