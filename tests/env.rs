@@ -635,12 +635,7 @@ fn net_through_ssh_runs_both_ways_and_records_the_ssh_path() {
             .timeout(std::time::Duration::from_secs(120))
             .output()
             .unwrap();
-        assert!(
-            out.status.success(),
-            "{args:?}: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        serde_json::from_slice(&out.stdout).unwrap()
+        common::json_of(&out, &format!("{args:?}"))
     };
     // By default the client runs on the ssh host and dials a server this
     // host starts on its address facing it.

@@ -185,12 +185,7 @@ impl Path {
             .arg("--json")
             .output()
             .unwrap();
-        assert!(
-            out.status.success(),
-            "{args:?}: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        serde_json::from_slice(&out.stdout).unwrap()
+        common::json_of(&out, &format!("{args:?}"))
     }
 
     /// Adds a root qdisc; the error is tc's message (e.g. the kernel lacks it).

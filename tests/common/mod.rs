@@ -14,6 +14,17 @@ pub fn entries(dir: &std::path::Path) -> Vec<String> {
         .collect()
 }
 
+/// The JSON document a successful command printed; a failure shows `what`
+/// and the command's stderr.
+pub fn json_of(out: &std::process::Output, what: &str) -> Value {
+    assert!(
+        out.status.success(),
+        "{what}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
 /// The virtperf binary under test.
 pub fn virtperf() -> Command {
     Command::cargo_bin("virtperf").expect("binary built")
