@@ -4,10 +4,11 @@
 //! async runtime: one `send` and one `recv` per statement, as libpq does for
 //! sysbench.
 //!
-//! Statements are prepared once per connection (Parse) and run by name
-//! (Bind, Describe, Execute, Sync) with their parameters as text, as
-//! sysbench's `PQexecPrepared` sends them; with `--db-ps-mode=disable` they go as text
-//! queries with the values inlined.
+//! Statements (BEGIN and COMMIT included) are prepared once per connection
+//! (Parse, integers declared int8 and strings varchar) and run by name
+//! (Bind, Describe, Execute, Sync) with their parameters as text and binary
+//! results, the messages sysbench's `PQexecPrepared` sends; with
+//! `--db-ps-mode=disable` they go as text queries with the values inlined.
 
 use std::collections::HashMap;
 use std::io::{self, Read, Write};
@@ -37,6 +38,12 @@ const MAX_MESSAGE: usize = 64 << 20;
 /// deadlock, serialization failure, and a duplicate key (a concurrent
 /// delete/insert of the same id).
 const RETRY: [&str; 3] = ["40P01", "40001", "23505"];
+
+/// The parameter types sysbench declares (pg_type OIDs) and the binary
+/// format code it asks results in.
+const INT8: u32 = 20;
+const VARCHAR: u32 = 1043;
+const BINARY: i16 = 1;
 
 pub struct Pg {
     stream: TcpStream,
@@ -272,14 +279,19 @@ impl Pg {
         }
     }
 
-    /// The name of `sql`'s prepared statement, preparing it on first use.
-    fn statement(&mut self, sql: &str) -> Result<String, DbError> {
+    /// The name of `sql`'s prepared statement, preparing it on first use
+    /// with its parameters' types as sysbench declares them: integers as
+    /// int8, strings as varchar.
+    fn statement(&mut self, sql: &str, params: &[Param]) -> Result<String, DbError> {
         if let Some(name) = self.statements.get(sql) {
             return Ok(name.clone());
         }
         let name = format!("s{}", self.statements.len());
-        frontend::parse(&name, &numbered(sql), std::iter::empty(), &mut self.output)
-            .map_err(lost)?;
+        let types = params.iter().map(|p| match p {
+            Param::Int(_) => INT8,
+            Param::Text(_) => VARCHAR,
+        });
+        frontend::parse(&name, &numbered(sql), types, &mut self.output).map_err(lost)?;
         frontend::sync(&mut self.output);
         self.round_trip()?.result()?;
         self.statements.insert(sql.to_string(), name.clone());
@@ -326,9 +338,9 @@ impl Conn for Pg {
         if !self.prepared {
             return self.simple(&inline(sql, params));
         }
-        let name = self.statement(sql)?;
-        // Every parameter in text format and text results, as sysbench's
-        // PQexecPrepared: the server converts, no types travel.
+        let name = self.statement(sql, params)?;
+        // Every parameter in text format and every result column in binary,
+        // as sysbench's PQexecPrepared asks for them.
         let mut text = String::new();
         frontend::bind(
             "",
@@ -347,7 +359,7 @@ impl Conn for Pg {
                 }
                 Ok(IsNull::No)
             },
-            std::iter::empty(),
+            [BINARY],
             &mut self.output,
         )
         .map_err(|_| lost(broken("a parameter could not be encoded")))?;
@@ -362,6 +374,16 @@ impl Conn for Pg {
 
     fn batch(&mut self, sql: &str) -> Result<(), DbError> {
         self.simple(sql).map(|_| ())
+    }
+
+    /// BEGIN and COMMIT are prepared statements too, as sysbench's
+    /// `con:prepare("BEGIN")`; ROLLBACK after an error goes as a query.
+    fn begin(&mut self, _write: bool) -> Result<(), DbError> {
+        self.exec("BEGIN", &[]).map(|_| ())
+    }
+
+    fn commit(&mut self) -> Result<(), DbError> {
+        self.exec("COMMIT", &[]).map(|_| ())
     }
 
     fn table_exists(&mut self, name: &str) -> Result<bool, DbError> {
@@ -454,5 +476,125 @@ mod tests {
         assert!(err.is_some());
         assert!(start.elapsed() < CONNECT_TIMEOUT + Duration::from_secs(1));
         hold.join().unwrap();
+    }
+
+    /// The messages a client sent: type byte and body.
+    type Sent = Vec<(u8, Vec<u8>)>;
+
+    /// A server that logs in anyone, answers every extended-protocol step
+    /// and records what the client sent, up to its Terminate.
+    fn recording_server() -> (u16, std::thread::JoinHandle<Sent>) {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let h = std::thread::spawn(move || {
+            let (mut s, _) = listener.accept().unwrap();
+            let mut len = [0u8; 4];
+            s.read_exact(&mut len).unwrap();
+            let mut startup = vec![0u8; u32::from_be_bytes(len) as usize - 4];
+            s.read_exact(&mut startup).unwrap();
+            s.write_all(b"R\0\0\0\x08\0\0\0\0Z\0\0\0\x05I").unwrap();
+            let mut seen = Vec::new();
+            loop {
+                let mut head = [0u8; 5];
+                if s.read_exact(&mut head).is_err() {
+                    return seen;
+                }
+                let n = u32::from_be_bytes([head[1], head[2], head[3], head[4]]) as usize - 4;
+                let mut body = vec![0u8; n];
+                s.read_exact(&mut body).unwrap();
+                let reply: &[u8] = match head[0] {
+                    b'P' => b"1\0\0\0\x04",
+                    b'B' => b"2\0\0\0\x04",
+                    b'D' => b"n\0\0\0\x04",
+                    b'E' => b"C\0\0\0\x0aBEGIN\0",
+                    b'S' => b"Z\0\0\0\x05T",
+                    b'X' => return seen,
+                    _ => b"",
+                };
+                seen.push((head[0], body));
+                s.write_all(reply).unwrap();
+            }
+        });
+        (port, h)
+    }
+
+    fn be16(b: &[u8]) -> i16 {
+        i16::from_be_bytes([b[0], b[1]])
+    }
+
+    /// Parse's parameter types, and Bind's statement name and result
+    /// formats.
+    fn parse_types(body: &[u8]) -> (String, Vec<u32>) {
+        let mut parts = body.splitn(3, |&b| b == 0);
+        parts.next();
+        let sql = String::from_utf8(parts.next().unwrap().to_vec()).unwrap();
+        let rest = parts.next().unwrap();
+        let n = be16(rest) as usize;
+        let types = (0..n)
+            .map(|i| u32::from_be_bytes(rest[2 + 4 * i..6 + 4 * i].try_into().unwrap()))
+            .collect();
+        (sql, types)
+    }
+
+    fn bind_result_formats(body: &[u8]) -> Vec<i16> {
+        let mut parts = body.splitn(3, |&b| b == 0);
+        parts.next();
+        parts.next();
+        let mut r = parts.next().unwrap();
+        let nfmt = be16(r) as usize;
+        r = &r[2 + 2 * nfmt..];
+        let nparams = be16(r) as usize;
+        r = &r[2..];
+        for _ in 0..nparams {
+            let len = i32::from_be_bytes(r[..4].try_into().unwrap());
+            r = &r[4 + len.max(0) as usize..];
+        }
+        let nres = be16(r) as usize;
+        (0..nres).map(|i| be16(&r[2 + 2 * i..])).collect()
+    }
+
+    /// The messages sysbench 1.0.20's pgsql driver sends (seen with strace):
+    /// BEGIN and COMMIT prepared and bound like any statement, parameters
+    /// declared int8 and varchar, every result column asked for in binary.
+    #[test]
+    fn statements_go_as_sysbench_sends_them() {
+        let (port, server) = recording_server();
+        let mut pg = Pg::connect("127.0.0.1", port, "u", "p", "d", true).unwrap();
+        pg.begin(false).unwrap();
+        let sel = "SELECT c FROM sbtest1 WHERE id=?";
+        pg.exec(sel, &[Param::Int(5)]).unwrap();
+        pg.exec(sel, &[Param::Int(6)]).unwrap();
+        pg.exec(
+            "UPDATE sbtest1 SET c=? WHERE id=?",
+            &[Param::Text("x".into()), Param::Int(5)],
+        )
+        .unwrap();
+        pg.commit().unwrap();
+        drop(pg);
+        let seen = server.join().unwrap();
+        let kinds: String = seen.iter().map(|(k, _)| *k as char).collect();
+        // Each statement parsed once (P S), then B D E S per execution; no
+        // simple queries.
+        assert_eq!(kinds, "PSBDESPSBDESBDESPSBDESPSBDES", "{kinds}");
+        let parses: Vec<_> = seen
+            .iter()
+            .filter(|(k, _)| *k == b'P')
+            .map(|(_, b)| parse_types(b))
+            .collect();
+        assert_eq!(
+            parses,
+            vec![
+                ("BEGIN".to_string(), vec![]),
+                ("SELECT c FROM sbtest1 WHERE id=$1".to_string(), vec![INT8]),
+                (
+                    "UPDATE sbtest1 SET c=$1 WHERE id=$2".to_string(),
+                    vec![VARCHAR, INT8]
+                ),
+                ("COMMIT".to_string(), vec![]),
+            ]
+        );
+        for (_, b) in seen.iter().filter(|(k, _)| *k == b'B') {
+            assert_eq!(bind_result_formats(b), vec![BINARY]);
+        }
     }
 }
