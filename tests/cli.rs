@@ -4,16 +4,11 @@ use predicates::prelude::*;
 use serde_json::Value;
 
 mod common;
-use common::{metric, virtperf};
+use common::{json_of, metric, virtperf};
 
 fn run_json(args: &[&str]) -> Value {
     let out = virtperf().args(args).arg("--json").output().unwrap();
-    assert!(
-        out.status.success(),
-        "{args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice(&out.stdout).expect("stdout is one JSON document")
+    json_of(&out, &format!("{args:?}"))
 }
 
 #[test]

@@ -6,10 +6,9 @@ use std::process::{Command as Std, Stdio};
 use std::time::{Duration, Instant};
 
 use predicates::prelude::*;
-use serde_json::Value;
 
 mod common;
-use common::virtperf;
+use common::{json_of, virtperf};
 
 fn leftovers(dir: &Path) -> Vec<String> {
     std::fs::read_dir(dir)
@@ -36,12 +35,7 @@ fn every_test_reports_a_rate_and_latencies() {
             ])
             .output()
             .unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+        let doc = json_of(&out, "the run");
         let names: Vec<&str> = doc["metrics"]
             .as_array()
             .unwrap()

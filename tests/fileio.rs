@@ -10,7 +10,7 @@ use predicates::prelude::*;
 use serde_json::Value;
 
 mod common;
-use common::{metric, skip, virtperf};
+use common::{json_of, metric, skip, virtperf};
 
 fn test_files(dir: &Path) -> Vec<String> {
     let mut names: Vec<String> = std::fs::read_dir(dir)
@@ -58,12 +58,7 @@ fn prepare_run_cleanup_like_sysbench() {
         )
         .output()
         .unwrap();
-        assert!(
-            out.status.success(),
-            "{mode}: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+        let doc = json_of(&out, mode);
         let reads = metric(&doc, "reads_per_sec");
         let writes = metric(&doc, "writes_per_sec");
         match mode {

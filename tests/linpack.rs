@@ -5,7 +5,7 @@
 use serde_json::Value;
 
 mod common;
-use common::{metric, virtperf};
+use common::{json_of, metric, virtperf};
 
 fn fixture(name: &str) -> String {
     format!(
@@ -27,12 +27,7 @@ fn a_small_run_passes_and_reports_gflops_per_size() {
         ])
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let doc: Value = serde_json::from_slice(&out.stdout).expect("one JSON document");
+    let doc = json_of(&out, "the run");
     assert_eq!(doc["workload"], "linpack");
     assert_eq!(doc["params"]["linpack_sizes"], "100,200");
     assert!(metric(&doc, "gflops") > 0.0);
@@ -84,12 +79,7 @@ fn an_input_file_sets_the_tests() {
         .arg(&path)
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let doc = json_of(&out, "the run");
     let sizes: Vec<(u64, u64, u64)> = doc["details"]["trials"]
         .as_array()
         .unwrap()

@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 
 mod common;
-use common::{kernel_lacks, metric, skip, virtperf};
+use common::{json_of, kernel_lacks, metric, skip, virtperf};
 
 fn bin() -> std::path::PathBuf {
     assert_cmd::cargo::cargo_bin("virtperf")
@@ -185,7 +185,7 @@ impl Path {
             .arg("--json")
             .output()
             .unwrap();
-        common::json_of(&out, &format!("{args:?}"))
+        json_of(&out, &format!("{args:?}"))
     }
 
     /// Adds a root qdisc; the error is tc's message (e.g. the kernel lacks it).
@@ -432,12 +432,7 @@ fn serve_and_net_on_loopback_and_a_clean_stop_on_ctrl_c() {
             .timeout(Duration::from_secs(30))
             .output()
             .unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+        let doc = json_of(&out, "the run");
         let name = test.to_ascii_lowercase();
         assert!(metric(&doc, &format!("{name}_trans_per_sec")) > 100.0);
         assert_eq!(doc["details"]["server"], format!("127.0.0.1:{port}"));
@@ -757,12 +752,7 @@ fn an_environment_run_names_a_missing_given_server_and_refuses_two_placements() 
         .timeout(Duration::from_secs(60))
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let doc = json_of(&out, "the run");
     assert_eq!(doc["env"]["net_path"], "loopback");
     assert_eq!(doc["details"]["server_in_process"], false, "{doc}");
 }
