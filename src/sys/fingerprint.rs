@@ -105,6 +105,23 @@ pub fn hypervisor_signature() -> Option<String> {
     None
 }
 
+/// The name a reader knows for a CPUID hypervisor signature (KVM for
+/// `KVMKVMKVM`); an unknown signature is shown as it is.
+pub fn hypervisor_name(signature: &str) -> &str {
+    match signature {
+        "KVMKVMKVM" => "KVM",
+        "TCGTCGTCGTCG" => "QEMU TCG",
+        "Microsoft Hv" => "Hyper-V",
+        "VMwareVMware" => "VMware",
+        "XenVMMXenVMM" => "Xen",
+        "VBoxVBoxVBox" => "VirtualBox",
+        "bhyve bhyve" => "bhyve",
+        "ACRNACRNACRN" => "ACRN",
+        "prl hyperv" | "lrpepyh  vr" => "Parallels",
+        other => other,
+    }
+}
+
 fn cpu_model() -> String {
     fs::read_to_string("/proc/cpuinfo")
         .ok()
@@ -226,6 +243,14 @@ pub fn binary_sha256() -> Option<String> {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn hypervisor_signatures_read_as_names() {
+        assert_eq!(super::hypervisor_name("KVMKVMKVM"), "KVM");
+        assert_eq!(super::hypervisor_name("TCGTCGTCGTCG"), "QEMU TCG");
+        assert_eq!(super::hypervisor_name("none"), "none");
+        assert_eq!(super::hypervisor_name("NewHV"), "NewHV");
+    }
+
     use super::*;
 
     #[test]

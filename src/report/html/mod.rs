@@ -82,10 +82,11 @@ svg{margin:6px 12px 6px 0;background:#fff;border:1px solid #eee}svg .t{font-size
             let f = a.fingerprints.get(env);
             let _ = write!(
                 h,
-                "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+                "<tr><td>{}</td><td>{}</td><td title=\"{}\">{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
                 esc(env),
                 esc(f.map(|f| f.kind.as_str()).unwrap_or("")),
                 esc(f.map(|f| f.hypervisor.as_str()).unwrap_or("")),
+                esc(f.map(|f| crate::sys::fingerprint::hypervisor_name(&f.hypervisor)).unwrap_or("")),
                 esc(f.map(|f| f.cpu_model.as_str()).unwrap_or("")),
                 f.map(|f| f.cpus.to_string()).unwrap_or_default(),
                 f.map(|f| format!("{:.1} GiB", f.memory_bytes as f64 / (1u64 << 30) as f64)).unwrap_or_default(),
