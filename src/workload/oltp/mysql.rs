@@ -18,6 +18,10 @@ const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 /// Deadlock, lock wait timeout, "record changed since last read": the
 /// errors sysbench's `--mysql-ignore-errors` ignores by default.
 const RETRY_CODES: [u16; 3] = [1213, 1205, 1020];
+/// The server ended the session: the connection was killed (MariaDB's
+/// ER_CONNECTION_KILLED), the server is shutting down, or the session was
+/// idle too long (MySQL 8's ER_CLIENT_INTERACTION_TIMEOUT). Reconnect.
+const LOST_CODES: [u16; 3] = [1927, 1053, 4031];
 
 pub struct My {
     conn: mysql::Conn,
@@ -103,6 +107,8 @@ fn classify(e: mysql::Error) -> DbError {
         mysql::Error::MySqlError(m) => DbError {
             class: if RETRY_CODES.contains(&m.code) {
                 ErrorClass::Retry
+            } else if LOST_CODES.contains(&m.code) {
+                ErrorClass::Lost
             } else {
                 ErrorClass::Fatal
             },
@@ -190,5 +196,36 @@ impl Conn for My {
         )?;
         let n: Option<i64> = self.conn.exec_first(&stmt, (name,)).map_err(classify)?;
         Ok(n.unwrap_or(0) > 0)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn class(code: u16) -> ErrorClass {
+        classify(mysql::Error::MySqlError(mysql::MySqlError {
+            state: "HY000".into(),
+            message: "m".into(),
+            code,
+        }))
+        .class
+    }
+
+    #[test]
+    fn server_errors_are_classed_as_sysbench_treats_them() {
+        // sysbench's default --mysql-ignore-errors: restart the transaction.
+        for code in RETRY_CODES {
+            assert_eq!(class(code), ErrorClass::Retry, "{code}");
+        }
+        // The server ended the session: reconnect.
+        for code in LOST_CODES {
+            assert_eq!(class(code), ErrorClass::Lost, "{code}");
+        }
+        // Unknown column, syntax error: the run stops.
+        assert_eq!(class(1054), ErrorClass::Fatal);
+        assert_eq!(class(1064), ErrorClass::Fatal);
+        let io = std::io::Error::new(std::io::ErrorKind::ConnectionReset, "reset");
+        assert_eq!(classify(mysql::Error::IoError(io)).class, ErrorClass::Lost);
     }
 }

@@ -85,17 +85,26 @@ fn lost(e: io::Error) -> DbError {
 }
 
 fn server_error(body: &ErrorResponseBody) -> DbError {
-    let (mut code, mut message) = (String::new(), String::new());
+    let (mut code, mut message, mut severity) = (String::new(), String::new(), String::new());
     let mut fields = body.fields();
     while let Ok(Some(f)) = fields.next() {
         match f.type_() {
             b'C' => code = String::from_utf8_lossy(f.value_bytes()).into_owned(),
             b'M' => message = String::from_utf8_lossy(f.value_bytes()).into_owned(),
+            // 'V' is never translated; 'S' may be.
+            b'V' => severity = String::from_utf8_lossy(f.value_bytes()).into_owned(),
+            b'S' if severity.is_empty() => {
+                severity = String::from_utf8_lossy(f.value_bytes()).into_owned()
+            }
             _ => {}
         }
     }
     let class = if RETRY.contains(&code.as_str()) {
         ErrorClass::Retry
+    } else if severity == "FATAL" || severity == "PANIC" {
+        // The server ends the session after these (a terminated backend,
+        // a shutdown): reconnect.
+        ErrorClass::Lost
     } else {
         ErrorClass::Fatal
     };
@@ -437,15 +446,11 @@ mod tests {
         assert!(err.contains("--pgsql-port"), "{err}");
     }
 
-    #[test]
-    fn a_refused_login_names_the_user_and_the_options() {
+    /// An ErrorResponse message with these fields, as the server sends it.
+    fn error_response(fields: &[(u8, &str)]) -> Vec<u8> {
         let mut body = Vec::new();
-        for (t, v) in [
-            (b'S', "FATAL"),
-            (b'C', "28P01"),
-            (b'M', "password authentication failed"),
-        ] {
-            body.push(t);
+        for (t, v) in fields {
+            body.push(*t);
             body.extend_from_slice(v.as_bytes());
             body.push(0);
         }
@@ -453,6 +458,44 @@ mod tests {
         let mut reply = vec![b'E'];
         reply.extend_from_slice(&((body.len() + 4) as u32).to_be_bytes());
         reply.extend_from_slice(&body);
+        reply
+    }
+
+    #[test]
+    fn server_errors_are_classed_as_sysbench_treats_them() {
+        let class = |severity: &str, code: &str| {
+            let mut bytes = BytesMut::from(
+                &error_response(&[
+                    (b'S', severity),
+                    (b'V', severity),
+                    (b'C', code),
+                    (b'M', "m"),
+                ])[..],
+            );
+            match Message::parse(&mut bytes).unwrap() {
+                Some(Message::ErrorResponse(body)) => server_error(&body).class,
+                _ => panic!("not an ErrorResponse"),
+            }
+        };
+        // Deadlock, serialization failure, a concurrent delete/insert.
+        for code in ["40P01", "40001", "23505"] {
+            assert_eq!(class("ERROR", code), ErrorClass::Retry, "{code}");
+        }
+        // pg_terminate_backend, a shutdown: the session is gone.
+        assert_eq!(class("FATAL", "57P01"), ErrorClass::Lost);
+        assert_eq!(class("PANIC", "XX000"), ErrorClass::Lost);
+        // A missing column, a syntax error: the run stops.
+        assert_eq!(class("ERROR", "42703"), ErrorClass::Fatal);
+        assert_eq!(class("ERROR", "42601"), ErrorClass::Fatal);
+    }
+
+    #[test]
+    fn a_refused_login_names_the_user_and_the_options() {
+        let reply = error_response(&[
+            (b'S', "FATAL"),
+            (b'C', "28P01"),
+            (b'M', "password authentication failed"),
+        ]);
         let port = fake_server(reply);
         let err = Pg::connect("127.0.0.1", port, "alice", "p", "d", true)
             .err()
