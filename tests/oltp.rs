@@ -3,7 +3,10 @@
 //! free loopback port and removed by a guard (also when a test fails), and
 //! SQLite through the binary, also inside Docker, Podman (count=2, summed)
 //! and a QEMU guest. Bad input: absent servers, wrong passwords,
-//! prepare onto existing tables, run before prepare, a table too big.
+//! prepare onto existing tables, run before prepare, a table too big. Runs
+//! that go wrong: conflicts restarted and counted, sessions the server ends
+//! reopened and counted, any other error stopping the run with its
+//! statement, and a signal during prepare leaving no table behind.
 
 mod common;
 
@@ -111,7 +114,9 @@ impl Postgres {
             .arg(&data)
             .stdout(Stdio::null()));
         let opts = format!(
-            "-p {} -k {} -c listen_addresses=127.0.0.1",
+            // Deadlocks found in 10 ms, not the default 1 s: each would
+            // otherwise stall the conflict test's threads for a second.
+            "-p {} -k {} -c listen_addresses=127.0.0.1 -c deadlock_timeout=10ms",
             pg.port,
             pg.dir.path().display()
         );
@@ -293,6 +298,44 @@ fn vp(args: &[String]) -> (i32, String, String) {
     )
 }
 
+/// Starts virtperf with `args` in a process group of its own (only the
+/// signals sent here reach it) with its stderr in a file, waits until the
+/// stderr shows `mark` (at most 60 s), sends `signals` 200 ms apart and
+/// returns the exit code and the stderr once it ends (at most 60 s more).
+fn interrupted(args: &[String], mark: &str, signals: &[i32]) -> (Option<i32>, String) {
+    use std::os::unix::process::CommandExt;
+    let stderr = tempfile::NamedTempFile::new().unwrap();
+    let mut child = Command::new(assert_cmd::cargo::cargo_bin("virtperf"))
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(stderr.reopen().unwrap())
+        .process_group(0)
+        .spawn()
+        .unwrap();
+    let so_far = || std::fs::read_to_string(stderr.path()).unwrap_or_default();
+    let seen = wait_until(Duration::from_secs(60), || so_far().contains(mark));
+    for &sig in signals.iter().filter(|_| seen) {
+        // SAFETY: signalling our own child.
+        unsafe { libc::kill(child.id() as i32, sig) };
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    let ended = wait_until(Duration::from_secs(60), || {
+        child.try_wait().unwrap().is_some()
+    });
+    if !ended {
+        let _ = child.kill();
+    }
+    let status = child.wait().unwrap();
+    assert!(seen, "{args:?}: never printed {mark:?}: {}", so_far());
+    assert!(
+        ended,
+        "{args:?}: still running 60 s after {signals:?}: {}",
+        so_far()
+    );
+    (status.code(), so_far())
+}
+
 /// `test`, then `base`, then `extra`.
 fn oltp(test: &str, base: &[String], extra: &[&str]) -> Vec<String> {
     let mut v = vec![test.to_string()];
@@ -324,9 +367,49 @@ fn run_json(test: &str, base: &[String], events: u64, threads: u32) -> Value {
     serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}"))
 }
 
-/// The full cycle and the bad cases against one server; `count` returns
-/// the sbtest tables in the database, `extra` creates a table of the user's.
-fn exercise(driver: &str, base: &[String], count: &dyn Fn() -> usize, extra: &dyn Fn()) {
+/// What a test needs of one server besides virtperf: its sbtest tables
+/// counted, SQL run as its superuser in the sbtest database, a table of the
+/// user's made, sysbench's sessions ended from the server's side.
+struct Server<'a> {
+    driver: &'a str,
+    count: &'a dyn Fn() -> usize,
+    admin: &'a dyn Fn(&str) -> String,
+    user_table: &'a dyn Fn(),
+    /// Ends every session of the sbtest user; returns how many.
+    kill_sessions: &'a dyn Fn() -> usize,
+    /// The server's words for a column `c` that is not there.
+    no_column_c: &'a str,
+}
+
+/// The full cycle and the bad cases against one server.
+fn exercise(server: &Server, base: &[String]) {
+    let Server {
+        driver,
+        count,
+        admin,
+        user_table: extra,
+        ..
+    } = *server;
+
+    // A signal while tables load: exit 130 and nothing of the load left.
+    let big = oltp(
+        "oltp_read_write",
+        base,
+        &[
+            "--tables=8",
+            "--table-size=100000",
+            "--threads=2",
+            "prepare",
+        ],
+    );
+    let (code, err) = interrupted(&big, "records into 'sbtest3'", &[libc::SIGINT]);
+    assert_eq!(code, Some(130), "{driver}: interrupted prepare: {err}");
+    assert_eq!(
+        count(),
+        0,
+        "{driver}: tables left by an interrupted prepare"
+    );
+
     let prepare = with(
         base,
         &["--tables=2", "--table-size=500", "--threads=2", "prepare"],
@@ -381,6 +464,28 @@ fn exercise(driver: &str, base: &[String], count: &dyn Fn() -> usize, extra: &dy
     let doc = run_json("oltp_insert", base, 20, 2);
     assert_eq!(doc["details"]["writes"], 20, "{}", doc["details"]);
 
+    reconnects_are_counted(server, base);
+
+    // Any other error stops the run, naming the statement and what the
+    // server said.
+    admin("ALTER TABLE sbtest2 DROP COLUMN c");
+    let (code, _, err) = vp(&oltp(
+        "oltp_point_select",
+        base,
+        &[
+            "--tables=2",
+            "--table-size=500",
+            "--events=500",
+            "--time=0",
+            "run",
+        ],
+    ));
+    assert_eq!(code, 1, "{driver}: a missing column: {err}");
+    assert!(
+        err.contains("SELECT c FROM sbtest2 WHERE id=") && err.contains(server.no_column_c),
+        "{driver}: {err}"
+    );
+
     // Cleanup drops sysbench's tables and nothing else.
     extra();
     let mut args = vec!["oltp_read_write".to_string()];
@@ -388,6 +493,89 @@ fn exercise(driver: &str, base: &[String], count: &dyn Fn() -> usize, extra: &dy
     let (code, _, err) = vp(&args);
     assert_eq!(code, 0, "{driver} cleanup: {err}");
     assert_eq!(count(), 0, "{driver}: sbtest tables after cleanup");
+
+    conflicts_restart_and_are_counted(server, base);
+}
+
+/// Sessions ended by the server in the middle of a run are opened again and
+/// counted, and the run goes on.
+fn reconnects_are_counted(server: &Server, base: &[String]) {
+    let args = oltp(
+        "oltp_read_write",
+        base,
+        &[
+            "--tables=2",
+            "--table-size=500",
+            "--time=4",
+            "--threads=2",
+            "--json",
+            "run",
+        ],
+    );
+    let ((code, out, err), killed) = std::thread::scope(|s| {
+        let run = s.spawn(|| vp(&args));
+        std::thread::sleep(Duration::from_millis(1500));
+        let killed = (server.kill_sessions)();
+        (run.join().unwrap(), killed)
+    });
+    let driver = server.driver;
+    assert!(killed >= 2, "{driver}: ended {killed} sessions: {err}");
+    assert_eq!(code, 0, "{driver}: a run whose sessions were ended: {err}");
+    let doc: Value = serde_json::from_str(&out).unwrap();
+    let d = &doc["details"];
+    assert!(
+        d["reconnects"].as_u64().unwrap() >= 2,
+        "{driver}: both threads reconnect: {d}"
+    );
+    assert!(metric(&doc, "reconnects_per_sec") > 0.0);
+    assert!(d["transactions"].as_u64().unwrap() > 0, "{d}");
+}
+
+/// On a table of 5 rows two writers drawing ids uniformly collide
+/// (deadlocks, duplicate keys after a concurrent delete/insert): each
+/// collision rolls back, restarts the transaction and is counted as an
+/// ignored error, as sysbench counts them.
+fn conflicts_restart_and_are_counted(server: &Server, base: &[String]) {
+    let driver = server.driver;
+    let small = ["--tables=1", "--table-size=5"];
+    let (code, _, err) = vp(&oltp(
+        "oltp_read_write",
+        base,
+        &[&small[..], &["prepare"]].concat(),
+    ));
+    assert_eq!(code, 0, "{driver}: prepare of 5 rows: {err}");
+    let (code, out, err) = vp(&oltp(
+        "oltp_write_only",
+        base,
+        &[
+            &small[..],
+            &[
+                "--rand-type=uniform",
+                "--threads=2",
+                "--time=3",
+                "--json",
+                "run",
+            ],
+        ]
+        .concat(),
+    ));
+    assert_eq!(code, 0, "{driver}: 2 threads on 5 rows: {err}");
+    let doc: Value = serde_json::from_str(&out).unwrap();
+    let d = &doc["details"];
+    eprintln!(
+        "{driver}: 2 threads on 5 rows for 3 s: {} transactions, {} ignored errors",
+        d["transactions"], d["ignored_errors"]
+    );
+    assert!(d["ignored_errors"].as_u64().unwrap() > 0, "{driver}: {d}");
+    assert!(metric(&doc, "ignored_errors_per_sec") > 0.0);
+    assert!(d["transactions"].as_u64().unwrap() > 0, "{d}");
+    let (code, _, err) = vp(&oltp(
+        "oltp_read_write",
+        base,
+        &[&small[..1], &["cleanup"]].concat(),
+    ));
+    assert_eq!(code, 0, "{driver}: cleanup: {err}");
+    assert_eq!((server.count)(), 0);
 }
 
 #[test]
@@ -412,7 +600,25 @@ fn postgresql_prepare_run_cleanup_and_bad_input() {
             "CREATE TABLE keepme(x int); ALTER TABLE keepme OWNER TO sbtest",
         );
     };
-    exercise("pgsql", &base, &count, &extra);
+    let admin = |sql: &str| pg.psql("sbtest", sql);
+    let kill_sessions = || {
+        pg.psql(
+            "sbtest",
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE usename = 'sbtest'",
+        )
+        .lines()
+        .filter(|l| l.trim() == "t")
+        .count()
+    };
+    let server = Server {
+        driver: "pgsql",
+        count: &count,
+        admin: &admin,
+        user_table: &extra,
+        kill_sessions: &kill_sessions,
+        no_column_c: "column \"c\" does not exist",
+    };
+    exercise(&server, &base);
     let kept = pg.psql(
         "sbtest",
         "SELECT count(*) FROM pg_tables WHERE tablename = 'keepme'",
@@ -454,7 +660,28 @@ fn mariadb_prepare_run_cleanup_and_bad_input() {
     let extra = || {
         m.sql("CREATE TABLE sbtest.keepme(x int)");
     };
-    exercise("mysql", &base, &count, &extra);
+    let admin = |sql: &str| m.sql(&format!("USE sbtest; {sql}"));
+    let kill_sessions = || {
+        let ids = m.sql("SELECT id FROM information_schema.processlist WHERE user = 'sbtest'");
+        let ids: Vec<&str> = ids.split_whitespace().collect();
+        for id in &ids {
+            // A session that ended by itself meanwhile is not an error.
+            let _ = m
+                .client()
+                .args(["-e", &format!("KILL CONNECTION {id}")])
+                .output();
+        }
+        ids.len()
+    };
+    let server = Server {
+        driver: "mysql",
+        count: &count,
+        admin: &admin,
+        user_table: &extra,
+        kill_sessions: &kill_sessions,
+        no_column_c: "Unknown column 'c'",
+    };
+    exercise(&server, &base);
     let kept = m.sql("SELECT COUNT(*) FROM information_schema.tables WHERE table_name='keepme'");
     assert_eq!(
         kept.trim(),
@@ -580,9 +807,58 @@ fn sqlite_cycle_and_a_table_too_big_for_the_disk() {
     let doc = run_json("oltp_read_write", &base, 30, 2);
     assert_eq!(doc["details"]["queries_per_transaction"], 20.0);
     assert_eq!(doc["details"]["db_driver"], "sqlite");
+    // Two writers share SQLite's one write lock: one waits for the other,
+    // and the waits are counted.
+    let (code, out, err) = vp(&oltp(
+        "oltp_write_only",
+        &base,
+        &["--tables=2", "--time=1", "--threads=2", "--json", "run"],
+    ));
+    assert_eq!(code, 0, "{err}");
+    let doc: Value = serde_json::from_str(&out).unwrap();
+    assert!(
+        doc["details"]["busy_waits"].as_u64().unwrap() > 0,
+        "{}",
+        doc["details"]
+    );
+    assert_eq!(doc["details"]["queries_per_transaction"], 6.0);
     let (code, _, err) = vp(&oltp("oltp_read_write", &base, &["--tables=2", "cleanup"]));
     assert_eq!(code, 0, "{err}");
     assert!(!file.exists(), "cleanup left the database file");
+}
+
+/// Ctrl-C, SIGTERM or a double Ctrl-C while SQLite tables load: exit 130,
+/// the load stops at once, and the database file it made is gone.
+#[test]
+fn an_interrupted_sqlite_prepare_leaves_no_database() {
+    let cases: [(&str, &[i32]); 3] = [
+        ("SIGINT", &[libc::SIGINT]),
+        ("SIGTERM", &[libc::SIGTERM]),
+        ("SIGINT twice", &[libc::SIGINT, libc::SIGINT]),
+    ];
+    for (what, signals) in cases {
+        let dir = tempfile::tempdir().unwrap();
+        let args = oltp(
+            "oltp_read_write",
+            &[format!("--oltp-dir={}", dir.path().display())],
+            &["--tables=40", "--table-size=300000", "prepare"],
+        );
+        let started = Instant::now();
+        let (code, err) = interrupted(&args, "records into 'sbtest2'", signals);
+        assert_eq!(code, Some(130), "{what}: {err}");
+        assert!(err.contains("interrupted"), "{what}: {err}");
+        assert!(
+            !err.contains("records into 'sbtest40'"),
+            "{what}: the load went on to the last table: {err}"
+        );
+        assert!(
+            started.elapsed() < Duration::from_secs(30),
+            "{what}: took {:?}",
+            started.elapsed()
+        );
+        let left = common::entries(dir.path());
+        assert!(left.is_empty(), "{what}: left {left:?}");
+    }
 }
 
 /// Whether the `docker` or `podman` engine answers (skips otherwise).

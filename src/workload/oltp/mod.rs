@@ -20,6 +20,7 @@ use anyhow::{anyhow, bail, Result};
 use crate::core::observer::Observer;
 use crate::core::options::{CliError, OptKind, OptionSpec, Values};
 use crate::core::result::Metric;
+use crate::core::signals;
 use crate::engine::{self, EngineOptions, FastRng, Worker};
 use crate::workload::{Measurement, MetricDef, Needs, Workload, WorkloadDef};
 use driver::{Conn, Dialect, ErrorClass, Param, Target};
@@ -903,6 +904,12 @@ impl OltpWorkload {
             }
             pending += 1;
             if sql.len() >= 512 * 1024 || i == rows {
+                // A load of many large tables takes hours (seed 003: 100
+                // of 10 million rows): a signal stops it between statements,
+                // and prepare then drops what it created.
+                if signals::interrupted() {
+                    return Err(signals::Interrupted.into());
+                }
                 conn.batch(&sql).map_err(|e| fail(e, &sql))?;
                 sql.clone_from(&head);
                 pending = 0;
@@ -916,6 +923,9 @@ impl OltpWorkload {
             conn.batch(&sql).map_err(|e| fail(e, &sql))?;
         }
         if cfg.create_secondary {
+            if signals::interrupted() {
+                return Err(signals::Interrupted.into());
+            }
             obs.chatter(&format!("Creating a secondary index on 'sbtest{n}'..."));
             let sql = format!("CREATE INDEX k_{n} ON sbtest{n}(k)");
             conn.batch(&sql).map_err(|e| fail(e, &sql))?;
@@ -985,8 +995,12 @@ impl Workload for OltpWorkload {
             })
         };
         if result.is_err() {
-            // Nothing half-loaded is left behind.
-            let _ = self.cleanup(obs);
+            // Nothing half-loaded is left behind. The loading connection
+            // goes first: on SQLite its open transaction holds the write
+            // lock the DROPs need.
+            drop(conn);
+            obs.chatter("Prepare stopped: dropping the tables it created...");
+            let _ = self.cleanup(&crate::core::observer::Silent);
         }
         result
     }
