@@ -21,7 +21,7 @@ pub const OPTIONS: &[OptionSpec] = &[
         "suite",
         OptKind::Text,
         "quick",
-        "built-in suite (quick, standard, seed000-esxi-hyperv, seed002-qemu-docker, seed004-kvm-sysbench) or a TOML file",
+        "built-in suite (quick, standard, seed000-esxi-hyperv, seed002-qemu-docker, seed003-oltp, seed004-kvm-sysbench) or a TOML file",
     ),
     OptionSpec::new("baseline", OptKind::Text, "host", "the environment the others are compared with"),
     OptionSpec::new(
@@ -266,6 +266,14 @@ mod tests {
 
     fn s(v: &[&str]) -> Vec<String> {
         v.iter().map(|x| x.to_string()).collect()
+    }
+
+    #[test]
+    fn the_suite_option_names_every_builtin_suite() {
+        let help = OPTIONS.iter().find(|o| o.name == "suite").unwrap().help;
+        for (name, _) in suite::BUILTIN {
+            assert!(help.contains(name), "--suite's help lacks {name}: {help}");
+        }
     }
 
     #[test]

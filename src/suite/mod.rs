@@ -53,6 +53,10 @@ pub const BUILTIN: &[(&str, &str)] = &[
         include_str!("../../suites/seed002-qemu-docker.toml"),
     ),
     (
+        "seed003-oltp",
+        include_str!("../../suites/seed003-oltp.toml"),
+    ),
+    (
         "seed004-kvm-sysbench",
         include_str!("../../suites/seed004-kvm-sysbench.toml"),
     ),
@@ -305,6 +309,23 @@ mod tests {
         for (name, _) in BUILTIN {
             let suite = load(name).unwrap_or_else(|e| panic!("{name}: {e:#}"));
             assert!(!suite.entries.is_empty(), "{name}");
+        }
+    }
+
+    #[test]
+    fn the_quick_and_standard_suites_run_oltp_on_the_embedded_sqlite() {
+        for name in ["quick", "standard"] {
+            let suite = load(name).unwrap();
+            let oltp: Vec<_> = suite
+                .entries
+                .iter()
+                .filter(|e| e.job.def.name.starts_with("oltp_"))
+                .collect();
+            assert!(!oltp.is_empty(), "{name} has no OLTP run");
+            for e in oltp {
+                assert_eq!(e.job.values.text("db-driver"), "sqlite", "{name}");
+                assert!(e.job.def.needs.prepare, "{name}");
+            }
         }
     }
 
