@@ -455,6 +455,8 @@ fn exercise(server: &Server, base: &[String]) {
 
     let doc = run_json("oltp_point_select", base, 100, 1);
     assert_eq!(doc["details"]["queries"], 100, "{}", doc["details"]);
+    // A server's files are the server's: no storage of ours to name.
+    assert!(doc["env"].get("storage").is_none(), "{}", doc["env"]);
     let doc = run_json("oltp_read_only", base, 10, 1);
     assert_eq!(doc["details"]["queries"], 160, "{}", doc["details"]);
     let mut ps_off = base.to_vec();
@@ -861,6 +863,37 @@ fn an_interrupted_sqlite_prepare_leaves_no_database() {
     }
 }
 
+/// The result names the file system under the SQLite file, and says when
+/// an fsync there reaches no disk (a tmpfs: durable commits are free).
+#[test]
+fn the_result_names_the_file_system_under_the_database() {
+    let shm = Path::new("/dev/shm");
+    if !shm.is_dir() {
+        skip("no /dev/shm");
+        return;
+    }
+    let on_disk = tempfile::tempdir().unwrap();
+    let in_memory = tempfile::tempdir_in(shm).unwrap();
+    for (dir, memory) in [(on_disk.path(), false), (in_memory.path(), true)] {
+        let base = vec![format!("--oltp-dir={}", dir.display())];
+        let (code, _, err) = vp(&oltp(
+            "oltp_read_write",
+            &base,
+            &["--tables=2", "--table-size=100", "prepare"],
+        ));
+        assert_eq!(code, 0, "{err}");
+        let doc = run_json("oltp_point_select", &base, 10, 1);
+        let storage = &doc["env"]["storage"];
+        assert!(!storage["fs"].as_str().unwrap().is_empty(), "{storage}");
+        if memory {
+            assert_eq!(storage["fs"], "tmpfs", "{storage}");
+            assert_eq!(storage["fsync_ignored"], "in memory", "{storage}");
+        }
+        let (code, _, err) = vp(&oltp("oltp_read_write", &base, &["--tables=2", "cleanup"]));
+        assert_eq!(code, 0, "{err}");
+    }
+}
+
 /// Whether the `docker` or `podman` engine answers (skips otherwise).
 fn engine_ok(cli: &str) -> bool {
     let ok = Command::new(cli)
@@ -887,6 +920,12 @@ fn check_sqlite_inside(doc: &Value, env: &str) {
     assert!(metric(doc, "tps") > 0.0, "{env}");
     let db = d["database"].as_str().unwrap();
     assert!(db.ends_with("/virtperf-oltp.sqlite"), "{env}: {db}");
+    // The file system under it, as seen inside, came back with the result.
+    let storage = &doc["env"]["storage"];
+    assert!(
+        !storage["fs"].as_str().unwrap_or("").is_empty(),
+        "{env}: {storage}"
+    );
 }
 
 /// Seed 003 sums TPS over VMs running at once: `count=2` starts two
@@ -972,6 +1011,10 @@ fn sqlite_in_a_qemu_guest() {
     assert_eq!(d.len(), 1, "{stdout}");
     assert_eq!(d[0]["env"]["hypervisor"], "TCGTCGTCGTCG");
     check_sqlite_inside(&d[0], env);
+    // The guest's work directory is its ext4 scratch disk: fsync reaches it.
+    let storage = &d[0]["env"]["storage"];
+    assert_eq!(storage["fs"], "ext4", "{storage}");
+    assert!(storage.get("fsync_ignored").is_none(), "{storage}");
     let left: Vec<_> = std::fs::read_dir(tmp.path())
         .unwrap()
         .filter_map(|e| e.ok())

@@ -97,6 +97,47 @@ pub struct EnvInfo {
     /// The moment `--start-at` asked for and how late the run began.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub start_at: Option<StartAt>,
+    /// For workloads that write files (fileio, disk, OLTP on SQLite): the
+    /// file system they were on.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub storage: Option<Storage>,
+}
+
+/// The file system under a workload's files, as seen from inside.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Storage {
+    /// The type mountinfo gives: ext4, xfs, overlay, fuse.fuse-overlayfs,
+    /// tmpfs, virtiofs, ...
+    pub fs: String,
+    /// The mount's source: a device, "overlay", "tmpfs".
+    pub source: String,
+    /// Why an fsync there reaches no disk, when it does not ("mounted
+    /// volatile" for an overlay, "in memory" for a tmpfs): durable commits
+    /// and fsyncs cost nothing.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fsync_ignored: Option<String>,
+}
+
+impl Storage {
+    /// "ext4 on /dev/vda", "overlay, fsync ignored (mounted volatile)".
+    pub fn describe(&self) -> String {
+        // "fuse.fuse-overlayfs on fuse-overlayfs" says it twice.
+        let said = self.source.is_empty()
+            || self.source == self.fs
+            || self
+                .fs
+                .strip_suffix(self.source.as_str())
+                .is_some_and(|p| p.ends_with('.'));
+        let place = if said {
+            self.fs.clone()
+        } else {
+            format!("{} on {}", self.fs, self.source)
+        };
+        match &self.fsync_ignored {
+            Some(why) => format!("{place}, fsync ignored ({why})"),
+            None => place,
+        }
+    }
 }
 
 /// A synchronised start (`--start-at`): the moment asked for and what this

@@ -28,6 +28,7 @@ pub fn take(name: &str, kind: &str) -> EnvInfo {
         net: net_interfaces(),
         start_at: None,
         net_path: None,
+        storage: None,
     }
 }
 

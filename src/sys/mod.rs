@@ -1,7 +1,9 @@
 //! What the machine says about itself: the environment fingerprint taken
 //! where a run happens, the CPU-time monitors sampled around a run, and the
-//! owner tags that let a run sweep what a killed one left behind.
+//! owner tags that let a run sweep what a killed one left behind, and the
+//! file system under a workload's files.
 
 pub mod fingerprint;
 pub mod monitor;
 pub mod owner;
+pub mod storage;

@@ -417,6 +417,10 @@ fn remove_files_dir(dir: &Path) -> Result<bool> {
 }
 
 impl Workload for DiskWorkload {
+    fn files_dir(&self) -> Option<&Path> {
+        Some(&self.dir)
+    }
+
     /// Removes what an interrupted run of a process that is gone left
     /// behind: only names this workload makes (`virtperf-disk.PID`,
     /// `virtperf-disk-files.PID.seq|rnd` holding only its numbered empty

@@ -25,6 +25,7 @@ pub use job::{Job, JobWire};
 pub use registry::{find, names, WORKLOADS};
 pub use run::{execute, Executed};
 
+use std::path::Path;
 use std::time::Duration;
 
 use anyhow::Result;
@@ -107,5 +108,11 @@ pub trait Workload {
     /// interrupted run.
     fn cleanup(&mut self, _obs: &dyn Observer) -> Result<()> {
         Ok(())
+    }
+
+    /// Where the workload's files are, for workloads that write files: the
+    /// result records the file system there (`EnvInfo::storage`).
+    fn files_dir(&self) -> Option<&Path> {
+        None
     }
 }

@@ -11,7 +11,7 @@ use crate::core::observer::Observer;
 use crate::core::result::{ResultDoc, SCHEMA};
 use crate::core::time::now_rfc3339_ms;
 use crate::engine::{self, EngineOptions};
-use crate::sys::{fingerprint, monitor};
+use crate::sys::{fingerprint, monitor, storage};
 
 /// Options that shape the run's output, not the measurement, and the OLTP
 /// passwords (kept out of the results store and reports): not in `params`.
@@ -59,6 +59,7 @@ pub fn execute(
             let monitor = sampler.finish();
             let mut env = fingerprint::take(env_name, env_kind);
             env.net_path = m.net_path;
+            env.storage = workload.files_dir().and_then(storage::of);
             let doc = ResultDoc {
                 schema: SCHEMA.to_string(),
                 workload: job.def.name.to_string(),

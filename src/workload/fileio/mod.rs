@@ -79,6 +79,10 @@ impl FileioWorkload {
 }
 
 impl Workload for FileioWorkload {
+    fn files_dir(&self) -> Option<&std::path::Path> {
+        Some(&self.cfg.dir)
+    }
+
     fn prepare(&mut self, obs: &dyn Observer) -> Result<()> {
         let cfg = &self.cfg;
         if cfg.mode == Some(Mode::SeqWr) {

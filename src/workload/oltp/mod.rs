@@ -949,6 +949,11 @@ fn free_bytes(dir: &Path) -> std::io::Result<u64> {
 }
 
 impl Workload for OltpWorkload {
+    /// SQLite's directory; a server's files are the server's business.
+    fn files_dir(&self) -> Option<&Path> {
+        self.sqlite_path().and_then(Path::parent)
+    }
+
     fn prepare(&mut self, obs: &dyn Observer) -> Result<()> {
         if let Some(path) = self.sqlite_path() {
             self.check_free_space(path)?;
