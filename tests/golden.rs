@@ -1,6 +1,7 @@
 //! Golden files for every exporter: one fixed analysis (three environments,
 //! throughput and latency metrics, seed 001 categories, a flagged run, a
-//! failed run and a hostile environment name) rendered in each format and
+//! failed run, a hostile environment name and a file system that ignores
+//! fsync) rendered in each format and
 //! compared with `tests/golden/report.<format>` (`report.detail.<format>`:
 //! with `--detail`). After an intended change,
 //! regenerate with `UPDATE_GOLDEN=1 cargo test --test golden` and review the
@@ -9,7 +10,7 @@
 use std::path::Path;
 
 use virtperf::analysis::analyze;
-use virtperf::core::result::{EnvInfo, Metric, Monitor, ResultDoc, SCHEMA};
+use virtperf::core::result::{EnvInfo, Metric, Monitor, ResultDoc, Storage, SCHEMA};
 use virtperf::report::{Fleet, HostAnalysis, View, EXPORTERS};
 use virtperf::stats::VerdictSettings;
 use virtperf::store::{ComparisonRow, RunRow};
@@ -78,7 +79,7 @@ fn runs_at(docker: f64) -> Vec<RunRow> {
                 doc: Some(cpu),
                 error: None,
             });
-            let disk = doc(
+            let mut disk = doc(
                 env,
                 "disk",
                 vec![
@@ -89,6 +90,12 @@ fn runs_at(docker: f64) -> Vec<RunRow> {
                 ],
                 0.0,
             );
+            // The file system under the disk test; docker's ignores fsync.
+            disk.env.storage = Some(Storage {
+                fs: ["ext4", "overlay", "ext4"][ei].into(),
+                source: ["/dev/vda", "overlay", "/dev/vdb"][ei].into(),
+                fsync_ignored: (ei == 1).then(|| "mounted volatile".into()),
+            });
             let failed = ei == 2 && round == 4;
             runs.push(RunRow {
                 env: env.to_string(),

@@ -21,7 +21,7 @@
 
 pub mod fleet;
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use serde::Serialize;
 
@@ -112,6 +112,11 @@ pub struct Analysis {
     pub rankings: Vec<(String, Ranking)>,
     pub flags: Vec<Flag>,
     pub failures: Vec<Failure>,
+    /// (environment, entry label) pairs with a run whose files were on a
+    /// file system that ignores fsync (`Storage::fsync_ignored`); the
+    /// fingerprints carry the why.
+    #[serde(skip)]
+    pub fsync_ignored: BTreeSet<(String, String)>,
 }
 
 /// One row of the headline summary: a headline metric of one entry in one
@@ -123,6 +128,8 @@ pub struct HeadlineRow<'a> {
     pub stat: &'a EnvStat,
     /// Some run of this entry in this environment was flagged noisy.
     pub noisy: bool,
+    /// Some run of it wrote where fsync reaches no disk.
+    pub fsync_ignored: bool,
 }
 
 fn flag_reasons(doc: &ResultDoc) -> Vec<(FlagKind, f64, String)> {
@@ -212,6 +219,7 @@ pub fn analyze(cmp: &ComparisonRow, runs: &[RunRow], settings: &VerdictSettings)
     let mut flags = Vec::new();
     let mut failures = Vec::new();
     let mut fingerprints = BTreeMap::new();
+    let mut fsync_ignored = BTreeSet::new();
     let mut by_entry: BTreeMap<usize, EntryRuns> = BTreeMap::new();
     for r in runs {
         match (&r.doc, &r.error) {
@@ -223,6 +231,18 @@ pub fn analyze(cmp: &ComparisonRow, runs: &[RunRow], settings: &VerdictSettings)
                 // peer: the path comes from the first that has one.
                 if fp.net_path.is_none() {
                     fp.net_path.clone_from(&doc.env.net_path);
+                }
+                // Likewise the storage, from the first workload with files.
+                if fp.storage.is_none() {
+                    fp.storage.clone_from(&doc.env.storage);
+                }
+                if doc
+                    .env
+                    .storage
+                    .as_ref()
+                    .is_some_and(|s| s.fsync_ignored.is_some())
+                {
+                    fsync_ignored.insert((r.env.clone(), r.label.clone()));
                 }
                 for (kind, pct, reason) in flag_reasons(doc) {
                     flags.push(Flag {
@@ -339,6 +359,7 @@ pub fn analyze(cmp: &ComparisonRow, runs: &[RunRow], settings: &VerdictSettings)
         rankings,
         flags,
         failures,
+        fsync_ignored,
     }
 }
 
@@ -404,6 +425,7 @@ impl Analysis {
                         metric: m,
                         stat,
                         noisy: self.noisy(env, &e.label),
+                        fsync_ignored: self.fsync_ignored.contains(&(env.clone(), e.label.clone())),
                     });
                 }
             }

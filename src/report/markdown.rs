@@ -5,8 +5,8 @@
 use std::fmt::Write as _;
 
 use super::{
-    effect, flag_summary, fleet_hosts, fleet_spread, marks, method, num, ratio_text, run_lines,
-    tally, verdict_cell, Analysis, Exporter, Fleet, View,
+    effect, flag_summary, fleet_hosts, fleet_spread, fsync_warning, marks, method, num, ratio_text,
+    run_lines, tally, verdict_cell, Analysis, Exporter, Fleet, View,
 };
 
 pub struct MarkdownExporter;
@@ -121,6 +121,21 @@ impl Exporter for MarkdownExporter {
                 None => {
                     let _ = writeln!(out, "\nNo ranking score: missing {}.", r.missing.join(", "));
                 }
+            }
+        }
+        let storage: Vec<_> = a
+            .envs
+            .iter()
+            .filter_map(|e| Some((e, a.fingerprints.get(e)?)))
+            .filter_map(|(e, f)| Some((e, f.kind.as_str(), f.storage.as_ref()?)))
+            .collect();
+        if !storage.is_empty() {
+            out.push_str("\n## Storage\n\nWhere the file, disk and OLTP tests wrote.\n\n| environment | file system |\n|---|---|\n");
+            for (env, _, s) in &storage {
+                let _ = writeln!(out, "| {} | {} |", cell(env), cell(&s.describe()));
+            }
+            for (env, kind, s) in storage.iter().filter(|(_, _, s)| s.fsync_ignored.is_some()) {
+                let _ = writeln!(out, "\n{}", cell(&fsync_warning(env, kind, s)));
             }
         }
         if !a.flags.is_empty() {

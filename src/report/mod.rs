@@ -14,7 +14,22 @@ use std::fmt::Write as _;
 
 use crate::analysis::{EnvStat, HeadlineRow};
 use crate::core::options::CliError;
+use crate::core::result::Storage;
 use crate::stats::{Assessment, Goal, Outcome};
+
+/// The warning for an environment whose file system ignores fsync: its
+/// durable commits and fsyncs cost nothing, which is not a disk's speed.
+pub fn fsync_warning(env: &str, kind: &str, s: &Storage) -> String {
+    let why = s.fsync_ignored.as_deref().unwrap_or("");
+    let fix = match kind {
+        "docker" | "podman" => format!("{kind}:storage=volume puts them on a disk"),
+        _ => "--file-dir, --disk-dir or --oltp-dir on a disk's file system measure one".into(),
+    };
+    format!(
+        "⚠ {env}: fsync reaches no disk there ({} {why}), so durable commits and fsyncs cost nothing: its fileio, disk and OLTP figures are not a disk's; {fix}.",
+        s.fs
+    )
+}
 
 /// What a report shows besides the headline summary.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -189,6 +204,9 @@ pub fn marks(r: &HeadlineRow) -> String {
     if r.noisy {
         m.push_str(" ⚑");
     }
+    if r.fsync_ignored {
+        m.push_str(" ⚠");
+    }
     if r.stat
         .vs_baseline
         .as_ref()
@@ -205,9 +223,14 @@ pub fn method(a: &Analysis) -> String {
         "Ratios are environment / baseline of geometric means, with 95% intervals (Welch's t on log values). \
          Verdicts over each entry's headline metrics, Holm-corrected, at α = {}: slower or faster when the difference is significant, \
          equivalent when the ratio lies within ±{}% (two one-sided tests), otherwise inconclusive with the runs per side that would decide it. \
-         The exact Mann–Whitney p is shown beside Welch's as a robustness check (†: they disagree). ⚑: a run was noisy (steal, or other processes' load).",
+         The exact Mann–Whitney p is shown beside Welch's as a robustness check (†: they disagree). ⚑: a run was noisy (steal, or other processes' load).{}",
         a.settings.alpha,
-        percent(a.settings.margin)
+        percent(a.settings.margin),
+        if a.fsync_ignored.is_empty() {
+            ""
+        } else {
+            " ⚠: its files were where fsync reaches no disk (see Storage)."
+        }
     )
 }
 

@@ -6,8 +6,8 @@
 use std::fmt::Write as _;
 
 use super::{
-    effect, flag_summary, fleet_hosts, fleet_points, fleet_spread, marks, method, num, ratio_text,
-    run_lines, tally, verdict_cell, Analysis, Exporter, Fleet, View,
+    effect, flag_summary, fleet_hosts, fleet_points, fleet_spread, fsync_warning, marks, method,
+    num, ratio_text, run_lines, tally, verdict_cell, Analysis, Exporter, Fleet, View,
 };
 
 pub struct TableExporter;
@@ -36,6 +36,7 @@ impl Exporter for TableExporter {
         }
         categories(&mut out, a);
         net_paths(&mut out, a);
+        storage(&mut out, a);
         if !a.flags.is_empty() {
             let _ = writeln!(
                 out,
@@ -156,6 +157,34 @@ fn net_paths(out: &mut String, a: &Analysis) {
     }
 }
 
+/// Each environment's file system under the file, disk and OLTP tests,
+/// and a warning where fsync reaches no disk.
+fn storage(out: &mut String, a: &Analysis) {
+    let rows: Vec<(&String, &crate::core::result::Storage)> = a
+        .envs
+        .iter()
+        .filter_map(|e| Some((e, a.fingerprints.get(e)?.storage.as_ref()?)))
+        .collect();
+    if rows.is_empty() {
+        return;
+    }
+    let _ = writeln!(
+        out,
+        "\nStorage (where the file, disk and OLTP tests wrote):"
+    );
+    for (env, s) in &rows {
+        let _ = writeln!(out, "  {env:<20} {}", s.describe());
+    }
+    for (env, s) in rows {
+        if s.fsync_ignored.is_some() {
+            let kind = a.fingerprints.get(env).map_or("", |f| f.kind.as_str());
+            for (i, line) in wrap(&fsync_warning(env, kind, s), 96).lines().enumerate() {
+                let _ = writeln!(out, "{}{line}", if i == 0 { "  " } else { "    " });
+            }
+        }
+    }
+}
+
 fn summary(out: &mut String, a: &Analysis) {
     let rows = a.headline_rows();
     let _ = writeln!(
@@ -268,8 +297,14 @@ fn detail(out: &mut String, a: &Analysis) {
 }
 
 fn categories(out: &mut String, a: &Analysis) {
+    let empty = |r: &crate::stats::Ranking| r.categories.iter().all(|c| c.value.is_none());
+    if !a.rankings.is_empty() && a.rankings.iter().all(|(_, r)| empty(r)) {
+        // Said once, not once per environment.
+        let _ = writeln!(out, "\nOverhead categories: none of this suite's workloads belong to seed 001's categories (disk, micro-operations, LINPACK, network).");
+        return;
+    }
     for (env, r) in &a.rankings {
-        if r.categories.iter().all(|c| c.value.is_none()) {
+        if empty(r) {
             let _ = writeln!(out, "\nOverhead categories for {env}: none of this suite's workloads belong to seed 001's categories (disk, micro-operations, LINPACK, network).");
             continue;
         }
