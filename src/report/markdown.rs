@@ -130,7 +130,7 @@ impl Exporter for MarkdownExporter {
             .filter_map(|(e, f)| Some((e, f.kind.as_str(), f.storage.as_ref()?)))
             .collect();
         if !storage.is_empty() {
-            out.push_str("\n## Storage\n\nWhere the file, disk and OLTP tests wrote.\n\n| environment | file system |\n|---|---|\n");
+            out.push_str("\n## Storage\n\nWhere the file, disk and OLTP tests wrote, as seen inside each environment.\n\n| environment | file system |\n|---|---|\n");
             for (env, _, s) in &storage {
                 let _ = writeln!(out, "| {} | {} |", cell(env), cell(&s.describe()));
             }

@@ -170,7 +170,7 @@ fn storage(out: &mut String, a: &Analysis) {
     }
     let _ = writeln!(
         out,
-        "\nStorage (where the file, disk and OLTP tests wrote):"
+        "\nStorage (where the file, disk and OLTP tests wrote, as seen inside):"
     );
     for (env, s) in &rows {
         let _ = writeln!(out, "  {env:<20} {}", s.describe());
