@@ -26,7 +26,7 @@ pub fn fsync_warning(env: &str, kind: &str, s: &Storage) -> String {
         _ => "--file-dir, --disk-dir or --oltp-dir on a disk's file system measure one".into(),
     };
     format!(
-        "⚠ {env}: fsync reaches no disk there ({} {why}), so durable commits and fsyncs cost nothing: its fileio, disk and OLTP figures are not a disk's; {fix}.",
+        "⚠ {env}: fsync reaches no disk there ({} {why}), so fsyncs and durable commits cost nothing: figures that include them (fileio's fsyncs, OLTP's commits) are not a disk's; {fix}.",
         s.fs
     )
 }

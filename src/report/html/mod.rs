@@ -62,7 +62,7 @@ svg{margin:6px 12px 6px 0;background:#fff;border:1px solid #eee}svg .t{font-size
                 let _ = write!(
                     h,
                     "<tr{}><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td class=\"{}\">{}{}</td></tr>",
-                    if r.noisy { " class=\"flag\"" } else { "" },
+                    if r.noisy || r.fsync_ignored { " class=\"flag\"" } else { "" },
                     esc(&r.entry.label),
                     esc(&r.stat.env),
                     esc(&r.metric.name),
