@@ -239,9 +239,7 @@ fn receive_plan(input: &mut impl BufRead, out: &mut impl Write) -> Result<Plan> 
 /// Runs every job of the plan, one message each, then says done.
 fn run_plan(plan: &Plan, host: &mut dyn HostLines, out: &mut impl Write) -> Result<()> {
     for (index, job) in plan.jobs.iter().enumerate() {
-        if crate::core::signals::interrupted() {
-            return Err(crate::core::signals::Interrupted.into());
-        }
+        crate::core::signals::check()?;
         let served = Job::from_wire(job).ok().filter(|j| {
             j.def
                 .needs

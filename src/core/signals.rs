@@ -41,6 +41,17 @@ pub fn hurried() -> bool {
     SIGNALS.load(Ordering::Relaxed) > 1
 }
 
+/// `Err(Interrupted)` once the user asked to stop: `signals::check()?` at
+/// the top of each step of a long loop.
+#[inline]
+pub fn check() -> Result<(), Interrupted> {
+    if interrupted() {
+        Err(Interrupted)
+    } else {
+        Ok(())
+    }
+}
+
 /// The error a loop returns when it stopped because of a signal.
 #[derive(Debug, thiserror::Error)]
 #[error("interrupted")]

@@ -322,9 +322,7 @@ pub fn run<W: Worker>(opts: &EngineOptions, workers: Vec<W>) -> Result<(Outcome,
     if let Some(err) = shared.error.lock().expect("error slot").take() {
         return Err(err);
     }
-    if signals::interrupted() {
-        return Err(signals::Interrupted.into());
-    }
+    signals::check()?;
     let events = threads.iter().map(|t| t.events).sum();
     Ok((
         Outcome {

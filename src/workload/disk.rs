@@ -200,13 +200,6 @@ struct Phase {
     latency: Histogram,
 }
 
-fn check_interrupt() -> Result<()> {
-    if signals::interrupted() {
-        return Err(signals::Interrupted.into());
-    }
-    Ok(())
-}
-
 /// Removes a directory tree when dropped.
 struct RemoveDir(PathBuf);
 
@@ -229,7 +222,7 @@ impl DiskWorkload {
         let started = Instant::now();
         let mut offset = 0;
         while offset < self.file_size {
-            check_interrupt()?;
+            signals::check()?;
             let t0 = Instant::now();
             step(offset, &mut buf).map_err(|e| files::io_context(e, name, path))?;
             if self.sync && name != "get_block" {
@@ -270,7 +263,7 @@ impl DiskWorkload {
                         let mut buf = AlignedBuf::zeroed(self.chunk as usize);
                         let mut hist = new_histogram();
                         for _ in 0..per_thread {
-                            check_interrupt()?;
+                            signals::check()?;
                             let offset = rng.below(chunks) * self.chunk;
                             let t0 = Instant::now();
                             file.read_exact_at(buf.as_mut_slice(), offset)
@@ -334,7 +327,7 @@ impl DiskWorkload {
             let mut hist = new_histogram();
             let started = Instant::now();
             for name in &names {
-                check_interrupt()?;
+                signals::check()?;
                 let path = dir.join(name);
                 let t0 = Instant::now();
                 match step {

@@ -32,9 +32,7 @@ pub fn create_files(cfg: &Config) -> Result<(u64, f64)> {
         let mut offset = file.metadata()?.len();
         offset -= offset % cfg.block;
         while offset < cfg.file_size {
-            if signals::interrupted() {
-                return Err(signals::Interrupted.into());
-            }
+            signals::check()?;
             let len = cfg.block.min(cfg.file_size - offset) as usize;
             let buf = source.block(offset, len, cfg.validate);
             pwrite_all(&file, buf, offset).map_err(|e| files::io_context(e, "writing", &path))?;

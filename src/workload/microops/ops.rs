@@ -128,9 +128,7 @@ impl Op {
         samples: &mut Vec<f64>,
     ) -> Result<()> {
         for _ in 0..repeats {
-            if crate::core::signals::interrupted() {
-                return Err(crate::core::signals::Interrupted.into());
-            }
+            crate::core::signals::check()?;
             let ticks = match self {
                 Op::Getpid => timed(timer, batch, || {
                     // SAFETY: a plain system call without arguments.

@@ -907,9 +907,7 @@ impl OltpWorkload {
                 // A load of many large tables takes hours (seed 003: 100
                 // of 10 million rows): a signal stops it between statements,
                 // and prepare then drops what it created.
-                if signals::interrupted() {
-                    return Err(signals::Interrupted.into());
-                }
+                signals::check()?;
                 conn.batch(&sql).map_err(|e| fail(e, &sql))?;
                 sql.clone_from(&head);
                 pending = 0;
@@ -923,9 +921,7 @@ impl OltpWorkload {
             conn.batch(&sql).map_err(|e| fail(e, &sql))?;
         }
         if cfg.create_secondary {
-            if signals::interrupted() {
-                return Err(signals::Interrupted.into());
-            }
+            signals::check()?;
             obs.chatter(&format!("Creating a secondary index on 'sbtest{n}'..."));
             let sql = format!("CREATE INDEX k_{n} ON sbtest{n}(k)");
             conn.batch(&sql).map_err(|e| fail(e, &sql))?;
