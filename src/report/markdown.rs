@@ -6,7 +6,7 @@ use std::fmt::Write as _;
 
 use super::{
     effect, flag_summary, fleet_hosts, fleet_spread, fsync_warning, marks, method, num, ratio_text,
-    run_lines, tally, verdict_cell, Analysis, Exporter, Fleet, View,
+    run_lines, storages, tally, verdict_cell, Analysis, Exporter, Fleet, View,
 };
 
 pub struct MarkdownExporter;
@@ -123,12 +123,7 @@ impl Exporter for MarkdownExporter {
                 }
             }
         }
-        let storage: Vec<_> = a
-            .envs
-            .iter()
-            .filter_map(|e| Some((e, a.fingerprints.get(e)?)))
-            .filter_map(|(e, f)| Some((e, f.kind.as_str(), f.storage.as_ref()?)))
-            .collect();
+        let storage = storages(a);
         if !storage.is_empty() {
             out.push_str("\n## Storage\n\nWhere the file, disk and OLTP tests wrote, as seen inside each environment.\n\n| environment | file system |\n|---|---|\n");
             for (env, _, s) in &storage {

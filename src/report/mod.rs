@@ -17,6 +17,18 @@ use crate::core::options::CliError;
 use crate::core::result::Storage;
 use crate::stats::{Assessment, Goal, Outcome};
 
+/// Each environment whose results name their storage, in the report's
+/// order: (environment, its kind, the file system).
+pub fn storages(a: &Analysis) -> Vec<(&str, &str, &Storage)> {
+    a.envs
+        .iter()
+        .filter_map(|e| {
+            let f = a.fingerprints.get(e)?;
+            Some((e.as_str(), f.kind.as_str(), f.storage.as_ref()?))
+        })
+        .collect()
+}
+
 /// The warning for an environment whose file system ignores fsync: its
 /// durable commits and fsyncs cost nothing, which is not a disk's speed.
 pub fn fsync_warning(env: &str, kind: &str, s: &Storage) -> String {

@@ -7,7 +7,7 @@ use std::fmt::Write as _;
 
 use super::{
     effect, flag_summary, fleet_hosts, fleet_points, fleet_spread, fsync_warning, marks, method,
-    num, ratio_text, run_lines, tally, verdict_cell, Analysis, Exporter, Fleet, View,
+    num, ratio_text, run_lines, storages, tally, verdict_cell, Analysis, Exporter, Fleet, View,
 };
 
 pub struct TableExporter;
@@ -160,11 +160,7 @@ fn net_paths(out: &mut String, a: &Analysis) {
 /// Each environment's file system under the file, disk and OLTP tests,
 /// and a warning where fsync reaches no disk.
 fn storage(out: &mut String, a: &Analysis) {
-    let rows: Vec<(&String, &crate::core::result::Storage)> = a
-        .envs
-        .iter()
-        .filter_map(|e| Some((e, a.fingerprints.get(e)?.storage.as_ref()?)))
-        .collect();
+    let rows = storages(a);
     if rows.is_empty() {
         return;
     }
@@ -172,15 +168,15 @@ fn storage(out: &mut String, a: &Analysis) {
         out,
         "\nStorage (where the file, disk and OLTP tests wrote, as seen inside):"
     );
-    for (env, s) in &rows {
+    for (env, _, s) in &rows {
         let _ = writeln!(out, "  {env:<20} {}", s.describe());
     }
-    for (env, s) in rows {
-        if s.fsync_ignored.is_some() {
-            let kind = a.fingerprints.get(env).map_or("", |f| f.kind.as_str());
-            for (i, line) in wrap(&fsync_warning(env, kind, s), 96).lines().enumerate() {
-                let _ = writeln!(out, "{}{line}", if i == 0 { "  " } else { "    " });
-            }
+    for (env, kind, s) in rows
+        .into_iter()
+        .filter(|(_, _, s)| s.fsync_ignored.is_some())
+    {
+        for (i, line) in wrap(&fsync_warning(env, kind, s), 96).lines().enumerate() {
+            let _ = writeln!(out, "{}{line}", if i == 0 { "  " } else { "    " });
         }
     }
 }

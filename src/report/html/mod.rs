@@ -12,8 +12,8 @@ mod sweeps;
 use std::fmt::Write as _;
 
 use super::{
-    effect, fleet_hosts, fleet_spread, fsync_warning, marks, method, num, pval, ratio_text, tally,
-    verdict_cell, Analysis, Exporter, Fleet, View,
+    effect, fleet_hosts, fleet_spread, fsync_warning, marks, method, num, pval, ratio_text,
+    storages, tally, verdict_cell, Analysis, Exporter, Fleet, View,
 };
 use crate::stats::Outcome;
 pub use svg::esc;
@@ -80,6 +80,7 @@ svg{margin:6px 12px 6px 0;background:#fff;border:1px solid #eee}svg .t{font-size
         h.push_str("<h2>Environments</h2><table><tr><th>environment</th><th>kind</th><th>hypervisor</th><th>CPU</th><th>CPUs</th><th>memory</th><th>CPU quota</th><th>kernel</th><th>ready after</th><th>network path</th><th>storage</th></tr>");
         for env in &a.envs {
             let f = a.fingerprints.get(env);
+            let storage = f.and_then(|f| f.storage.as_ref());
             let _ = write!(
                 h,
                 "<tr><td>{}</td><td>{}</td><td title=\"{}\">{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td{}>{}</td></tr>",
@@ -94,20 +95,17 @@ svg{margin:6px 12px 6px 0;background:#fff;border:1px solid #eee}svg .t{font-size
                 esc(f.map(|f| f.kernel.as_str()).unwrap_or("")),
                 f.and_then(|f| f.ready_s).map(|s| format!("{s:.2} s")).unwrap_or_default(),
                 esc(f.and_then(|f| f.net_path.as_deref()).unwrap_or("–")),
-                if f.and_then(|f| f.storage.as_ref()).is_some_and(|s| s.fsync_ignored.is_some()) { " class=\"flag\"" } else { "" },
-                esc(&f.and_then(|f| f.storage.as_ref()).map(|s| s.describe()).unwrap_or_else(|| "–".into()))
+                if storage.is_some_and(|s| s.fsync_ignored.is_some()) { " class=\"flag\"" } else { "" },
+                esc(&storage.map(|s| s.describe()).unwrap_or_else(|| "–".into()))
             );
         }
         h.push_str("</table>");
-        for env in &a.envs {
-            let Some(f) = a.fingerprints.get(env) else {
-                continue;
-            };
-            if let Some(s) = f.storage.as_ref().filter(|s| s.fsync_ignored.is_some()) {
+        for (env, kind, s) in storages(a) {
+            if s.fsync_ignored.is_some() {
                 let _ = write!(
                     h,
                     "<p class=\"note\">{}</p>",
-                    esc(&fsync_warning(env, &f.kind, s))
+                    esc(&fsync_warning(env, kind, s))
                 );
             }
         }
