@@ -16,18 +16,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 mod common;
-use common::{entries, skip};
-
-fn wait_until(limit: Duration, mut ready: impl FnMut() -> bool) -> bool {
-    let until = Instant::now() + limit;
-    while Instant::now() < until {
-        if ready() {
-            return true;
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    false
-}
+use common::{entries, signal_and_wait, skip, wait_until};
 
 /// Processes whose command line mentions `marker` (our private TMPDIR).
 fn processes_with(marker: &str) -> Vec<String> {
@@ -70,17 +59,7 @@ fn interrupt(args: &[&str], signals: &[i32], started: impl Fn(&Path, u32) -> boo
     );
     let pid = child.id();
     let sent = Instant::now();
-    for &sig in signals {
-        // SAFETY: signalling our own child.
-        unsafe { libc::kill(child.id() as i32, sig) };
-        std::thread::sleep(Duration::from_millis(200));
-    }
-    let ended = wait_until(Duration::from_secs(30), || {
-        child.try_wait().unwrap().is_some()
-    });
-    if !ended {
-        let _ = child.kill();
-    }
+    let ended = signal_and_wait(&mut child, signals, Duration::from_secs(30));
     let out = child.wait_with_output().unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
     assert!(

@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{metric, skip, virtperf};
+use common::{metric, signal_and_wait, skip, virtperf, wait_until};
 use serde_json::Value;
 
 fn free_port() -> u16 {
@@ -41,18 +41,6 @@ fn run(cmd: &mut Command) -> String {
         String::from_utf8_lossy(&out.stderr)
     );
     String::from_utf8_lossy(&out.stdout).into_owned()
-}
-
-/// Polls `ready` every 100 ms for at most `limit`.
-fn wait_until(limit: Duration, mut ready: impl FnMut() -> bool) -> bool {
-    let until = Instant::now() + limit;
-    while Instant::now() < until {
-        if ready() {
-            return true;
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    }
-    false
 }
 
 /// A PostgreSQL cluster in a temporary directory, stopped and removed on drop.
@@ -315,17 +303,8 @@ fn interrupted(args: &[String], mark: &str, signals: &[i32]) -> (Option<i32>, St
         .unwrap();
     let so_far = || std::fs::read_to_string(stderr.path()).unwrap_or_default();
     let seen = wait_until(Duration::from_secs(60), || so_far().contains(mark));
-    for &sig in signals.iter().filter(|_| seen) {
-        // SAFETY: signalling our own child.
-        unsafe { libc::kill(child.id() as i32, sig) };
-        std::thread::sleep(Duration::from_millis(200));
-    }
-    let ended = wait_until(Duration::from_secs(60), || {
-        child.try_wait().unwrap().is_some()
-    });
-    if !ended {
-        let _ = child.kill();
-    }
+    let sent = if seen { signals } else { &[] };
+    let ended = signal_and_wait(&mut child, sent, Duration::from_secs(60));
     let status = child.wait().unwrap();
     assert!(seen, "{args:?}: never printed {mark:?}: {}", so_far());
     assert!(
@@ -334,6 +313,14 @@ fn interrupted(args: &[String], mark: &str, signals: &[i32]) -> (Option<i32>, St
         so_far()
     );
     (status.code(), so_far())
+}
+
+/// Runs virtperf, asserting it succeeds (`what` and its stderr otherwise);
+/// returns its stdout.
+fn vp_ok(args: &[String], what: &str) -> String {
+    let (code, out, err) = vp(args);
+    assert_eq!(code, 0, "{what}: {err}");
+    out
 }
 
 /// `test`, then `base`, then `extra`.
@@ -540,28 +527,32 @@ fn reconnects_are_counted(server: &Server, base: &[String]) {
 fn conflicts_restart_and_are_counted(server: &Server, base: &[String]) {
     let driver = server.driver;
     let small = ["--tables=1", "--table-size=5"];
-    let (code, _, err) = vp(&oltp(
-        "oltp_read_write",
-        base,
-        &[&small[..], &["prepare"]].concat(),
-    ));
-    assert_eq!(code, 0, "{driver}: prepare of 5 rows: {err}");
-    let (code, out, err) = vp(&oltp(
-        "oltp_write_only",
-        base,
-        &[
-            &small[..],
+    vp_ok(
+        &oltp(
+            "oltp_read_write",
+            base,
+            &[&small[..], &["prepare"]].concat(),
+        ),
+        &format!("{driver}: prepare of 5 rows"),
+    );
+    let out = vp_ok(
+        &oltp(
+            "oltp_write_only",
+            base,
             &[
-                "--rand-type=uniform",
-                "--threads=2",
-                "--time=3",
-                "--json",
-                "run",
-            ],
-        ]
-        .concat(),
-    ));
-    assert_eq!(code, 0, "{driver}: 2 threads on 5 rows: {err}");
+                &small[..],
+                &[
+                    "--rand-type=uniform",
+                    "--threads=2",
+                    "--time=3",
+                    "--json",
+                    "run",
+                ],
+            ]
+            .concat(),
+        ),
+        &format!("{driver}: 2 threads on 5 rows"),
+    );
     let doc: Value = serde_json::from_str(&out).unwrap();
     let d = &doc["details"];
     eprintln!(
@@ -571,12 +562,14 @@ fn conflicts_restart_and_are_counted(server: &Server, base: &[String]) {
     assert!(d["ignored_errors"].as_u64().unwrap() > 0, "{driver}: {d}");
     assert!(metric(&doc, "ignored_errors_per_sec") > 0.0);
     assert!(d["transactions"].as_u64().unwrap() > 0, "{d}");
-    let (code, _, err) = vp(&oltp(
-        "oltp_read_write",
-        base,
-        &[&small[..1], &["cleanup"]].concat(),
-    ));
-    assert_eq!(code, 0, "{driver}: cleanup: {err}");
+    vp_ok(
+        &oltp(
+            "oltp_read_write",
+            base,
+            &[&small[..1], &["cleanup"]].concat(),
+        ),
+        &format!("{driver}: cleanup"),
+    );
     assert_eq!((server.count)(), 0);
 }
 
@@ -811,12 +804,14 @@ fn sqlite_cycle_and_a_table_too_big_for_the_disk() {
     assert_eq!(doc["details"]["db_driver"], "sqlite");
     // Two writers share SQLite's one write lock: one waits for the other,
     // and the waits are counted.
-    let (code, out, err) = vp(&oltp(
-        "oltp_write_only",
-        &base,
-        &["--tables=2", "--time=1", "--threads=2", "--json", "run"],
-    ));
-    assert_eq!(code, 0, "{err}");
+    let out = vp_ok(
+        &oltp(
+            "oltp_write_only",
+            &base,
+            &["--tables=2", "--time=1", "--threads=2", "--json", "run"],
+        ),
+        "write_only at 2 threads",
+    );
     let doc: Value = serde_json::from_str(&out).unwrap();
     assert!(
         doc["details"]["busy_waits"].as_u64().unwrap() > 0,
@@ -876,12 +871,15 @@ fn the_result_names_the_file_system_under_the_database() {
     let in_memory = tempfile::tempdir_in(shm).unwrap();
     for (dir, memory) in [(on_disk.path(), false), (in_memory.path(), true)] {
         let base = vec![format!("--oltp-dir={}", dir.display())];
-        let (code, _, err) = vp(&oltp(
-            "oltp_read_write",
-            &base,
-            &["--tables=2", "--table-size=100", "prepare"],
-        ));
-        assert_eq!(code, 0, "{err}");
+        let tables = ["--tables=2", "--table-size=100"];
+        vp_ok(
+            &oltp(
+                "oltp_read_write",
+                &base,
+                &[&tables[..], &["prepare"]].concat(),
+            ),
+            "prepare",
+        );
         let doc = run_json("oltp_point_select", &base, 10, 1);
         let storage = &doc["env"]["storage"];
         assert!(!storage["fs"].as_str().unwrap().is_empty(), "{storage}");
@@ -889,8 +887,10 @@ fn the_result_names_the_file_system_under_the_database() {
             assert_eq!(storage["fs"], "tmpfs", "{storage}");
             assert_eq!(storage["fsync_ignored"], "in memory", "{storage}");
         }
-        let (code, _, err) = vp(&oltp("oltp_read_write", &base, &["--tables=2", "cleanup"]));
-        assert_eq!(code, 0, "{err}");
+        vp_ok(
+            &oltp("oltp_read_write", &base, &[tables[0], "cleanup"]),
+            "cleanup",
+        );
     }
 }
 

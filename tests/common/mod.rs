@@ -58,3 +58,35 @@ pub fn metric(doc: &Value, name: &str) -> f64 {
         .as_f64()
         .unwrap()
 }
+
+/// Polls `ready` every 50 ms for at most `limit`.
+pub fn wait_until(limit: std::time::Duration, mut ready: impl FnMut() -> bool) -> bool {
+    let until = std::time::Instant::now() + limit;
+    while std::time::Instant::now() < until {
+        if ready() {
+            return true;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    false
+}
+
+/// Sends `signals` to `child` 200 ms apart, as a user pressing Ctrl-C
+/// again would, then waits at most `limit` for it to end; one still running
+/// then is killed. Returns whether it ended by itself.
+pub fn signal_and_wait(
+    child: &mut std::process::Child,
+    signals: &[i32],
+    limit: std::time::Duration,
+) -> bool {
+    for &sig in signals {
+        // SAFETY: signalling our own child.
+        unsafe { libc::kill(child.id() as i32, sig) };
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    }
+    let ended = wait_until(limit, || child.try_wait().unwrap().is_some());
+    if !ended {
+        let _ = child.kill();
+    }
+    ended
+}
