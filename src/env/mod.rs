@@ -312,18 +312,27 @@ fn wait_for(child: &mut Child, limit: Duration) -> Option<std::process::ExitStat
 }
 
 /// Kills `child` and, when it leads its own process group, everything it
-/// started; then reaps it.
+/// started; then reaps it and waits (at most 2 s) until nothing of the
+/// group is left: SIGKILL is not instant, and a grandchild that init
+/// inherits could otherwise outlive the run for a moment.
 fn kill(child: &mut Child) {
     let pid = child.id() as libc::pid_t;
     // SAFETY: getpgid and kill take plain integers; the pid is our own
     // unreaped child, so it cannot have been recycled.
-    unsafe {
-        if libc::getpgid(pid) == pid {
+    let group = unsafe {
+        let group = libc::getpgid(pid) == pid;
+        if group {
             libc::kill(-pid, libc::SIGKILL);
         }
-    }
+        group
+    };
     let _ = child.kill();
     let _ = child.wait();
+    let until = Instant::now() + Duration::from_secs(2);
+    // SAFETY: signal 0 only asks whether any process of the group is left.
+    while group && unsafe { libc::kill(-pid, 0) } == 0 && Instant::now() < until {
+        std::thread::sleep(Duration::from_millis(10));
+    }
 }
 
 /// A live agent with its reader thread.
