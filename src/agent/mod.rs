@@ -91,9 +91,18 @@ fn run_one(plan: &Plan, wire: &JobWire) -> (Result<ResultDoc>, Option<Job>) {
         Ok(job) => job,
         Err(e) => return (Err(e.into()), None),
     };
+    // A job that writes files starts on settled file systems (sys::settle),
+    // after the previous run's writeback and after its own prepare's.
+    let writes = job.def.needs.workdir.is_some();
+    if writes {
+        crate::sys::settle::settle();
+    }
     if job.def.needs.prepare {
         if let Err(e) = execute_here(plan, &job, Command::Prepare) {
             return (Err(e), None);
+        }
+        if writes {
+            crate::sys::settle::settle();
         }
     }
     let result = execute_here(plan, &job, Command::Run).and_then(|done| {

@@ -6,4 +6,5 @@
 pub mod fingerprint;
 pub mod monitor;
 pub mod owner;
+pub mod settle;
 pub mod storage;
