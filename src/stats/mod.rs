@@ -6,6 +6,7 @@
 
 mod mannwhitney;
 pub mod ranking;
+pub mod sequential;
 pub mod spread;
 mod tdist;
 mod verdict;
@@ -145,10 +146,38 @@ pub fn holm(p: &[f64]) -> Vec<f64> {
     adjusted
 }
 
+/// Benjamini–Yekutieli adjusted p-values (false-discovery rate under any
+/// dependence), in the input order.
+pub fn benjamini_yekutieli(p: &[f64]) -> Vec<f64> {
+    let m = p.len();
+    let c: f64 = (1..=m).map(|k| 1.0 / k as f64).sum();
+    let mut idx: Vec<usize> = (0..m).collect();
+    idx.sort_by(|&a, &b| p[a].total_cmp(&p[b]));
+    let mut adjusted = vec![0.0; m];
+    let mut running: f64 = 1.0;
+    for (rank, &i) in idx.iter().enumerate().rev() {
+        let v = (m as f64 * c / (rank + 1) as f64 * p[i]).min(1.0);
+        running = running.min(v);
+        adjusted[i] = running;
+    }
+    adjusted
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use proptest::prelude::*;
+
+    #[test]
+    fn benjamini_yekutieli_steps_up_with_its_harmonic_factor() {
+        // m = 3, c = 11/6: p × 3c / rank, then the running minimum from the top.
+        let q = benjamini_yekutieli(&[0.01, 0.04, 0.03]);
+        let c = 11.0 / 6.0;
+        assert!((q[0] - 0.03 * c).abs() < 1e-12, "{q:?}");
+        assert!((q[2] - 0.04 * c).abs() < 1e-12, "{q:?}");
+        assert!((q[1] - 0.04 * c).abs() < 1e-12, "{q:?}");
+        assert_eq!(benjamini_yekutieli(&[]), Vec::<f64>::new());
+    }
 
     #[test]
     fn summary_of_a_known_sample() {

@@ -1,0 +1,481 @@
+//! Anytime-valid verdicts for the adaptive design: a confidence sequence for
+//! the centre of the paired log differences d = ln(env) − ln(baseline) of
+//! one metric, one pair per round.
+//!
+//! Why a confidence sequence and not a group-sequential design: the
+//! scheduler decides after every pair which pair of environments runs next
+//! and stops each as soon as it is decided, so the number and timing of the
+//! looks is not known in advance, which an alpha-spending function needs.
+//! A confidence sequence (Howard, Ramdas, McAuliffe & Sekhon, "Time-uniform,
+//! nonparametric, nonasymptotic confidence sequences", Ann. Statist. 2021)
+//! covers the true value at every n at once with probability ≥ 1 − α, so the
+//! verdicts read off it may be looked at after every pair, for ever.
+//!
+//! The sequence is the set of centres θ that an e-process E(θ) has not
+//! rejected (E(θ) < 1/α). E is the mean of two e-processes, each valid under
+//! "d is symmetric about θ" (Ville's inequality then gives the coverage):
+//! - ½ · the Bayes factor of the one-sample t-test with a normal prior
+//!   N(0, g) on the standardised effect, averaged over g ∈ [`GRID`] (Rouder,
+//!   Speckman, Sun, Morey & Iverson 2009). With the right-Haar prior on σ it
+//!   is a test martingale for the scale-invariant filtration (Pérez-Ortiz,
+//!   Lardy, de Heide & Grünwald, "E-statistics, group invariance and anytime
+//!   valid testing", 2024), i.e. anytime-valid for a normal centre θ. It is
+//!   what decides a large, clean effect after 3 pairs.
+//! - ½ · a betting e-process on the clipped, standardised differences
+//!   x_i = clip((d_i − θ) / s_{i−1}, −1, 1), with s_{i−1} = 1.4826 · MAD of
+//!   the pairs before i (predictable, so the bets are fair), averaged over
+//!   the bets λ ∈ ±[`LAMBDAS`] (Waudby-Smith & Ramdas, "Estimating means of
+//!   bounded random variables by betting", JRSS B 2024). For any distribution
+//!   symmetric about θ, E[x_i | past] = 0 whatever its tails, so it keeps its
+//!   level with outliers and multimodal runs where the t-part might not, and
+//!   keeps deciding when one outlier has inflated the standard deviation.
+//!
+//! Both parts are monotone on each side of the sample mean (the t-part in
+//! |t|, each bet in θ), so the interval [L, U] with L from the lower-side
+//! bets and U from the upper-side ones contains every θ that E has not
+//! rejected: it is a confidence sequence, found by bisection.
+//!
+//! Verdicts, per metric, at level α/m for a family of m headline metrics
+//! (Bonferroni: the intervals cover all m at once, so the family-wise rate
+//! of any wrong claim, slower, faster or equivalent, is ≤ α however often
+//! they are read): slower or faster when [L, U] excludes 0, equivalent when
+//! it lies inside ±ln(1 + margin), and nothing before [`MIN_PAIRS`] pairs.
+
+/// Prior variances of the standardised effect in the t-part: from small
+/// effects to QEMU-under-TCG's twentyfold slowdowns.
+pub const GRID: [f64; 4] = [0.5, 4.0, 50.0, 1000.0];
+/// The bets of the robust part, on each side.
+pub const LAMBDAS: [f64; 3] = [0.2, 0.5, 0.8];
+/// No verdict before this many pairs (the issue's "3 runs per side").
+pub const MIN_PAIRS: usize = 3;
+/// Projections of the pairs needed stop here.
+pub const MAX_PROJECTED: usize = crate::stats::MAX_RUNS_PER_SIDE;
+
+/// A confidence-sequence interval for the centre of the log differences.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Interval {
+    pub lower: f64,
+    pub upper: f64,
+}
+
+impl Interval {
+    pub fn unbounded() -> Interval {
+        Interval {
+            lower: f64::NEG_INFINITY,
+            upper: f64::INFINITY,
+        }
+    }
+}
+
+/// What the sequence says about one metric.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Call {
+    /// The centre is above 0 (the environment's values are larger).
+    Above,
+    /// Below 0.
+    Below,
+    /// Inside ±ln(1 + margin).
+    Within,
+    Open,
+}
+
+fn log_mean_exp(xs: &[f64]) -> f64 {
+    let m = xs.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
+    if !m.is_finite() {
+        return m;
+    }
+    m + (xs.iter().map(|x| (x - m).exp()).sum::<f64>() / xs.len() as f64).ln()
+}
+
+/// ln of the t-mixture Bayes factor for n values with statistic t².
+fn log_bf_t(n: usize, t2: f64) -> f64 {
+    if n < 2 {
+        return 0.0;
+    }
+    let nu = (n - 1) as f64;
+    let terms: Vec<f64> = GRID
+        .iter()
+        .map(|g| {
+            let a = 1.0 + n as f64 * g;
+            if t2.is_infinite() {
+                return 0.5 * nu * a.ln();
+            }
+            -0.5 * a.ln() + 0.5 * (nu + 1.0) * ((t2 / nu).ln_1p() - (t2 / (nu * a)).ln_1p())
+        })
+        .collect();
+    log_mean_exp(&terms)
+}
+
+/// The paired log differences of one metric, in pair order, with what the
+/// e-processes need precomputed.
+#[derive(Debug, Clone)]
+pub struct Pairs {
+    d: Vec<f64>,
+    mean: f64,
+    sd: f64,
+    /// s_{i−1} for each i (None before two earlier pairs).
+    scales: Vec<Option<f64>>,
+}
+
+fn median_of(xs: &mut [f64]) -> f64 {
+    xs.sort_by(f64::total_cmp);
+    let n = xs.len();
+    if n % 2 == 1 {
+        xs[n / 2]
+    } else {
+        (xs[n / 2 - 1] + xs[n / 2]) / 2.0
+    }
+}
+
+fn mad_scale(xs: &[f64]) -> f64 {
+    let mut v = xs.to_vec();
+    let m = median_of(&mut v);
+    let mut dev: Vec<f64> = xs.iter().map(|x| (x - m).abs()).collect();
+    1.4826 * median_of(&mut dev)
+}
+
+impl Pairs {
+    pub fn new(d: &[f64]) -> Pairs {
+        let n = d.len();
+        let mean = d.iter().sum::<f64>() / n.max(1) as f64;
+        let sd = if n > 1 {
+            (d.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (n - 1) as f64).sqrt()
+        } else {
+            0.0
+        };
+        let scales = (0..n)
+            .map(|i| {
+                (i >= 2).then(|| {
+                    // A floor keeps identical values from betting on a
+                    // zero-width scale.
+                    mad_scale(&d[..i]).max(1e-6 * (1.0 + d[i - 1].abs()))
+                })
+            })
+            .collect();
+        Pairs {
+            d: d.to_vec(),
+            mean,
+            sd,
+            scales,
+        }
+    }
+
+    pub fn len(&self) -> usize {
+        self.d.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.d.is_empty()
+    }
+
+    /// The sample mean of the differences.
+    pub fn mean(&self) -> f64 {
+        self.mean
+    }
+
+    pub fn sd(&self) -> f64 {
+        self.sd
+    }
+
+    fn t2(&self, theta: f64) -> f64 {
+        let n = self.d.len() as f64;
+        let diff = self.mean - theta;
+        if self.sd > 0.0 {
+            n * diff * diff / (self.sd * self.sd)
+        } else if diff == 0.0 {
+            0.0
+        } else {
+            f64::INFINITY
+        }
+    }
+
+    /// ln of the mean over the bets of one side (+1: betting the centre
+    /// is above θ, −1: below).
+    fn log_bets(&self, theta: f64, side: f64) -> f64 {
+        let mut logs = [0.0f64; LAMBDAS.len()];
+        for (x, s) in self.d.iter().zip(&self.scales) {
+            let Some(s) = s else { continue };
+            let z = ((x - theta) / s).clamp(-1.0, 1.0) * side;
+            for (l, lam) in logs.iter_mut().zip(LAMBDAS) {
+                *l += (lam * z).ln_1p();
+            }
+        }
+        log_mean_exp(&logs)
+    }
+
+    /// ln of the part of E(θ) that grows as θ moves away from the data on
+    /// `side` (−1: θ below the data, +1: above): the t-part (its weight ½)
+    /// and the bets that the centre is on the other side (weight ½ · ½).
+    fn log_evidence(&self, theta: f64, side: f64) -> f64 {
+        let t = log_bf_t(self.d.len(), self.t2(theta)) + 0.5f64.ln();
+        let b = self.log_bets(theta, -side) + 0.25f64.ln();
+        log_mean_exp(&[t, b]) + 2f64.ln()
+    }
+
+    /// ln E(θ): the whole e-process for "the centre is θ" (t-part and all
+    /// six bets), an e-value at any stopping time.
+    pub fn log_e(&self, theta: f64) -> f64 {
+        let t = log_bf_t(self.d.len(), self.t2(theta));
+        let bets = log_mean_exp(&[self.log_bets(theta, 1.0), self.log_bets(theta, -1.0)]);
+        log_mean_exp(&[t, bets])
+    }
+
+    /// The 1 − α confidence-sequence interval for the centre.
+    pub fn interval(&self, alpha: f64) -> Interval {
+        if self.d.len() < 2 {
+            return Interval::unbounded();
+        }
+        let bar = (1.0 / alpha).ln();
+        let reach = 25.0 + self.d.iter().map(|x| x.abs()).fold(0.0, f64::max);
+        let lower = self.edge(bar, -1.0, reach);
+        let upper = self.edge(bar, 1.0, reach);
+        Interval { lower, upper }
+    }
+
+    /// The last θ on `side` of the mean that E has not rejected.
+    fn edge(&self, bar: f64, side: f64, reach: f64) -> f64 {
+        let far = self.mean + side * reach;
+        if self.log_evidence(far, side) < bar {
+            return side * f64::INFINITY;
+        }
+        let (mut inside, mut outside) = (self.mean, far);
+        if self.log_evidence(inside, side) >= bar {
+            // Even the mean is rejected (a bet far from the t-part's centre):
+            // the edge is where evidence on this side starts, approached from
+            // the other side's direction; keep the interval non-empty.
+            return self.mean;
+        }
+        for _ in 0..60 {
+            let mid = 0.5 * (inside + outside);
+            if self.log_evidence(mid, side) >= bar {
+                outside = mid;
+            } else {
+                inside = mid;
+            }
+            if (outside - inside).abs() < 1e-9 * (1.0 + inside.abs()) {
+                break;
+            }
+        }
+        outside
+    }
+
+    /// The first `n` pairs (the scales are predictable, so they are the
+    /// same as when these were all there was).
+    pub fn prefix(&self, n: usize) -> Pairs {
+        let d = &self.d[..n];
+        let mean = d.iter().sum::<f64>() / n.max(1) as f64;
+        let sd = if n > 1 {
+            (d.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (n - 1) as f64).sqrt()
+        } else {
+            0.0
+        };
+        Pairs {
+            d: d.to_vec(),
+            mean,
+            sd,
+            scales: self.scales[..n].to_vec(),
+        }
+    }
+
+    /// Whether the interval at level α excludes θ: the same as comparing θ
+    /// with [`Pairs::interval`]'s edge on θ's side, without the bisection.
+    pub fn excludes(&self, theta: f64, alpha: f64) -> bool {
+        if self.d.len() < 2 || theta == self.mean {
+            return false;
+        }
+        let side = if theta < self.mean { -1.0 } else { 1.0 };
+        self.log_evidence(theta, side) >= (1.0 / alpha).ln()
+    }
+
+    /// The call at level α with equivalence margin ln(1 + margin).
+    pub fn call(&self, alpha: f64, margin: f64) -> (Call, Interval) {
+        if self.d.len() < MIN_PAIRS {
+            return (Call::Open, self.interval(alpha));
+        }
+        let iv = self.interval(alpha);
+        let b = margin.ln_1p();
+        let call = if iv.lower > 0.0 {
+            Call::Above
+        } else if iv.upper < 0.0 {
+            Call::Below
+        } else if iv.lower > -b && iv.upper < b {
+            Call::Within
+        } else {
+            Call::Open
+        };
+        (call, iv)
+    }
+
+    /// Pairs in all that would decide this metric if the next ones looked
+    /// like these (same mean and spread): the first n at which the t-part's
+    /// interval alone would exclude 0 or fit in the margin. None beyond
+    /// [`MAX_PROJECTED`].
+    /// The projection is made twice, from the mean and standard deviation
+    /// and from the median and MAD (what the bets see when a run is an
+    /// outlier), and the smaller kept.
+    pub fn pairs_to_decide(&self, alpha: f64, margin: f64) -> Option<usize> {
+        let robust = {
+            let mut v = self.d.clone();
+            (median_of(&mut v), mad_scale(&self.d))
+        };
+        let plain = Self::project(self.d.len(), self.mean, self.sd, alpha, margin);
+        let robust = Self::project(self.d.len(), robust.0, robust.1, alpha, margin);
+        match (plain, robust) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
+    fn project(have: usize, centre: f64, sd: f64, alpha: f64, margin: f64) -> Option<usize> {
+        let b = margin.ln_1p();
+        let m = centre.abs();
+        let gap = m.max(b - m);
+        if gap <= 0.0 {
+            return None;
+        }
+        let sd = sd.max(1e-9);
+        let bar = (2.0 / alpha).ln();
+        (have.max(MIN_PAIRS)..=MAX_PROJECTED).find(|&n| {
+            // t² at which a difference of `gap` would be rejected.
+            let t2 = n as f64 * gap * gap / (sd * sd);
+            log_bf_t(n, t2) >= bar
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn normal(seed: &mut u64) -> f64 {
+        // Box–Muller over a SplitMix64 stream: enough for these tests.
+        let mut u = || {
+            *seed = seed.wrapping_add(0x9E37_79B9_7F4A_7C15);
+            let mut z = *seed;
+            z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+            z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+            ((z ^ (z >> 31)) >> 11) as f64 / (1u64 << 53) as f64
+        };
+        let (a, b) = (u().max(1e-300), u());
+        (-2.0 * a.ln()).sqrt() * (std::f64::consts::TAU * b).cos()
+    }
+
+    #[test]
+    fn the_t_part_is_one_at_no_evidence_and_grows_with_t() {
+        assert!(log_bf_t(5, 0.0) < 0.0);
+        assert!(log_bf_t(5, 4.0) < log_bf_t(5, 16.0));
+        assert!(log_bf_t(5, 16.0) < log_bf_t(5, f64::INFINITY));
+        // Three clean pairs can reach 1/α = 20 for a large effect.
+        assert!(log_bf_t(3, f64::INFINITY) > 20f64.ln());
+        // Two cannot reach 1/0.05 · 14 (a 14-metric family).
+        assert!(log_bf_t(2, f64::INFINITY) < 280f64.ln());
+    }
+
+    #[test]
+    fn a_large_clean_effect_is_called_after_three_pairs_and_not_before() {
+        let d = [0.69, 0.71, 0.70];
+        assert_eq!(Pairs::new(&d[..2]).call(0.05, 0.05).0, Call::Open);
+        let (call, iv) = Pairs::new(&d).call(0.05, 0.05);
+        assert_eq!(call, Call::Above);
+        assert!(
+            iv.lower > 0.0 && iv.lower < 0.69 && iv.upper > 0.71,
+            "{iv:?}"
+        );
+        let neg: Vec<f64> = d.iter().map(|x| -x).collect();
+        assert_eq!(Pairs::new(&neg).call(0.05, 0.05).0, Call::Below);
+    }
+
+    #[test]
+    fn tight_values_around_zero_are_equivalent_and_wide_ones_are_not() {
+        let mut seed = 7;
+        let tight: Vec<f64> = (0..12).map(|_| 0.005 * normal(&mut seed)).collect();
+        assert_eq!(Pairs::new(&tight).call(0.05, 0.05).0, Call::Within);
+        let wide: Vec<f64> = (0..12).map(|_| 0.2 * normal(&mut seed)).collect();
+        assert_eq!(Pairs::new(&wide).call(0.05, 0.05).0, Call::Open);
+    }
+
+    #[test]
+    fn an_interval_covers_the_bulk_of_the_values_not_one_outlier() {
+        let mut d = vec![0.10, 0.11, 0.09, 0.10, 0.12, 0.10, 0.11, 0.09, 0.10];
+        d.extend([0.11, 0.10, 0.09, 0.12, 0.10]);
+        d.push(2.8); // one run 16× off
+        let iv = Pairs::new(&d).interval(0.05);
+        // The t-part alone is thrown by the outlier (its sd is 0.7); the
+        // bets, on clipped values, still exclude 0.
+        assert!(Pairs::new(&d).sd() > 0.5);
+        assert!(iv.lower > 0.0, "{iv:?}");
+        assert!(iv.lower < 0.1 && iv.upper > 0.1, "{iv:?}");
+    }
+
+    #[test]
+    fn coverage_holds_at_every_look_not_just_the_last() {
+        // Under "no effect" with normal noise: the share of sequences whose
+        // interval ever excludes 0 within 40 looks stays below α.
+        let mut seed = 11;
+        let trials = 1000;
+        let mut missed = 0;
+        for _ in 0..trials {
+            let mut d = Vec::new();
+            for _ in 0..40 {
+                d.push(0.05 * normal(&mut seed));
+                if d.len() >= MIN_PAIRS {
+                    let iv = Pairs::new(&d).interval(0.05);
+                    if iv.lower > 0.0 || iv.upper < 0.0 {
+                        missed += 1;
+                        break;
+                    }
+                }
+            }
+        }
+        assert!(missed <= trials * 5 / 100, "{missed} of {trials}");
+        // And it is not trivially conservative: some sequences come close.
+        assert!(missed > 0 || trials < 100);
+    }
+
+    #[test]
+    fn excludes_agrees_with_the_interval() {
+        let mut seed = 5;
+        for k in 0..200 {
+            let n = 3 + k % 10;
+            let d: Vec<f64> = (0..n).map(|_| 0.03 + 0.05 * normal(&mut seed)).collect();
+            let p = Pairs::new(&d);
+            let iv = p.interval(0.05);
+            for theta in [-0.05, 0.0, 0.0488, 0.1] {
+                let inside = iv.lower < theta && theta < iv.upper;
+                // Up to the bisection's tolerance.
+                let near = (theta - iv.lower).abs() < 1e-6 || (theta - iv.upper).abs() < 1e-6;
+                assert!(
+                    near || p.excludes(theta, 0.05) != inside,
+                    "{d:?} {theta} {iv:?}"
+                );
+            }
+            assert_eq!(p.prefix(n).interval(0.05), iv);
+        }
+    }
+
+    #[test]
+    fn the_whole_e_process_is_at_least_either_sides_evidence() {
+        let d = [0.2, 0.25, 0.18, 0.22, 0.3];
+        let p = Pairs::new(&d);
+        assert!(p.log_e(0.0) >= p.log_evidence(0.0, -1.0) - 1e-12);
+        assert!(p.log_e(0.5) >= p.log_evidence(0.5, 1.0) - 1e-12);
+        assert!(p.log_e(0.0) > 20f64.ln());
+        assert!(p.log_e(p.mean()) < 0.0);
+    }
+
+    #[test]
+    fn projections_shrink_with_a_larger_effect_and_grow_with_noise() {
+        let mut seed = 3;
+        let small: Vec<f64> = (0..5).map(|_| 0.1 + 0.05 * normal(&mut seed)).collect();
+        let large: Vec<f64> = small.iter().map(|x| x * 4.0).collect();
+        let (a, b) = (
+            Pairs::new(&small).pairs_to_decide(0.05, 0.05),
+            Pairs::new(&large).pairs_to_decide(0.05, 0.05),
+        );
+        assert!(b.unwrap() <= a.unwrap(), "{a:?} {b:?}");
+        // At the margin's edge nothing decides it.
+        let edge: Vec<f64> = (0..5).map(|_| 0.0244 + 0.3 * normal(&mut seed)).collect();
+        let p = Pairs::new(&edge).pairs_to_decide(0.05, 0.05);
+        assert!(p.is_none() || p.unwrap() > 20, "{p:?}");
+    }
+}
