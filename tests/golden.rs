@@ -136,6 +136,7 @@ fn comparison() -> ComparisonRow {
         envs: ENVS.iter().map(|s| s.to_string()).collect(),
         args: vec![],
         finished: true,
+        adaptive: false,
     }
 }
 

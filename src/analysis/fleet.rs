@@ -288,6 +288,7 @@ mod tests {
             envs: vec!["host".into(), "docker".into()],
             args: vec![],
             finished: true,
+            adaptive: false,
         };
         HostAnalysis {
             host: name.into(),

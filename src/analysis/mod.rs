@@ -20,6 +20,7 @@
 //! the headline family.
 
 pub mod fleet;
+pub mod sequential;
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -106,6 +107,10 @@ pub struct Analysis {
     pub envs: Vec<String>,
     /// α, the equivalence margin and the power the verdicts used.
     pub settings: VerdictSettings,
+    /// The adaptive design: headline verdicts from `sequential` (its
+    /// confidence sequences), not from Welch's test.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub adaptive: bool,
     /// Where each environment ran (from the first result's fingerprint).
     pub fingerprints: BTreeMap<String, crate::core::result::EnvInfo>,
     pub entries: Vec<EntryAnalysis>,
@@ -328,8 +333,55 @@ pub fn analyze(cmp: &ComparisonRow, runs: &[RunRow], settings: &VerdictSettings)
             metrics,
         });
     }
-    let rankings = envs
-        .iter()
+    let mut a = Analysis {
+        id: cmp.id,
+        started_at: cmp.started_at.clone(),
+        suite: cmp.suite.clone(),
+        baseline,
+        envs,
+        settings: *settings,
+        adaptive: cmp.adaptive,
+        fingerprints,
+        entries,
+        rankings: Vec::new(),
+        flags,
+        failures,
+        fsync_ignored,
+    };
+    if a.adaptive {
+        sequential::overlay(&mut a, runs, settings);
+    } else {
+        summary_control(&mut a, settings);
+    }
+    a.rankings = rankings(&a.envs, &a.baseline, &a.entries);
+    a
+}
+
+/// The fixed design's control over the whole headline summary: Holm keeps
+/// each entry's family, and a slower or faster row also needs its Welch p
+/// to pass Benjamini–Yekutieli over every headline row (false-discovery
+/// rate α under any dependence: an entry's metrics share runs, and every
+/// environment shares the baseline's). Rows that fail it read inconclusive.
+fn summary_control(a: &mut Analysis, settings: &VerdictSettings) {
+    let mut rows: Vec<&mut Assessment> = a
+        .entries
+        .iter_mut()
+        .flat_map(|e| e.metrics.iter_mut().filter(|m| m.headline))
+        .flat_map(|m| m.per_env.iter_mut())
+        .filter_map(|s| s.vs_baseline.as_mut())
+        .collect();
+    let p: Vec<f64> = rows.iter().map(|r| r.p_welch).collect();
+    let q = stats::benjamini_yekutieli(&p);
+    for (r, q) in rows.iter_mut().zip(q) {
+        if matches!(r.outcome, Outcome::Slower | Outcome::Faster) && q >= settings.alpha {
+            r.outcome = Outcome::Inconclusive;
+        }
+    }
+}
+
+/// Seed 001's category overheads and score, per environment.
+fn rankings(envs: &[String], baseline: &str, entries: &[EntryAnalysis]) -> Vec<(String, Ranking)> {
+    envs.iter()
         .enumerate()
         .filter(|(_, e)| **e != baseline)
         .map(|(ei, env)| {
@@ -346,21 +398,7 @@ pub fn analyze(cmp: &ComparisonRow, runs: &[RunRow], settings: &VerdictSettings)
                 .collect();
             (env.clone(), stats::ranking(&ratios))
         })
-        .collect();
-    Analysis {
-        id: cmp.id,
-        started_at: cmp.started_at.clone(),
-        suite: cmp.suite.clone(),
-        baseline,
-        envs,
-        settings: *settings,
-        fingerprints,
-        entries,
-        rankings,
-        flags,
-        failures,
-        fsync_ignored,
-    }
+        .collect()
 }
 
 /// One family of an entry (headline or detail) in environment `ei` against

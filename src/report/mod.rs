@@ -231,9 +231,28 @@ pub fn marks(r: &HeadlineRow) -> String {
 
 /// The method, in one paragraph every format prints.
 pub fn method(a: &Analysis) -> String {
+    if a.adaptive {
+        return format!(
+            "Adaptive design: each environment's runs are paired with the baseline's of the same round; ratios are the geometric mean of the paired ratios, \
+             with anytime-valid 95% confidence-sequence intervals (a t-mixture and a robust betting e-process), so the verdicts could be read after every round. \
+             Verdicts at α = {} over each entry's headline metrics (Bonferroni, family-wise): slower or faster when the interval excludes 1, \
+             equivalent when it lies within ±{}%, otherwise inconclusive with the pairs that would decide it; \
+             across the whole summary, slower and faster are also held to a false-discovery rate of {} by e-BH. \
+             Welch's and the Mann–Whitney p (--detail) are descriptive here. ⚑: a run was noisy (steal, or other processes' load).{}",
+            a.settings.alpha,
+            percent(a.settings.margin),
+            a.settings.alpha,
+            if a.fsync_ignored.is_empty() {
+                ""
+            } else {
+                " ⚠: its files were where fsync reaches no disk (see Storage)."
+            }
+        );
+    }
     format!(
         "Ratios are environment / baseline of geometric means, with 95% intervals (Welch's t on log values). \
-         Verdicts over each entry's headline metrics, Holm-corrected, at α = {}: slower or faster when the difference is significant, \
+         Verdicts over each entry's headline metrics, Holm-corrected, at α = {}: slower or faster when the difference is significant \
+         (and, across the whole summary, within a false-discovery rate of α by Benjamini–Yekutieli), \
          equivalent when the ratio lies within ±{}% (two one-sided tests), otherwise inconclusive with the runs per side that would decide it. \
          The exact Mann–Whitney p is shown beside Welch's as a robustness check (†: they disagree). ⚑: a run was noisy (steal, or other processes' load).{}",
         a.settings.alpha,
@@ -450,6 +469,7 @@ mod tests {
             envs: vec!["host".into(), "vm".into()],
             args: vec![],
             finished: true,
+            adaptive: false,
         }
     }
 

@@ -27,6 +27,9 @@ pub struct ComparisonRow {
     /// The arguments it was started with, to resume it.
     pub args: Vec<String>,
     pub finished: bool,
+    /// Run in the adaptive design (`--repeat auto`): its headline verdicts
+    /// come from `analysis::sequential`.
+    pub adaptive: bool,
 }
 
 /// One stored run.
@@ -62,6 +65,10 @@ CREATE TABLE IF NOT EXISTS runs (
     finished_at TEXT NOT NULL
 );
 CREATE INDEX IF NOT EXISTS runs_by_comparison ON runs(comparison, env, entry, round);
+CREATE TABLE IF NOT EXISTS designs (
+    comparison INTEGER PRIMARY KEY REFERENCES comparisons(id),
+    adaptive INTEGER NOT NULL
+);
 CREATE TABLE IF NOT EXISTS plans (
     comparison INTEGER PRIMARY KEY REFERENCES comparisons(id),
     digest TEXT NOT NULL
@@ -185,30 +192,56 @@ impl Store {
             envs: serde_json::from_str(&envs).unwrap_or_default(),
             args: serde_json::from_str(&args).unwrap_or_default(),
             finished: r.get::<_, i64>(6)? != 0,
+            adaptive: false,
         })
     }
 
     pub fn comparison(&self, id: i64) -> Result<Option<ComparisonRow>> {
-        Ok(self
+        let row = self
             .conn
             .query_row(
                 "SELECT id, started_at, suite, baseline, envs, args, finished FROM comparisons WHERE id = ?1",
                 params![id],
                 Self::row,
             )
-            .optional()?)
+            .optional()?;
+        Ok(row.map(|r| self.with_design(r)))
+    }
+
+    /// Records that a comparison runs in the adaptive design.
+    pub fn set_adaptive(&self, comparison: i64) -> Result<()> {
+        self.conn.execute(
+            "INSERT OR REPLACE INTO designs (comparison, adaptive) VALUES (?1, 1)",
+            params![comparison],
+        )?;
+        Ok(())
+    }
+
+    /// A store from before the adaptive design has no `designs` table: its
+    /// comparisons are fixed.
+    fn with_design(&self, mut row: ComparisonRow) -> ComparisonRow {
+        row.adaptive = self
+            .conn
+            .query_row(
+                "SELECT adaptive FROM designs WHERE comparison = ?1",
+                params![row.id],
+                |r| r.get::<_, i64>(0),
+            )
+            .is_ok_and(|a| a != 0);
+        row
     }
 
     /// The newest comparison, finished or not.
     pub fn latest(&self) -> Result<Option<ComparisonRow>> {
-        Ok(self
+        let row = self
             .conn
             .query_row(
                 "SELECT id, started_at, suite, baseline, envs, args, finished FROM comparisons ORDER BY id DESC LIMIT 1",
                 [],
                 Self::row,
             )
-            .optional()?)
+            .optional()?;
+        Ok(row.map(|r| self.with_design(r)))
     }
 
     pub fn runs(&self, comparison: i64) -> Result<Vec<RunRow>> {

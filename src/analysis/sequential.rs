@@ -1,0 +1,326 @@
+//! The adaptive design's verdicts (`--repeat auto`), from the stored runs:
+//! one row per entry, environment and headline metric, its runs paired
+//! with the baseline's of the same round (the order within a round is
+//! rotated, so a pair shares the machine's state of that moment), judged by
+//! `stats::sequential`'s confidence sequence at α/m for the entry's m
+//! headline metrics. The scheduler reads the same rows to decide what runs
+//! next, and reports overlay them on the fixed-design analysis, so what
+//! stopped a pair is what the report shows.
+
+use std::collections::BTreeMap;
+
+use crate::stats::sequential::{Call, Interval, Pairs, MIN_PAIRS};
+use crate::stats::{Estimate, Goal, Outcome, RunsNeeded, VerdictSettings};
+use crate::store::RunRow;
+
+use super::{is_headline, Analysis};
+
+/// One headline metric of one entry in one environment against the
+/// baseline.
+#[derive(Debug, Clone)]
+pub struct Row {
+    pub entry: usize,
+    pub env: String,
+    pub metric: String,
+    pub higher_is_better: bool,
+    /// Headline metrics of this entry in this environment (Bonferroni's m).
+    pub family: usize,
+    /// ln(env) − ln(baseline), one per round both have, in round order.
+    pub diffs: Vec<f64>,
+}
+
+/// What the sequence says about a row.
+#[derive(Debug, Clone, Copy)]
+pub struct RowVerdict {
+    pub outcome: Outcome,
+    /// Its family called it slower or faster, the summary's e-BH did not:
+    /// shown inconclusive.
+    pub held_back: bool,
+    /// Pairs in all that would decide it if the next looked like these
+    /// (None: more than `MAX_PROJECTED`, or nothing to project from).
+    pub pairs_needed: Option<usize>,
+    pub goal: Goal,
+}
+
+/// The rows of a comparison, from its stored runs.
+pub fn rows(runs: &[RunRow], baseline: &str) -> Vec<Row> {
+    // (entry, env, metric) -> round -> value; the metric's direction.
+    let mut values: BTreeMap<(usize, String, String), BTreeMap<usize, f64>> = BTreeMap::new();
+    let mut direction: BTreeMap<(usize, String), bool> = BTreeMap::new();
+    for r in runs {
+        let Some(doc) = &r.doc else { continue };
+        for m in &doc.metrics {
+            if !(m.value.is_finite() && m.value > 0.0 && is_headline(&doc.workload, &m.name)) {
+                continue;
+            }
+            direction.insert((r.entry, m.name.clone()), m.higher_is_better);
+            values
+                .entry((r.entry, r.env.clone(), m.name.clone()))
+                .or_default()
+                .insert(r.round, m.value);
+        }
+    }
+    let mut out: Vec<Row> = Vec::new();
+    for ((entry, env, metric), by_round) in &values {
+        if env == baseline {
+            continue;
+        }
+        let Some(base) = values.get(&(*entry, baseline.to_string(), metric.clone())) else {
+            continue;
+        };
+        let diffs: Vec<f64> = by_round
+            .iter()
+            .filter_map(|(round, v)| Some(v.ln() - base.get(round)?.ln()))
+            .collect();
+        if diffs.is_empty() {
+            continue;
+        }
+        out.push(Row {
+            entry: *entry,
+            env: env.clone(),
+            metric: metric.clone(),
+            higher_is_better: direction[&(*entry, metric.clone())],
+            family: 0,
+            diffs,
+        });
+    }
+    let mut family: BTreeMap<(usize, String), usize> = BTreeMap::new();
+    for r in &out {
+        *family.entry((r.entry, r.env.clone())).or_default() += 1;
+    }
+    for r in &mut out {
+        r.family = family[&(r.entry, r.env.clone())];
+    }
+    out
+}
+
+impl Row {
+    fn alpha(&self, settings: &VerdictSettings) -> f64 {
+        settings.alpha / self.family.max(1) as f64
+    }
+
+    /// The row's verdict: the first claim its sequence makes at any n is
+    /// kept (the sequence covers every n at once, so reading it after every
+    /// pair costs nothing).
+    pub fn judge(&self, settings: &VerdictSettings) -> RowVerdict {
+        let alpha = self.alpha(settings);
+        let b = settings.margin.ln_1p();
+        let all = Pairs::new(&self.diffs);
+        let (mut above, mut below, mut low_in, mut high_in) = (false, false, false, false);
+        for n in MIN_PAIRS..=self.diffs.len() {
+            let p = all.prefix(n);
+            let m = p.mean();
+            above |= m > 0.0 && p.excludes(0.0, alpha);
+            below |= m < 0.0 && p.excludes(0.0, alpha);
+            low_in |= m > -b && p.excludes(-b, alpha);
+            high_in |= m < b && p.excludes(b, alpha);
+        }
+        let call = match (above, below) {
+            (true, false) => Call::Above,
+            (false, true) => Call::Below,
+            // Both (the centre drifted across 0): claim neither.
+            (true, true) => Call::Open,
+            (false, false) if low_in && high_in => Call::Within,
+            (false, false) => Call::Open,
+        };
+        let outcome = match (call, self.higher_is_better) {
+            (Call::Above, true) | (Call::Below, false) => Outcome::Faster,
+            (Call::Above, false) | (Call::Below, true) => Outcome::Slower,
+            (Call::Within, _) => Outcome::Equivalent,
+            (Call::Open, _) => Outcome::Inconclusive,
+        };
+        let mean = all.mean().abs();
+        RowVerdict {
+            outcome,
+            held_back: false,
+            pairs_needed: (self.diffs.len() >= 2)
+                .then(|| all.pairs_to_decide(alpha, settings.margin))
+                .flatten(),
+            goal: if mean > b - mean {
+                Goal::Difference
+            } else {
+                Goal::Equivalence
+            },
+        }
+    }
+
+    /// The running intersection of the row's intervals (log scale), which
+    /// is itself a confidence sequence; an empty intersection (the centre
+    /// drifted) keeps the newest.
+    pub fn interval(&self, settings: &VerdictSettings) -> Interval {
+        let alpha = self.alpha(settings);
+        let all = Pairs::new(&self.diffs);
+        let mut iv = all.prefix(self.diffs.len().min(2)).interval(alpha);
+        for n in MIN_PAIRS..=self.diffs.len() {
+            let now = all.prefix(n).interval(alpha);
+            let (lower, upper) = (iv.lower.max(now.lower), iv.upper.min(now.upper));
+            iv = if lower <= upper {
+                Interval { lower, upper }
+            } else {
+                now
+            };
+        }
+        iv
+    }
+
+    /// Its e-value for "no difference" (the centre is 0): the e-process
+    /// where the row's pairs stopped. The scheduler stops a pair on its own
+    /// rows' data, so that is a stopping time and this an e-value (exactly
+    /// so when the rows of a pair are independent; an entry's metrics come
+    /// from the same runs, which the simulations include).
+    pub fn e_value(&self, _settings: &VerdictSettings) -> f64 {
+        if self.diffs.len() < MIN_PAIRS {
+            return 1.0;
+        }
+        Pairs::new(&self.diffs).log_e(0.0).exp()
+    }
+
+    /// The mean of the paired log differences.
+    pub fn log_mean(&self) -> f64 {
+        self.diffs.iter().sum::<f64>() / self.diffs.len().max(1) as f64
+    }
+
+    /// Coefficient of variation of the paired ratios (≈ the log sd).
+    pub fn cv(&self) -> f64 {
+        Pairs::new(&self.diffs).sd()
+    }
+}
+
+/// Every row's verdict, with the whole summary's false-discovery rate of
+/// slower/faster claims held at α: a row keeps its family's slower or
+/// faster only when the e-BH procedure (Wang & Ramdas, "False discovery
+/// rate control with e-values", JRSS B 2022) over all rows' e-values
+/// rejects it too. e-BH holds under any dependence between the rows (an
+/// entry's metrics come from the same runs), which BH on p-values does not.
+pub fn judge_all(rows: &[Row], settings: &VerdictSettings) -> Vec<RowVerdict> {
+    let mut verdicts: Vec<RowVerdict> = rows.iter().map(|r| r.judge(settings)).collect();
+    let e: Vec<f64> = rows.iter().map(|r| r.e_value(settings)).collect();
+    let keep = e_bh(&e, settings.alpha);
+    for (v, keep) in verdicts.iter_mut().zip(keep) {
+        if matches!(v.outcome, Outcome::Slower | Outcome::Faster) && !keep {
+            v.outcome = Outcome::Inconclusive;
+            v.held_back = true;
+        }
+    }
+    verdicts
+}
+
+/// e-BH at level α: reject the k largest e-values, k the largest with
+/// e_(k) ≥ R / (α k).
+pub fn e_bh(e: &[f64], alpha: f64) -> Vec<bool> {
+    let r = e.len() as f64;
+    let mut order: Vec<usize> = (0..e.len()).collect();
+    order.sort_by(|&a, &b| e[b].total_cmp(&e[a]));
+    let k = (1..=e.len())
+        .filter(|&k| e[order[k - 1]] >= r / (alpha * k as f64))
+        .max()
+        .unwrap_or(0);
+    let mut keep = vec![false; e.len()];
+    for &i in &order[..k] {
+        keep[i] = true;
+    }
+    keep
+}
+
+/// Replaces the headline verdicts of `a` (the fixed design's, from Welch's
+/// test) with the sequence's: outcome, ratio (geometric mean of the paired
+/// ratios, with the confidence-sequence interval) and, for an undecided
+/// row, the pairs that would decide it. Detail metrics keep Welch's
+/// descriptive verdicts.
+pub fn overlay(a: &mut Analysis, runs: &[RunRow], settings: &VerdictSettings) {
+    let rows = rows(runs, &a.baseline);
+    let verdicts = judge_all(&rows, settings);
+    let envs = a.envs.clone();
+    for e in &mut a.entries {
+        for m in e.metrics.iter_mut().filter(|m| m.headline) {
+            for (ei, stat) in m.per_env.iter_mut().enumerate() {
+                let Some(assess) = stat.vs_baseline.as_mut() else {
+                    continue;
+                };
+                let Some((row, v)) = rows
+                    .iter()
+                    .zip(&verdicts)
+                    .find(|(r, _)| r.entry == e.index && r.env == envs[ei] && r.metric == m.name)
+                else {
+                    // No pairs (the two sides ran in different rounds):
+                    // nothing the sequence can say.
+                    assess.outcome = Outcome::Inconclusive;
+                    assess.runs_needed = None;
+                    continue;
+                };
+                let iv = row.interval(settings);
+                let point = row.log_mean().exp();
+                assess.ratio = Estimate {
+                    point,
+                    lower: iv.lower.exp(),
+                    upper: iv.upper.exp(),
+                };
+                if assess.overhead_pct.is_some() {
+                    assess.overhead_pct = Some((1.0 - point) * 100.0);
+                }
+                if assess.times_slower.is_some() {
+                    assess.times_slower = Some(point);
+                }
+                assess.outcome = v.outcome;
+                // The † mark compares Welch with the rank test, neither of
+                // which made this verdict.
+                assess.tests_disagree = false;
+                assess.runs_needed = (v.outcome == Outcome::Inconclusive).then_some(RunsNeeded {
+                    per_side: v.pairs_needed,
+                    to_show: v.goal,
+                });
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn e_bh_rejects_the_largest_while_they_clear_their_bar() {
+        // R = 4, α = 0.05: bars 80, 40, 26.7, 20 for k = 1..4.
+        assert_eq!(
+            e_bh(&[100.0, 45.0, 1.0, 0.5], 0.05),
+            [true, true, false, false]
+        );
+        assert_eq!(
+            e_bh(&[30.0, 30.0, 30.0, 0.5], 0.05),
+            [true, true, true, false]
+        );
+        assert_eq!(e_bh(&[79.0, 1.0, 1.0, 1.0], 0.05), [false; 4]);
+        assert_eq!(e_bh(&[], 0.05), Vec::<bool>::new());
+    }
+
+    #[test]
+    fn a_barely_called_row_among_many_nulls_is_held_back() {
+        let settings = VerdictSettings::default();
+        let row = |metric: &str, diffs: Vec<f64>| Row {
+            entry: 0,
+            env: "vm".into(),
+            metric: metric.into(),
+            higher_is_better: false,
+            family: 1,
+            diffs,
+        };
+        // Alone, four pairs 10% slower at 2% noise are called slower ...
+        let called = row("m", vec![0.10, 0.12, 0.08, 0.11]);
+        assert_eq!(called.judge(&settings).outcome, Outcome::Slower);
+        let e = called.e_value(&settings);
+        assert!(e >= 20.0, "{e}");
+        // ... among 40 rows with nothing, its e-value is too small for the
+        // summary unless it is far stronger.
+        let mut rows = vec![called];
+        for i in 0..40 {
+            let s = if i % 2 == 0 { 1.0 } else { -1.0 };
+            rows.push(row(&format!("n{i}"), vec![0.01 * s, -0.01 * s, 0.0]));
+        }
+        let v = judge_all(&rows, &settings);
+        assert_eq!(v[0].outcome, Outcome::Inconclusive, "e = {e}");
+        assert!(v[0].held_back);
+        // A strong one stays called.
+        rows[0] = row("m", vec![0.70, 0.71, 0.69, 0.70, 0.72, 0.70]);
+        assert_eq!(judge_all(&rows, &settings)[0].outcome, Outcome::Slower);
+    }
+}
