@@ -3,6 +3,7 @@
 //! the moment it arrives, and reports each environment against the baseline.
 //! Also `virtperf report`, which renders a stored comparison.
 
+pub mod adaptive;
 mod plan;
 mod report_cmd;
 pub mod schedule;

@@ -34,14 +34,14 @@ pub const OPTIONS: &[OptionSpec] = &[
     OptionSpec::new(
         "repeat",
         OptKind::Text,
-        "5",
-        "repetitions per environment, or auto: add rounds until every headline verdict is decided (slower, faster or equivalent; at least 3 rounds, within --budget)",
+        "auto",
+        "auto: the adaptive design, each pair of entry and environment repeated until its headline verdicts are decided (at least 3 runs per side, within --budget; see 'Comparing' in the README); N: a fixed N rounds of everything",
     ),
     OptionSpec::new(
         "budget",
         OptKind::Float { min: 1.0, max: 1e7 },
-        "3600",
-        "seconds --repeat auto may spend",
+        "600",
+        "seconds --repeat auto may spend; undecided pairs then say why",
     ),
     MARGIN,
     DETAIL,
@@ -89,15 +89,19 @@ pub fn help() -> String {
     format!(
         "virtperf compare [options] [WORKLOAD [workload options]]\n\n\
          Runs a suite (or one workload given after the options) on the baseline and on every\n\
-         environment, --repeat times with the order rotated, stores every result in\n\
-         --out/results.db as it arrives, and reports each environment against the baseline:\n\
-         a headline summary with the ratio of geometric means and its 95% CI (Welch's t on\n\
-         logs), overhead or times slower, and a verdict over each entry's headline metrics\n\
-         (Holm-corrected): slower, faster, equivalent within --margin, or inconclusive with\n\
-         the runs that would decide it; the exact Mann–Whitney p beside Welch's. Every metric\n\
-         with --detail. Writes --out/comparison-N.html.\n\n{}\n\
+         environment with the order rotated, stores every result in --out/results.db as it\n\
+         arrives, and reports each environment against the baseline: a headline summary with\n\
+         the ratio, its 95% interval, overhead or times slower, and a verdict over each entry's\n\
+         headline metrics: slower, faster, equivalent within --margin, or inconclusive with\n\
+         the runs that would decide it. Every metric with --detail. Writes\n\
+         --out/comparison-N.html.\n\n\
+         By default (--repeat auto) the design is adaptive: every pair of entry and environment\n\
+         runs 3 times, then only undecided pairs run again, cheapest progress first, until\n\
+         each is decided or --budget is spent; its verdicts come from anytime-valid confidence\n\
+         sequences on the runs paired by round, so looking after every round costs nothing.\n\
+         --repeat N runs N fixed rounds, judged by Welch's t on logs, Holm-corrected.\n\n{}\n\
          Examples:\n  virtperf compare\n  virtperf compare --env host --env docker:cpus=0.5 --repeat 3 cpu --time=2\n  \
-         virtperf compare --suite standard --env qemu:smp=2 --repeat auto --budget 7200\n",
+         virtperf compare --suite standard --env qemu:smp=2 --budget 7200\n",
         options::render_help("Options", OPTIONS)
     ) + &format!("\nFormats: {}\n\n{}", report::format_names(), env::help())
 }

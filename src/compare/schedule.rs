@@ -19,6 +19,8 @@ use crate::env::{self, Environment, InstanceOutcome, OnResult};
 use crate::stats::VerdictSettings;
 use crate::store::Store;
 use crate::suite::{self, Suite};
+
+use super::adaptive;
 use crate::workload::Job;
 
 /// How many rounds.
@@ -37,6 +39,7 @@ pub trait Executor {
     fn run(
         &mut self,
         env: usize,
+        round: usize,
         jobs: &[Job],
         on_result: &mut OnResult,
     ) -> Result<Vec<InstanceOutcome>>;
@@ -52,6 +55,7 @@ impl Executor for Drivers<'_> {
     fn run(
         &mut self,
         env: usize,
+        _round: usize,
         jobs: &[Job],
         on_result: &mut OnResult,
     ) -> Result<Vec<InstanceOutcome>> {
@@ -99,155 +103,190 @@ impl Schedule<'_> {
     pub fn run(&self, executor: &mut dyn Executor) -> Result<Outcome> {
         let entries = &self.suite.entries;
         let n_envs = self.envs.len();
-        let mut out = Outcome::default();
-        let mut failed = vec![false; n_envs];
+        let adaptive = self.repeat == Repeat::Auto;
+        if adaptive {
+            self.store.set_adaptive(self.comparison)?;
+        }
         let rounds_max = match self.repeat {
             Repeat::Fixed(n) => n,
             Repeat::Auto => 1000,
         };
-        let total = match self.repeat {
-            Repeat::Fixed(n) => Some(n * n_envs * entries.len()),
-            Repeat::Auto => None,
+        let mut st = State {
+            out: Outcome::default(),
+            failed: vec![false; n_envs],
+            done: 0,
+            total: match self.repeat {
+                Repeat::Fixed(n) => Some(n * n_envs * entries.len()),
+                Repeat::Auto => None,
+            },
+            eta: Eta::default(),
+            eta_s: None,
         };
-        let mut eta = Eta::default();
-        let mut done = 0usize;
         let started = Instant::now();
-        'rounds: for (round, order) in suite::rounds(n_envs, rounds_max).into_iter().enumerate() {
-            out.rounds = round + 1;
+        for (round, order) in suite::rounds(n_envs, rounds_max).into_iter().enumerate() {
+            let want: Vec<Vec<usize>> = if adaptive {
+                match self.plan(round, &mut st, started)? {
+                    Some(w) => w,
+                    None => break,
+                }
+            } else {
+                vec![(0..entries.len()).collect(); n_envs]
+            };
+            st.out.rounds = round + 1;
             for ei in order {
-                if failed[ei] {
+                if st.failed[ei] || want[ei].is_empty() {
                     continue;
                 }
-                let slot = &self.envs[ei];
-                let pending: Vec<usize> = (0..entries.len())
-                    .filter(|&k| {
-                        !self
-                            .store
-                            .done(self.comparison, &slot.label, k, round)
-                            .unwrap_or(false)
-                    })
-                    .collect();
-                done += entries.len() - pending.len();
-                if pending.is_empty() {
-                    continue;
+                if !self.turn(executor, round, ei, &want[ei], &mut st)? {
+                    st.out.interrupted = true;
+                    self.observer.progress_done();
+                    return Ok(st.out);
                 }
-                let jobs: Vec<Job> = pending.iter().map(|&k| entries[k].job.clone()).collect();
-                let show = |done: usize, k: usize, eta: &Eta| {
-                    self.observer.progress(&Progress {
-                        done,
-                        total,
-                        text: format!("round {}: {}: {}", round + 1, slot.label, entries[k].label),
-                        eta_s: total.and_then(|t| eta.left(self.envs, entries.len(), t, done)),
-                    })
-                };
-                show(done, pending[0], &eta);
-                let mut record_error: Option<anyhow::Error> = None;
-                let mut last = Instant::now();
-                let outcome = executor.run(ei, &jobs, &mut |_inst, idx, res| {
-                    eta.add(&slot.label, last.elapsed());
-                    last = Instant::now();
-                    if slot.count > 1 {
-                        return;
-                    }
-                    if let Err(e) = self.record(&slot.label, pending[idx], round, res) {
-                        record_error.get_or_insert(e);
-                    }
-                    done += 1;
-                    if let Some(&next) = pending.get(idx + 1) {
-                        show(done, next, &eta);
-                    }
-                });
-                if let Some(e) = record_error {
-                    return Err(e.context("writing to the results store"));
-                }
-                match outcome {
-                    Ok(instances) if slot.count > 1 => {
-                        for (idx, &k) in pending.iter().enumerate() {
-                            let docs: Vec<ResultDoc> = instances
-                                .iter()
-                                .filter_map(|i| i.results.get(idx).and_then(|r| r.as_ref().ok()))
-                                .cloned()
-                                .collect();
-                            let res = if docs.len() == slot.count {
-                                let combined = match slot.group {
-                                    true => env::combine_group(&slot.label, &docs),
-                                    false => env::combine(&slot.label, &docs),
-                                };
-                                Ok(combined.expect("non-empty"))
-                            } else {
-                                Err(format!(
-                                    "{} of {} instances failed",
-                                    slot.count - docs.len(),
-                                    slot.count
-                                ))
-                            };
-                            self.record(&slot.label, k, round, &res)?;
-                            done += 1;
-                        }
-                    }
-                    Ok(_) => {}
-                    Err(e) if e.downcast_ref::<signals::Interrupted>().is_some() => {
-                        out.interrupted = true;
-                        break 'rounds;
-                    }
-                    Err(e) => {
-                        self.observer.note(&format!(
-                            "{} failed: {e:#}; carrying on with the others",
-                            slot.label
-                        ));
-                        for &k in &pending {
-                            if !self.store.done(self.comparison, &slot.label, k, round)? {
-                                self.record(&slot.label, k, round, &Err(format!("{e:#}")))?;
-                            }
-                        }
-                        failed[ei] = true;
-                        out.failed.push(slot.label.clone());
-                    }
-                }
-            }
-            if self.repeat == Repeat::Auto && round + 1 >= 3 {
-                let cmp = self.store.comparison(self.comparison)?.expect("exists");
-                let a = crate::analysis::analyze(
-                    &cmp,
-                    &self.store.runs(self.comparison)?,
-                    &self.settings,
-                );
-                if a.headline_decided() {
-                    out.stopped_because = Some(format!(
-                        "every headline verdict is decided after {} rounds",
-                        round + 1
-                    ));
-                    break;
-                }
-                if started.elapsed() > self.budget {
-                    let wanted = match a.headline_runs_needed() {
-                        Some(Some(n)) => format!("; about {n} rounds would decide them"),
-                        Some(None) => format!(
-                            "; some would need more than {} rounds",
-                            crate::stats::MAX_RUNS_PER_SIDE
-                        ),
-                        None => String::new(),
-                    };
-                    out.stopped_because = Some(format!(
-                        "--budget of {:.0} s spent after {} rounds; some headline verdicts are still inconclusive{wanted}",
-                        self.budget.as_secs_f64(),
-                        round + 1
-                    ));
-                    break;
-                }
-                self.observer.progress(&Progress {
-                    done,
-                    total: None,
-                    text: format!(
-                        "round {} done; some headline verdicts still inconclusive, adding a round",
-                        round + 1
-                    ),
-                    eta_s: None,
-                });
             }
         }
         self.observer.progress_done();
-        Ok(out)
+        Ok(st.out)
+    }
+
+    /// The adaptive design's next round (None: stop, with the why in
+    /// `st.out` and each undecided pair's reason noted).
+    fn plan(
+        &self,
+        round: usize,
+        st: &mut State,
+        started: Instant,
+    ) -> Result<Option<Vec<Vec<usize>>>> {
+        let labels: Vec<String> = self.envs.iter().map(|e| e.label.clone()).collect();
+        let runs = self.store.runs(self.comparison)?;
+        let rows = crate::analysis::sequential::rows(&runs, &labels[0]);
+        let open = adaptive::pair_states(&rows, &labels, &self.settings);
+        let active: Vec<bool> = st.failed.iter().map(|f| !f).collect();
+        let cost = |env: usize, entry: usize| st.eta.cost(&labels[env], entry);
+        let left = self.budget.as_secs_f64() - started.elapsed().as_secs_f64();
+        match adaptive::next_round(round, self.suite.entries.len(), &active, &open, &cost, left) {
+            adaptive::Step::Run { want, eta_s } => {
+                st.eta_s = Some(eta_s);
+                Ok(Some(want))
+            }
+            adaptive::Step::Stop { why, undecided } => {
+                for (entry, env, reason) in &undecided {
+                    self.observer.note(&format!(
+                        "undecided: {} / {}: {reason}",
+                        labels[*env], self.suite.entries[*entry].label
+                    ));
+                }
+                // A round only counts when something ran in it.
+                st.out.rounds = round;
+                st.out.stopped_because = Some(why);
+                Ok(None)
+            }
+        }
+    }
+
+    /// Runs `pending` entries of environment `ei` in `round` (what the
+    /// store does not hold yet); false when interrupted.
+    fn turn(
+        &self,
+        executor: &mut dyn Executor,
+        round: usize,
+        ei: usize,
+        wanted: &[usize],
+        st: &mut State,
+    ) -> Result<bool> {
+        let entries = &self.suite.entries;
+        let slot = &self.envs[ei];
+        let pending: Vec<usize> = wanted
+            .iter()
+            .copied()
+            .filter(|&k| {
+                !self
+                    .store
+                    .done(self.comparison, &slot.label, k, round)
+                    .unwrap_or(false)
+            })
+            .collect();
+        st.done += wanted.len() - pending.len();
+        if pending.is_empty() {
+            return Ok(true);
+        }
+        let jobs: Vec<Job> = pending.iter().map(|&k| entries[k].job.clone()).collect();
+        let show = |done: usize, k: usize, st: &State| {
+            let eta_s = match st.total {
+                Some(t) => st.eta.left(self.envs, entries.len(), t, done),
+                None => st.eta_s,
+            };
+            self.observer.progress(&Progress {
+                done,
+                total: st.total,
+                text: format!("round {}: {}: {}", round + 1, slot.label, entries[k].label),
+                eta_s,
+            })
+        };
+        show(st.done, pending[0], st);
+        let mut record_error: Option<anyhow::Error> = None;
+        let mut last = Instant::now();
+        let outcome = executor.run(ei, round, &jobs, &mut |_inst, idx, res| {
+            st.eta.add(&slot.label, pending[idx], last.elapsed());
+            if let Some(e) = st.eta_s.as_mut() {
+                *e = (*e - last.elapsed().as_secs_f64()).max(0.0);
+            }
+            last = Instant::now();
+            if slot.count > 1 {
+                return;
+            }
+            if let Err(e) = self.record(&slot.label, pending[idx], round, res) {
+                record_error.get_or_insert(e);
+            }
+            st.done += 1;
+            if let Some(&next) = pending.get(idx + 1) {
+                show(st.done, next, st);
+            }
+        });
+        if let Some(e) = record_error {
+            return Err(e.context("writing to the results store"));
+        }
+        match outcome {
+            Ok(instances) if slot.count > 1 => {
+                for (idx, &k) in pending.iter().enumerate() {
+                    let docs: Vec<ResultDoc> = instances
+                        .iter()
+                        .filter_map(|i| i.results.get(idx).and_then(|r| r.as_ref().ok()))
+                        .cloned()
+                        .collect();
+                    let res = if docs.len() == slot.count {
+                        let combined = match slot.group {
+                            true => env::combine_group(&slot.label, &docs),
+                            false => env::combine(&slot.label, &docs),
+                        };
+                        Ok(combined.expect("non-empty"))
+                    } else {
+                        Err(format!(
+                            "{} of {} instances failed",
+                            slot.count - docs.len(),
+                            slot.count
+                        ))
+                    };
+                    self.record(&slot.label, k, round, &res)?;
+                    st.done += 1;
+                }
+            }
+            Ok(_) => {}
+            Err(e) if e.downcast_ref::<signals::Interrupted>().is_some() => return Ok(false),
+            Err(e) => {
+                self.observer.note(&format!(
+                    "{} failed: {e:#}; carrying on with the others",
+                    slot.label
+                ));
+                for &k in &pending {
+                    if !self.store.done(self.comparison, &slot.label, k, round)? {
+                        self.record(&slot.label, k, round, &Err(format!("{e:#}")))?;
+                    }
+                }
+                st.failed[ei] = true;
+                st.out.failed.push(slot.label.clone());
+            }
+        }
+        Ok(true)
     }
 
     fn record(
@@ -278,19 +317,51 @@ impl Schedule<'_> {
     }
 }
 
+/// What a scheduling run carries from turn to turn.
+struct State {
+    out: Outcome,
+    failed: Vec<bool>,
+    done: usize,
+    total: Option<usize>,
+    eta: Eta,
+    /// The adaptive plan's time to decided, counted down as runs finish.
+    eta_s: Option<f64>,
+}
+
 /// Time left, from each environment's own measured run times: an emulated
 /// VM's runs take many times the host's, so one average over all would run
 /// low while the slow environment is still ahead.
 #[derive(Default)]
 struct Eta {
     per_env: BTreeMap<String, (Duration, u32)>,
+    per_run: BTreeMap<(String, usize), (Duration, u32)>,
 }
 
 impl Eta {
-    fn add(&mut self, env: &str, took: Duration) {
+    fn add(&mut self, env: &str, entry: usize, took: Duration) {
         let e = self.per_env.entry(env.to_string()).or_default();
         e.0 += took;
         e.1 += 1;
+        let e = self.per_run.entry((env.to_string(), entry)).or_default();
+        e.0 += took;
+        e.1 += 1;
+    }
+
+    /// Seconds a run of `entry` takes in `env`: measured, else the
+    /// environment's mean run, else any run's, else 1 s.
+    fn cost(&self, env: &str, entry: usize) -> f64 {
+        let mean = |(t, n): &(Duration, u32)| t.as_secs_f64() / f64::from((*n).max(1));
+        if let Some(m) = self.per_run.get(&(env.to_string(), entry)) {
+            return mean(m);
+        }
+        if let Some(m) = self.per_env.get(env) {
+            return mean(m);
+        }
+        let all: Vec<f64> = self.per_env.values().map(mean).collect();
+        match all.is_empty() {
+            true => 1.0,
+            false => all.iter().sum::<f64>() / all.len() as f64,
+        }
     }
 
     /// Seconds left when `done` of `total` runs are finished, spread evenly
@@ -366,6 +437,7 @@ mod tests {
         fn run(
             &mut self,
             env: usize,
+            round: usize,
             jobs: &[Job],
             on_result: &mut OnResult,
         ) -> Result<Vec<InstanceOutcome>> {
@@ -373,12 +445,7 @@ mod tests {
             if self.interrupt_at == Some(self.calls.len()) {
                 return Err(signals::Interrupted.into());
             }
-            // The round this environment is in: how often it has run.
-            let round = *self
-                .rounds_seen
-                .entry(env)
-                .and_modify(|r| *r += 1)
-                .or_insert(0);
+            *self.rounds_seen.entry(env).or_insert(0) += 1;
             let slot = self.envs[env].clone();
             let mut outcomes = Vec::new();
             for inst in 0..slot.count {
@@ -581,59 +648,64 @@ mod tests {
         assert_eq!(pair.error.as_deref(), Some("1 of 2 instances failed"));
     }
 
-    #[test]
-    fn repeat_auto_adds_rounds_until_every_headline_verdict_is_decided() {
-        // Identical steady values: equivalent after the minimum of three rounds.
-        let w = world(1, &[("host", 1), ("vm", 1)]);
-        let mut ex = Scripted::new(&w.envs, |_, _, round, _| {
-            Ok(100.0 + [0.0, 0.1, -0.1][round % 3])
-        });
-        let out = schedule(&w, Repeat::Auto).run(&mut ex).unwrap();
-        assert_eq!(out.rounds, 3);
-        assert!(out.stopped_because.unwrap().contains("decided after 3"));
-        // A 6% slowdown under 3% noise: three rounds are not enough to
-        // call it, a few more are; the scheduler stops at the first round
-        // where the verdict is decided, and it is "slower".
-        let w = world(1, &[("host", 1), ("vm", 1)]);
-        let mut ex = Scripted::new(&w.envs, |env, _, round, _| {
-            let noise = [1.0, 1.04, 0.96, 1.03, 0.97, 1.0, 1.02, 0.98];
-            Ok(if env == "vm" {
-                94.0 * noise[(round + 3) % 8]
-            } else {
-                100.0 * noise[round % 8]
-            })
-        });
-        let out = schedule(&w, Repeat::Auto).run(&mut ex).unwrap();
-        assert!(out.rounds > 3, "{out:?}");
-        assert!(out.stopped_because.unwrap().contains("decided"));
+    fn verdict(w: &World, env: usize) -> crate::stats::Outcome {
         let cmp = w.store.comparison(w.id).unwrap().unwrap();
+        assert!(cmp.adaptive);
         let a = crate::analysis::analyze(
             &cmp,
             &w.store.runs(w.id).unwrap(),
             &VerdictSettings::default(),
         );
-        let v = a.entries[0].metrics[0].per_env[1]
+        a.entries[0].metrics[0].per_env[env]
             .vs_baseline
             .as_ref()
-            .unwrap();
-        assert_eq!(v.outcome, crate::stats::Outcome::Slower);
-        // And the round before was not yet decided: it stopped at once.
-        let runs: Vec<_> = w
-            .store
-            .runs(w.id)
             .unwrap()
-            .into_iter()
-            .filter(|r| r.round + 1 < out.rounds)
-            .collect();
+            .outcome
+    }
+
+    #[test]
+    fn repeat_auto_stops_a_decided_pair_and_keeps_the_undecided_one_running() {
+        // "fast" is 3× the host, clean: decided after the minimum of three
+        // rounds. "near" is 4% off under 3% noise: it needs more, and only
+        // it (with the baseline, for its pairs) runs after round 3.
+        let w = world(1, &[("host", 1), ("fast", 1), ("near", 1)]);
+        let mut ex = Scripted::new(&w.envs, |env, _, round, _| {
+            let noise = [1.0, 1.03, 0.97, 1.02, 0.98, 1.01, 0.99, 1.0];
+            Ok(match env {
+                "fast" => 300.0 * [1.0, 1.01, 0.99][round % 3],
+                "near" => 96.0 * noise[(round + 3) % 8],
+                _ => 100.0 * noise[round % 8],
+            })
+        });
+        let out = schedule(&w, Repeat::Auto).run(&mut ex).unwrap();
+        assert!(out.rounds > 3, "{out:?}");
         assert!(
-            !crate::analysis::analyze(&cmp, &runs, &VerdictSettings::default()).headline_decided()
+            out.stopped_because.as_deref().unwrap().contains("decided"),
+            "{out:?}"
         );
-        // A difference right at the margin under heavy noise never decides:
-        // the budget stops it, and the message says what would.
+        assert_eq!(ex.rounds_seen[&1], 3, "the decided pair stopped: {out:?}");
+        assert_eq!(ex.rounds_seen[&2], out.rounds);
+        assert_eq!(
+            ex.rounds_seen[&0], out.rounds,
+            "the baseline pairs every run"
+        );
+        assert_eq!(verdict(&w, 1), crate::stats::Outcome::Faster);
+        assert_eq!(verdict(&w, 2), crate::stats::Outcome::Slower);
+    }
+
+    #[test]
+    fn repeat_auto_within_its_budget_says_why_a_pair_is_undecided() {
+        // A difference right at the margin under heavy noise: three rounds
+        // run, then the budget stops it and the pair says why.
         let w = world(1, &[("host", 1), ("vm", 1)]);
         let mut ex = Scripted::new(&w.envs, |env, _, round, _| {
-            let noise = [1.0, 1.3, 0.75][round % 3];
-            Ok(if env == "vm" { 105.0 } else { 100.0 } * noise)
+            // Noise the pairs do not share (shared noise cancels in a pair).
+            let noise = [1.0, 1.3, 0.75];
+            Ok(if env == "vm" {
+                105.0 * noise[(round + 1) % 3]
+            } else {
+                100.0 * noise[round % 3]
+            })
         });
         let mut s = schedule(&w, Repeat::Auto);
         s.budget = Duration::ZERO;
@@ -641,10 +713,10 @@ mod tests {
         assert_eq!(out.rounds, 3);
         let why = out.stopped_because.unwrap();
         assert!(
-            why.contains("--budget") && why.contains("inconclusive"),
+            why.contains("--budget") && why.contains("undecided"),
             "{why}"
         );
-        assert!(why.contains("rounds would decide"), "{why}");
+        assert_eq!(verdict(&w, 1), crate::stats::Outcome::Inconclusive);
     }
 
     #[test]
@@ -652,8 +724,8 @@ mod tests {
         let envs = slots(&[("host", 1), ("tcg", 1)]);
         let mut eta = Eta::default();
         assert_eq!(eta.left(&envs, 2, 8, 2), None);
-        eta.add("host", Duration::from_secs(1));
-        eta.add("tcg", Duration::from_secs(19));
+        eta.add("host", 0, Duration::from_secs(1));
+        eta.add("tcg", 0, Duration::from_secs(19));
         // A round: 2 runs × 1 s + 2 runs × 19 s = 40 s for 4 runs; 4 left.
         let left = eta.left(&envs, 2, 8, 4).unwrap();
         assert!((left - 40.0).abs() < 1e-9, "{left}");

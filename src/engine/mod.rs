@@ -4,7 +4,7 @@
 //! and per-event latency in an HDR histogram with per-thread counters.
 
 mod histogram;
-mod rng;
+pub(crate) mod rng;
 
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, OnceLock};

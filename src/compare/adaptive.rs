@@ -1,0 +1,539 @@
+//! The adaptive design's planner: which (entry, environment) pairs run in
+//! the next round. Every pair runs its first [`MIN_PAIRS`] rounds; after
+//! that a pair whose headline verdicts are all decided stops, and the
+//! undecided ones are ranked by expected progress per second — 1 / (the
+//! pairs its slowest undecided metric is projected to need × what a pair
+//! costs, the environment's run plus the baseline's, as measured) — and
+//! taken while the round and the pair's whole projected need fit in the
+//! budget left. A pair that cannot be projected (its mean sits where no
+//! amount of data decides at this noise) keeps running until
+//! [`PLAN_AFTER`] pairs, then is parked. The baseline runs every entry some
+//! environment runs in that round, so every run has its pair, and the
+//! rounds keep the rotated order, so drift still cancels.
+//!
+//! The simulations at the end run the whole procedure (planner, sequential
+//! looks after every round, Bonferroni family) on seeded synthetic data.
+
+use std::collections::BTreeMap;
+
+use crate::analysis::sequential::Row;
+use crate::stats::sequential::MIN_PAIRS;
+use crate::stats::{Outcome, VerdictSettings};
+
+/// Pairs after which a pair that cannot be projected is given up.
+pub const PLAN_AFTER: usize = 6;
+
+/// Where one (entry, environment) pair stands.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PairState {
+    pub entry: usize,
+    pub env: usize,
+    /// Pairs it has.
+    pub have: usize,
+    /// Its undecided headline metrics: name, noise (log sd of the paired
+    /// ratios) and the pairs in all that would decide it (None: not
+    /// projectable).
+    pub open: Vec<(String, f64, Option<usize>)>,
+}
+
+impl PairState {
+    /// More pairs until its next metric is projected to be decided (None:
+    /// none of its undecided metrics can be projected), and until its last
+    /// projectable one is.
+    fn need(&self) -> (Option<usize>, usize) {
+        if self.have < MIN_PAIRS {
+            return (Some(MIN_PAIRS - self.have), MIN_PAIRS - self.have);
+        }
+        let more: Vec<usize> = self
+            .open
+            .iter()
+            .filter_map(|(_, _, n)| n.map(|n| n.saturating_sub(self.have).max(1)))
+            .collect();
+        (
+            more.iter().copied().min(),
+            more.iter().copied().max().unwrap_or(1),
+        )
+    }
+
+    /// Why it is undecided, for the honest stop.
+    pub fn why(&self) -> String {
+        self.open
+            .iter()
+            .map(|(m, sd, n)| {
+                let more = match n {
+                    Some(n) => format!("about {n} pairs would decide it"),
+                    None => "no number of pairs would at this noise".into(),
+                };
+                format!("{m} (noise {:.1}%, {more})", sd * 100.0)
+            })
+            .collect::<Vec<_>>()
+            .join("; ")
+    }
+}
+
+/// Groups the sequence's rows by pair; pairs whose rows are all decided
+/// are left out.
+pub fn pair_states(rows: &[Row], envs: &[String], settings: &VerdictSettings) -> Vec<PairState> {
+    let mut by_pair: BTreeMap<(usize, usize), PairState> = BTreeMap::new();
+    let verdicts = crate::analysis::sequential::judge_all(rows, settings);
+    for (r, v) in rows.iter().zip(verdicts) {
+        let Some(env) = envs.iter().position(|e| *e == r.env) else {
+            continue;
+        };
+        let p = by_pair.entry((r.entry, env)).or_insert(PairState {
+            entry: r.entry,
+            env,
+            have: 0,
+            open: Vec::new(),
+        });
+        p.have = p.have.max(r.diffs.len());
+        if v.outcome == Outcome::Inconclusive {
+            p.open.push((r.metric.clone(), r.cv(), v.pairs_needed));
+        }
+    }
+    by_pair
+        .into_values()
+        .filter(|p| !p.open.is_empty())
+        .collect()
+}
+
+/// What the next round is.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Step {
+    /// The entries each environment (by index) runs; the seconds the
+    /// planned work is expected to take to decide, from measured costs.
+    Run { want: Vec<Vec<usize>>, eta_s: f64 },
+    /// Nothing left worth running: why, and each undecided pair's reason.
+    Stop {
+        why: String,
+        undecided: Vec<(usize, usize, String)>,
+    },
+}
+
+/// Plans round `round`. `active` are the environments still running
+/// (index 0 is the baseline and always active); `cost(env, entry)` is a run's
+/// measured seconds; `left_s` what the budget has left.
+pub fn next_round(
+    round: usize,
+    entries: usize,
+    active: &[bool],
+    open: &[PairState],
+    cost: &dyn Fn(usize, usize) -> f64,
+    left_s: f64,
+) -> Step {
+    let n_envs = active.len();
+    let mut want = vec![Vec::new(); n_envs];
+    if round < MIN_PAIRS {
+        for (_, w) in want.iter_mut().enumerate().filter(|(e, _)| active[*e]) {
+            *w = (0..entries).collect();
+        }
+        let eta_s = (round..MIN_PAIRS)
+            .map(|_| {
+                (0..n_envs)
+                    .filter(|&e| active[e])
+                    .flat_map(|e| (0..entries).map(move |k| (e, k)))
+                    .map(|(e, k)| cost(e, k))
+                    .sum::<f64>()
+            })
+            .sum();
+        return Step::Run { want, eta_s };
+    }
+    // (pair, (pairs to its next decision, to its last), seconds a pair costs)
+    type Ranked<'a> = (&'a PairState, (Option<usize>, usize), f64);
+    let mut ranked: Vec<Ranked> = open
+        .iter()
+        .filter(|p| active[p.env])
+        .map(|p| (p, p.need(), cost(p.env, p.entry) + cost(0, p.entry)))
+        .collect();
+    let rate = |need: Option<usize>, c: f64| match need {
+        Some(n) => 1.0 / (n as f64 * c.max(1e-3)),
+        None => 0.0,
+    };
+    ranked.sort_by(|a, b| rate(b.1 .0, b.2).total_cmp(&rate(a.1 .0, a.2)));
+    let mut undecided = Vec::new();
+    let mut round_s = 0.0;
+    let mut eta_s = 0.0;
+    let mut base_has = vec![false; entries];
+    for (p, (need, need_all), c) in ranked {
+        let need = match need {
+            Some(n) => n,
+            None if p.have < PLAN_AFTER => 1,
+            None => {
+                undecided.push((p.entry, p.env, p.why()));
+                continue;
+            }
+        };
+        let this = cost(p.env, p.entry)
+            + if base_has[p.entry] {
+                0.0
+            } else {
+                cost(0, p.entry)
+            };
+        // Projections are rough (a noisy mean, an outlier): a pair is given
+        // up for the budget only when it would need twice what is left.
+        // Before PLAN_AFTER pairs a projection is too rough to give up on.
+        let hopeless = p.have >= PLAN_AFTER && need as f64 * c > 2.0 * left_s.max(0.0);
+        if round_s + this > left_s || hopeless {
+            undecided.push((
+                p.entry,
+                p.env,
+                format!(
+                    "{}; ~{:.0} s more than the budget has",
+                    p.why(),
+                    (need as f64 * c - left_s).max(this)
+                ),
+            ));
+            continue;
+        }
+        round_s += this;
+        eta_s += need_all.max(need) as f64 * c;
+        base_has[p.entry] = true;
+        want[p.env].push(p.entry);
+        if !want[0].contains(&p.entry) {
+            want[0].push(p.entry);
+        }
+    }
+    if want.iter().all(|w| w.is_empty()) {
+        let why = if undecided.is_empty() {
+            format!("every headline verdict is decided after {round} rounds")
+        } else if open.iter().all(|p| active[p.env] && p.need().0.is_none()) {
+            format!(
+                "stopped after {round} rounds: {} pairs cannot be decided at their noise",
+                undecided.len()
+            )
+        } else {
+            format!(
+                "--budget spent after {round} rounds; {} pairs of entry and environment are still undecided",
+                undecided.len()
+            )
+        };
+        return Step::Stop { why, undecided };
+    }
+    for w in &mut want {
+        w.sort_unstable();
+    }
+    Step::Run {
+        want,
+        eta_s: eta_s.min(left_s.max(0.0)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::rng::FastRng;
+
+    fn normal(rng: &mut FastRng) -> f64 {
+        let (a, b): (f64, f64) = (rng.unit().max(1e-300), rng.unit());
+        (-2.0 * a.ln()).sqrt() * (std::f64::consts::TAU * b).cos()
+    }
+
+    /// How one simulated metric's log value is drawn, around `shift`.
+    #[derive(Clone, Copy)]
+    enum Noise {
+        Normal(f64),
+        /// Normal, and 1 run in 20 at 3×.
+        Outliers(f64),
+        /// Two modes 8% apart, half the runs each (around the same mean).
+        Bimodal(f64),
+    }
+
+    fn draw(rng: &mut FastRng, noise: Noise) -> f64 {
+        match noise {
+            Noise::Normal(sd) => sd * normal(rng),
+            Noise::Outliers(sd) => {
+                sd * normal(rng) + if rng.below(20) == 0 { 3f64.ln() } else { 0.0 }
+            }
+            Noise::Bimodal(sd) => sd * normal(rng) + if rng.below(2) == 0 { 0.04 } else { -0.04 },
+        }
+    }
+
+    /// One comparison of one entry (`metrics` headline metrics, each with
+    /// log effect `shift[i]`) between a baseline and one environment, run
+    /// by the planner with a budget of `max_pairs` pairs; the outcomes.
+    fn simulate(rng: &mut FastRng, shift: &[f64], noise: Noise, max_pairs: usize) -> Vec<Outcome> {
+        let settings = VerdictSettings::default();
+        let envs = vec!["base".to_string(), "env".to_string()];
+        let mut diffs = vec![Vec::new(); shift.len()];
+        let rows_of = |diffs: &Vec<Vec<f64>>| -> Vec<Row> {
+            diffs
+                .iter()
+                .enumerate()
+                .map(|(i, d)| Row {
+                    entry: 0,
+                    env: "env".into(),
+                    metric: format!("m{i}"),
+                    higher_is_better: false,
+                    family: shift.len(),
+                    diffs: d.clone(),
+                })
+                .collect()
+        };
+        // A run costs 1 s in either environment; the budget is in pairs.
+        let cost = |_: usize, _: usize| 1.0;
+        for round in 0.. {
+            let rows = rows_of(&diffs);
+            let open = pair_states(&rows, &envs, &settings);
+            let left = (2 * max_pairs) as f64 - 2.0 * round as f64;
+            match next_round(round, 1, &[true, true], &open, &cost, left) {
+                Step::Run { want, .. } => {
+                    assert_eq!(want[0], want[1], "the baseline runs what the env runs");
+                    for (d, s) in diffs.iter_mut().zip(shift) {
+                        // Each side drawn on its own; the pair's difference.
+                        d.push(s + draw(rng, noise) - draw(rng, noise));
+                    }
+                }
+                Step::Stop { .. } => break,
+            }
+            assert!(round <= max_pairs, "the budget is kept");
+        }
+        crate::analysis::sequential::judge_all(&rows_of(&diffs), &settings)
+            .iter()
+            .map(|v| v.outcome)
+            .collect()
+    }
+
+    fn share(trials: usize, hits: usize) -> f64 {
+        hits as f64 / trials as f64
+    }
+
+    const TRIALS: usize = 2000;
+
+    #[test]
+    fn no_effect_is_called_slower_or_faster_in_at_most_5_percent() {
+        for (seed, noise) in [
+            (1, Noise::Normal(0.05)),
+            (2, Noise::Outliers(0.05)),
+            (3, Noise::Bimodal(0.03)),
+        ] {
+            let mut rng = FastRng::new(seed);
+            let wrong = (0..TRIALS)
+                .filter(|_| {
+                    simulate(&mut rng, &[0.0], noise, 30)
+                        .iter()
+                        .any(|o| matches!(o, Outcome::Slower | Outcome::Faster))
+                })
+                .count();
+            eprintln!("no effect, seed {seed}: slower/faster in {wrong} of {TRIALS}");
+            assert!(
+                share(TRIALS, wrong) <= 0.05,
+                "seed {seed}: {wrong} of {TRIALS}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_family_of_three_keeps_its_family_wise_rate() {
+        let mut rng = FastRng::new(4);
+        let wrong = (0..TRIALS)
+            .filter(|_| {
+                simulate(&mut rng, &[0.0, 0.0, 0.0], Noise::Normal(0.05), 30)
+                    .iter()
+                    .any(|o| matches!(o, Outcome::Slower | Outcome::Faster))
+            })
+            .count();
+        eprintln!("family of 3, no effect: slower/faster in {wrong} of {TRIALS}");
+        assert!(share(TRIALS, wrong) <= 0.05, "{wrong} of {TRIALS}");
+        // One real effect among three: found, and the others not called.
+        let mut found = 0;
+        let mut wrong = 0;
+        for _ in 0..TRIALS {
+            let o = simulate(&mut rng, &[1.2f64.ln(), 0.0, 0.0], Noise::Normal(0.05), 30);
+            found += usize::from(o[0] == Outcome::Slower);
+            wrong += usize::from(
+                o[1..]
+                    .iter()
+                    .any(|o| *o != Outcome::Equivalent && *o != Outcome::Inconclusive),
+            );
+        }
+        eprintln!("family of 3, one 20% effect: found {found}, others wrong {wrong} of {TRIALS}");
+        assert!(share(TRIALS, found) >= 0.95, "{found} of {TRIALS}");
+        assert!(share(TRIALS, wrong) <= 0.05, "{wrong} of {TRIALS}");
+    }
+
+    #[test]
+    fn a_20_percent_effect_at_cv_5_is_found_within_30_pairs() {
+        for (seed, noise) in [
+            (5, Noise::Normal(0.05)),
+            (6, Noise::Outliers(0.05)),
+            (7, Noise::Bimodal(0.03)),
+        ] {
+            let mut rng = FastRng::new(seed);
+            let found = (0..TRIALS)
+                .filter(|_| simulate(&mut rng, &[1.2f64.ln()], noise, 30) == [Outcome::Slower])
+                .count();
+            eprintln!("20% effect, seed {seed}: slower in {found} of {TRIALS}");
+            assert!(
+                share(TRIALS, found) >= 0.95,
+                "seed {seed}: {found} of {TRIALS}"
+            );
+        }
+    }
+
+    #[test]
+    fn no_effect_at_cv_2_is_called_equivalent() {
+        let mut rng = FastRng::new(8);
+        let eq = (0..TRIALS)
+            .filter(|_| {
+                simulate(&mut rng, &[0.0], Noise::Normal(0.02), 30) == [Outcome::Equivalent]
+            })
+            .count();
+        eprintln!("no effect at CV 2%: equivalent in {eq} of {TRIALS}");
+        assert!(share(TRIALS, eq) >= 0.80, "{eq} of {TRIALS}");
+    }
+
+    #[test]
+    fn an_effect_at_the_margin_is_rarely_called_equivalent() {
+        // Just outside ±5%: "equivalent" is the wrong claim here.
+        let mut rng = FastRng::new(9);
+        let wrong = (0..TRIALS)
+            .filter(|_| {
+                simulate(&mut rng, &[1.0501f64.ln()], Noise::Normal(0.02), 30)
+                    == [Outcome::Equivalent]
+            })
+            .count();
+        eprintln!("5.01% effect: equivalent in {wrong} of {TRIALS}");
+        assert!(share(TRIALS, wrong) <= 0.05, "{wrong} of {TRIALS}");
+    }
+
+    #[test]
+    fn the_whole_summary_keeps_its_false_discovery_rate() {
+        // Ten entries of three headline metrics each; five entries have one
+        // metric 20% slower, the rest is null: 25 true nulls of 30 rows.
+        // The planner runs them all within 30 pairs per entry.
+        let settings = VerdictSettings::default();
+        let envs = vec!["base".to_string(), "env".to_string()];
+        let shifts: Vec<[f64; 3]> = (0..10)
+            .map(|k| {
+                if k < 5 {
+                    [1.2f64.ln(), 0.0, 0.0]
+                } else {
+                    [0.0; 3]
+                }
+            })
+            .collect();
+        let mut rng = FastRng::new(10);
+        let (mut fdp_sum, mut any_false, mut found) = (0.0, 0, 0);
+        let trials = TRIALS;
+        for _ in 0..trials {
+            let mut diffs = vec![vec![Vec::new(); 3]; shifts.len()];
+            let rows_of = |diffs: &Vec<Vec<Vec<f64>>>| -> Vec<Row> {
+                let mut rows = Vec::new();
+                for (k, metrics) in diffs.iter().enumerate() {
+                    for (i, d) in metrics.iter().enumerate() {
+                        if !d.is_empty() {
+                            rows.push(Row {
+                                entry: k,
+                                env: "env".into(),
+                                metric: format!("m{i}"),
+                                higher_is_better: false,
+                                family: 3,
+                                diffs: d.clone(),
+                            });
+                        }
+                    }
+                }
+                rows
+            };
+            let cost = |_: usize, _: usize| 1.0;
+            for round in 0.. {
+                let open = pair_states(&rows_of(&diffs), &envs, &settings);
+                let left =
+                    (2 * 30 * shifts.len()) as f64 - 2.0 * round as f64 * shifts.len() as f64;
+                match next_round(round, shifts.len(), &[true, true], &open, &cost, left) {
+                    Step::Run { want, .. } => {
+                        for &k in &want[1] {
+                            for (d, s) in diffs[k].iter_mut().zip(shifts[k]) {
+                                let noise = Noise::Normal(0.05);
+                                d.push(s + draw(&mut rng, noise) - draw(&mut rng, noise));
+                            }
+                        }
+                    }
+                    Step::Stop { .. } => break,
+                }
+            }
+            let rows = rows_of(&diffs);
+            let verdicts = crate::analysis::sequential::judge_all(&rows, &settings);
+            let (mut claims, mut false_claims) = (0, 0);
+            for (r, v) in rows.iter().zip(&verdicts) {
+                if matches!(v.outcome, Outcome::Slower | Outcome::Faster) {
+                    claims += 1;
+                    let null = shifts[r.entry][r.metric[1..].parse::<usize>().unwrap()] == 0.0;
+                    false_claims += usize::from(null);
+                    found += usize::from(!null);
+                }
+            }
+            fdp_sum += false_claims as f64 / claims.max(1) as f64;
+            any_false += usize::from(false_claims > 0);
+        }
+        let fdr = fdp_sum / trials as f64;
+        eprintln!(
+            "summary of 30 rows: FDR {fdr:.4}, any false claim in {:.4} of trials, power {:.4}",
+            share(trials, any_false),
+            found as f64 / (5 * trials) as f64
+        );
+        assert!(fdr <= 0.05, "FDR {fdr}");
+        assert!(found as f64 / (5 * trials) as f64 >= 0.90, "power {found}");
+    }
+
+    #[test]
+    fn the_planner_stops_a_decided_pair_and_keeps_the_undecided_one() {
+        let open = vec![PairState {
+            entry: 1,
+            env: 2,
+            have: 4,
+            open: vec![("m".into(), 0.05, Some(9))],
+        }];
+        let cost = |_: usize, _: usize| 1.0;
+        match next_round(4, 2, &[true, true, true], &open, &cost, 100.0) {
+            Step::Run { want, eta_s } => {
+                assert_eq!(want, vec![vec![1], vec![], vec![1]]);
+                assert_eq!(eta_s, 10.0);
+            }
+            other => panic!("{other:?}"),
+        }
+        // Before 3 pairs everything runs.
+        match next_round(1, 2, &[true, false, true], &[], &cost, 100.0) {
+            Step::Run { want, .. } => assert_eq!(want, vec![vec![0, 1], vec![], vec![0, 1]]),
+            other => panic!("{other:?}"),
+        }
+        // Nothing open: decided.
+        assert!(matches!(
+            next_round(4, 2, &[true, true, true], &[], &cost, 100.0),
+            Step::Stop { ref why, .. } if why.contains("decided")
+        ));
+        // Out of budget: stopped, and the pair says why.
+        match next_round(4, 2, &[true, true, true], &open, &cost, 1.0) {
+            Step::Stop { why, undecided } => {
+                assert!(why.contains("--budget"), "{why}");
+                assert_eq!(undecided.len(), 1);
+                assert!(undecided[0].2.contains("noise 5.0%"), "{undecided:?}");
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn cheaper_progress_goes_first_when_the_budget_is_short() {
+        let open = vec![
+            PairState {
+                entry: 0,
+                env: 1,
+                have: 3,
+                open: vec![("slow".into(), 0.05, Some(4))],
+            },
+            PairState {
+                entry: 1,
+                env: 1,
+                have: 3,
+                open: vec![("cheap".into(), 0.05, Some(4))],
+            },
+        ];
+        // Entry 0 costs 10 s a run, entry 1 costs 1 s; 5 s left.
+        let cost = |_: usize, k: usize| if k == 0 { 10.0 } else { 1.0 };
+        match next_round(3, 2, &[true, true], &open, &cost, 5.0) {
+            Step::Run { want, .. } => assert_eq!(want, vec![vec![1], vec![1]]),
+            other => panic!("{other:?}"),
+        }
+    }
+}
