@@ -362,3 +362,52 @@ fn html_report_renders_in_chromium_and_escapes_environment_strings() {
         );
     }
 }
+
+#[test]
+fn a_password_never_reaches_the_store_the_reports_or_the_terminal() {
+    // Issue 24, item 3: --pgsql-password's value was in the entry label,
+    // comparisons.args, runs.label, every report format and progress lines.
+    const SECRET: &str = "hunter2-not-for-reports";
+    let dir = tempfile::tempdir().unwrap();
+    let out = virtperf()
+        .args(["compare", "--env", "host:name=b", "--repeat", "1", "--out"])
+        .arg(dir.path())
+        .args([
+            "oltp_read_write",
+            "--tables=1",
+            "--table-size=100",
+            "--time=0.3",
+            &format!("--pgsql-password={SECRET}"),
+        ])
+        .output()
+        .unwrap();
+    let said = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(out.status.success(), "{said}");
+    assert!(!said.contains(SECRET), "{said}");
+    assert!(said.contains("pgsql-password=***"), "{said}");
+    for format in ["table", "markdown", "csv", "json", "html"] {
+        let out = virtperf()
+            .args(["report", "--format", format])
+            .arg(dir.path())
+            .output()
+            .unwrap();
+        assert!(out.status.success());
+        assert!(
+            !String::from_utf8_lossy(&out.stdout).contains(SECRET),
+            "report --format {format} shows it"
+        );
+    }
+    for entry in std::fs::read_dir(dir.path()).unwrap() {
+        let path = entry.unwrap().path();
+        let bytes = std::fs::read(&path).unwrap();
+        assert!(
+            !bytes.windows(SECRET.len()).any(|w| w == SECRET.as_bytes()),
+            "{} holds the password",
+            path.display()
+        );
+    }
+}

@@ -1023,3 +1023,64 @@ fn sqlite_in_a_qemu_guest() {
         .collect();
     assert!(left.is_empty(), "left in TMPDIR: {left:?}");
 }
+
+/// A PostgreSQL server that logs anyone in and then never answers: what it
+/// has been sent, so far, is kept from growing without bound.
+fn stalling_pgsql_server() -> u16 {
+    use std::io::{Read, Write};
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        // A few connections at most (the client may reconnect).
+        for _ in 0..8 {
+            let Ok((mut s, _)) = listener.accept() else {
+                return;
+            };
+            std::thread::spawn(move || {
+                let mut buf = [0u8; 4096];
+                let _ = s.read(&mut buf);
+                // AuthenticationOk, ReadyForQuery(idle).
+                let _ = s.write_all(&[b'R', 0, 0, 0, 8, 0, 0, 0, 0, b'Z', 0, 0, 0, 5, b'I']);
+                let deadline = Instant::now() + Duration::from_secs(60);
+                s.set_read_timeout(Some(Duration::from_millis(500)))
+                    .unwrap();
+                while Instant::now() < deadline {
+                    match s.read(&mut buf) {
+                        Ok(0) => return,
+                        _ => continue,
+                    }
+                }
+            });
+        }
+    });
+    port
+}
+
+#[test]
+fn a_postgresql_server_that_stalls_after_login_is_left_on_ctrl_c_within_2_s() {
+    // Issue 24, item 10: `--time=1` against a server that logs in and
+    // stalls never ended, and two SIGINTs were ignored.
+    let port = stalling_pgsql_server();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_virtperf"))
+        .args([
+            "oltp_read_write",
+            "--db-driver=pgsql",
+            "--pgsql-host=127.0.0.1",
+            &format!("--pgsql-port={port}"),
+            "--time=1",
+            "run",
+        ])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_secs(2));
+    assert!(
+        child.try_wait().unwrap().is_none(),
+        "it waits on the stalled server"
+    );
+    let t = Instant::now();
+    let ended = signal_and_wait(&mut child, &[libc::SIGINT], Duration::from_secs(2));
+    assert!(ended, "still running {:?} after Ctrl-C", t.elapsed());
+    assert!(!child.wait().unwrap().success());
+}

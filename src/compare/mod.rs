@@ -79,7 +79,9 @@ pub fn main(args: &[String]) -> Result<()> {
             &plan.suite.name,
             &plan.specs[0].label,
             &labels,
-            args,
+            // Passwords never reach the store: a resume takes them again
+            // from PGPASSWORD, MYSQL_PWD or a file option.
+            &crate::core::text::without_secrets(args),
         )?;
         store.set_plan_digest(id, &plan::digest(&plan))?;
         id

@@ -29,6 +29,65 @@ pub fn one_line(text: &str, max: usize) -> String {
         .replace('\t', "\\t")
 }
 
+/// What stands for a secret's value wherever it would be shown or stored.
+pub const REDACTED: &str = "***";
+
+/// Whether an option's value is a secret: its name says password or secret
+/// (a `...-file` option names where one is, which is not).
+pub fn is_secret(option: &str) -> bool {
+    let n = option.to_ascii_lowercase();
+    (n.contains("password") || n.contains("secret")) && !n.ends_with("-file")
+}
+
+/// The option name of an argument `--name=value` or `--name`.
+fn option_name(arg: &str) -> Option<&str> {
+    let rest = arg.strip_prefix("--")?;
+    Some(rest.split_once('=').map_or(rest, |(n, _)| n))
+}
+
+/// Arguments with every secret option's value replaced by [`REDACTED`]
+/// (`--name=value` and `--name value` alike): for labels and messages.
+pub fn redact_args(args: &[String]) -> Vec<String> {
+    let mut out = Vec::with_capacity(args.len());
+    let mut hide_next = false;
+    for a in args {
+        if std::mem::take(&mut hide_next) {
+            out.push(REDACTED.to_string());
+            continue;
+        }
+        match option_name(a) {
+            Some(name) if is_secret(name) => match a.contains('=') {
+                true => out.push(format!("--{name}={REDACTED}")),
+                false => {
+                    out.push(a.clone());
+                    hide_next = true;
+                }
+            },
+            _ => out.push(a.clone()),
+        }
+    }
+    out
+}
+
+/// Arguments without the secret options at all (`--name=value`, or
+/// `--name value`): what a store keeps to resume from, so a resume takes
+/// the secret again from where the user keeps it (an environment variable
+/// or a file option), never from the store.
+pub fn without_secrets(args: &[String]) -> Vec<String> {
+    let mut out = Vec::with_capacity(args.len());
+    let mut skip_next = false;
+    for a in args {
+        if std::mem::take(&mut skip_next) {
+            continue;
+        }
+        match option_name(a) {
+            Some(name) if is_secret(name) => skip_next = !a.contains('='),
+            _ => out.push(a.clone()),
+        }
+    }
+    out
+}
+
 fn is_bidi_control(c: char) -> bool {
     matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}' | '\u{200e}' | '\u{200f}' | '\u{061c}')
 }
@@ -36,6 +95,45 @@ fn is_bidi_control(c: char) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn s(a: &[&str]) -> Vec<String> {
+        a.iter().map(|x| x.to_string()).collect()
+    }
+
+    #[test]
+    fn secret_options_are_redacted_or_dropped_in_both_forms() {
+        let args = s(&[
+            "oltp_read_write",
+            "--pgsql-password=hunter2",
+            "--mysql-password",
+            "swordfish",
+            "--pgsql-password-file=/run/pw",
+            "--serve-secret=x",
+            "--time=1",
+        ]);
+        assert_eq!(
+            redact_args(&args),
+            s(&[
+                "oltp_read_write",
+                "--pgsql-password=***",
+                "--mysql-password",
+                "***",
+                "--pgsql-password-file=/run/pw",
+                "--serve-secret=***",
+                "--time=1"
+            ])
+        );
+        let kept = without_secrets(&args);
+        assert_eq!(
+            kept,
+            s(&[
+                "oltp_read_write",
+                "--pgsql-password-file=/run/pw",
+                "--time=1"
+            ])
+        );
+        assert!(!kept.concat().contains("hunter2") && !kept.concat().contains("swordfish"));
+    }
 
     #[test]
     fn escape_sequences_never_pass_raw() {

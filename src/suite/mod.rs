@@ -90,7 +90,7 @@ pub fn load(name_or_path: &str) -> Result<Suite> {
 /// A suite made of one invocation given on the command line.
 pub fn from_args(args: &[String]) -> Result<Suite> {
     let entry = Entry {
-        label: args.join(" "),
+        label: crate::core::text::redact_args(args).join(" "),
         job: Job::from_args(args)?,
     };
     Ok(Suite {
@@ -216,7 +216,11 @@ fn expand(table: &toml::Table) -> Result<Vec<(String, Vec<String>)>> {
             for (option, value, swept) in &point {
                 args.push(format!("--{option}={value}"));
                 if *swept || label.is_none() {
-                    let _ = write!(text, " {option}={value}");
+                    let shown = match crate::core::text::is_secret(option) {
+                        true => crate::core::text::REDACTED,
+                        false => value.as_str(),
+                    };
+                    let _ = write!(text, " {option}={shown}");
                 }
             }
             (text, args)

@@ -59,11 +59,12 @@ impl Job {
                 )))
             }
         };
-        let job = Job {
+        let mut job = Job {
             def,
             command,
             values: all.subset(|name| def.accepts(name)),
         };
+        job.resolve_passwords()?;
         job.check()?;
         Ok((job, all))
     }
@@ -76,6 +77,35 @@ impl Job {
             .ok_or_else(|| CliError::Usage("an empty invocation: name a workload".into()))?;
         let def = lookup(name)?;
         Ok(Job::parse(def, rest, &[])?.0)
+    }
+
+    /// A password option not given takes its value from its `...-file`
+    /// option, else from its environment variable (PGPASSWORD, MYSQL_PWD).
+    fn resolve_passwords(&mut self) -> Result<(), CliError> {
+        for (name, var) in crate::workload::oltp::PASSWORD_SOURCES {
+            let Some(spec) = self.def.options.iter().find(|o| o.name == *name) else {
+                continue;
+            };
+            if self.values.was_given(name) {
+                continue;
+            }
+            let file = format!("{name}-file");
+            let value = if self.values.was_given(&file) {
+                let path = self.values.text(&file).to_string();
+                let text = std::fs::read_to_string(&path).map_err(|e| {
+                    CliError::Usage(format!(
+                        "--{file}={path}: cannot read it ({e}); give a readable file whose first line is the password, or set {var}"
+                    ))
+                })?;
+                Some(text.lines().next().unwrap_or("").to_string())
+            } else {
+                std::env::var(var).ok().filter(|v| !v.is_empty())
+            };
+            if let Some(v) = value {
+                self.values.set(spec, &v)?;
+            }
+        }
+        Ok(())
     }
 
     /// Cross-option checks every job passes, wherever it was built.
@@ -170,10 +200,11 @@ impl Job {
     }
 
     /// The job as a command line, for labels and messages.
+    /// Secret options (passwords) read `***`.
     pub fn args(&self) -> Vec<String> {
         let mut out = vec![self.def.name.to_string()];
         out.extend(self.values.given_texts().map(|(k, v)| format!("--{k}={v}")));
-        out
+        crate::core::text::redact_args(&out)
     }
 }
 
@@ -271,6 +302,59 @@ mod tests {
         assert_eq!(
             cpu.with_workdir("/scratch").unwrap().to_wire(),
             cpu.to_wire()
+        );
+    }
+}
+
+#[cfg(test)]
+mod password_tests {
+    use super::*;
+
+    fn s(a: &[&str]) -> Vec<String> {
+        a.iter().map(|x| x.to_string()).collect()
+    }
+
+    #[test]
+    fn a_password_comes_from_its_file_and_never_shows_in_the_jobs_args() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("pw");
+        std::fs::write(&file, "from-the-file\nsecond line ignored\n").unwrap();
+        let job = Job::from_args(&s(&[
+            "oltp_read_write",
+            &format!("--mysql-password-file={}", file.display()),
+        ]))
+        .unwrap();
+        assert_eq!(job.values.text("mysql-password"), "from-the-file");
+        // The agent gets it over stdin (the wire); labels never.
+        assert!(job
+            .to_wire()
+            .options
+            .iter()
+            .any(|(k, v)| k == "mysql-password" && v == "from-the-file"));
+        let args = job.args().join(" ");
+        assert!(
+            !args.contains("from-the-file") && args.contains("--mysql-password=***"),
+            "{args}"
+        );
+        // A given option wins over the file.
+        let job = Job::from_args(&s(&[
+            "oltp_read_write",
+            "--mysql-password=typed",
+            &format!("--mysql-password-file={}", file.display()),
+        ]))
+        .unwrap();
+        assert_eq!(job.values.text("mysql-password"), "typed");
+        // An unreadable file is named, with the way out.
+        let err = Job::from_args(&s(&[
+            "oltp_read_write",
+            "--pgsql-password-file=/nonexistent/pw",
+        ]))
+        .err()
+        .unwrap()
+        .to_string();
+        assert!(
+            err.contains("--pgsql-password-file=/nonexistent/pw") && err.contains("PGPASSWORD"),
+            "{err}"
         );
     }
 }

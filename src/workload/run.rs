@@ -15,7 +15,13 @@ use crate::sys::{fingerprint, monitor, storage};
 
 /// Options that shape the run's output, not the measurement, and the OLTP
 /// passwords (kept out of the results store and reports): not in `params`.
-const NOT_PARAMS: &[&str] = &["report-interval", "mysql-password", "pgsql-password"];
+const NOT_PARAMS: &[&str] = &[
+    "report-interval",
+    "mysql-password",
+    "pgsql-password",
+    "mysql-password-file",
+    "pgsql-password-file",
+];
 
 /// A finished run: its document and the workload's own text section.
 pub struct Executed {

@@ -91,6 +91,7 @@ pub enum Target {
         user: String,
         password: String,
         db: String,
+        auth: pgsql::Auth,
     },
     Mysql {
         host: String,
@@ -122,8 +123,9 @@ impl Target {
                 user,
                 password,
                 db,
+                auth,
             } => Box::new(pgsql::Pg::connect(
-                host, *port, user, password, db, prepared,
+                host, *port, user, password, db, prepared, *auth,
             )?),
             Target::Mysql {
                 host,

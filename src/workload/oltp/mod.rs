@@ -275,8 +275,23 @@ pub const OPTIONS: &[OptionSpec] = &[
     text("pgsql-host", "localhost", "PostgreSQL server host"),
     OptionSpec::new("pgsql-port", PORT, "5432", "PostgreSQL server port"),
     text("pgsql-user", "sbtest", "PostgreSQL user"),
-    text("pgsql-password", "", "PostgreSQL password"),
+    text(
+        "pgsql-password",
+        "",
+        "PostgreSQL password (shown and stored as ***; better: PGPASSWORD or --pgsql-password-file, which keep it out of ps)",
+    ),
+    text(
+        "pgsql-password-file",
+        "",
+        "a file whose first line is the PostgreSQL password",
+    ),
     text("pgsql-db", "sbtest", "PostgreSQL database name"),
+    OptionSpec::new(
+        "pgsql-auth",
+        OptKind::Choice(pgsql::Auth::CHOICES),
+        "md5",
+        "the weakest way the password is sent: scram-sha-256; md5 (or SCRAM); password (also in clear, when the server asks; only for a server you trust)",
+    ),
     text("mysql-host", "localhost", "MySQL server host"),
     OptionSpec::new("mysql-port", PORT, "3306", "MySQL server port"),
     text(
@@ -285,13 +300,32 @@ pub const OPTIONS: &[OptionSpec] = &[
         "MySQL socket (instead of host and port)",
     ),
     text("mysql-user", "sbtest", "MySQL user"),
-    text("mysql-password", "", "MySQL password"),
+    text(
+        "mysql-password",
+        "",
+        "MySQL password (shown and stored as ***; better: MYSQL_PWD or --mysql-password-file, which keep it out of ps)",
+    ),
+    text(
+        "mysql-password-file",
+        "",
+        "a file whose first line is the MySQL password",
+    ),
     text("mysql-db", "sbtest", "MySQL database name"),
     text(
         "mysql-storage-engine",
         "innodb",
         "Storage engine, if MySQL is used",
     ),
+];
+
+/// Where a password comes from when its option is not given, as the
+/// clients people know take it: its `...-file` option, else this
+/// environment variable (read on the host, where the command was typed; the
+/// job carries the value to the environment over the agent's stdin, never
+/// in an argv).
+pub const PASSWORD_SOURCES: &[(&str, &str)] = &[
+    ("pgsql-password", "PGPASSWORD"),
+    ("mysql-password", "MYSQL_PWD"),
 ];
 
 /// The metrics of every OLTP test.
@@ -366,6 +400,7 @@ impl Config {
                 user: v.text("pgsql-user").to_string(),
                 password: v.text("pgsql-password").to_string(),
                 db: v.text("pgsql-db").to_string(),
+                auth: pgsql::Auth::parse(v.text("pgsql-auth")),
             },
             "mysql" => Target::Mysql {
                 host: v.text("mysql-host").to_string(),
@@ -776,6 +811,8 @@ impl Worker for OltpWorker {
                 }
                 Err(f) => f,
             };
+            // A statement cut short by Ctrl-C ends the run, not a retry.
+            signals::check()?;
             match failed.class {
                 ErrorClass::Retry if restarts < MAX_RESTARTS => {
                     self.conn.rollback();

@@ -26,10 +26,17 @@ use postgres_protocol::IsNull;
 
 use super::driver::{inline, numbered, Conn, DbError, ErrorClass, Param};
 use crate::core::options::CliError;
+use crate::core::signals;
 
 /// How long to wait for a server that does not answer, when connecting and
 /// logging in.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
+/// Reads wake this often to see whether the user asked to stop.
+const POLL: Duration = Duration::from_millis(200);
+/// The longest one statement may go without an answer from the server
+/// (lock waits end with the server's deadlock_timeout or lock_timeout long
+/// before): a server that stalls ends the run, without reconnects.
+pub const STATEMENT_LIMIT: Duration = Duration::from_secs(30);
 /// The longest message accepted from the server (the OLTP tests' largest
 /// rows are a few hundred bytes): a length beyond it is a broken stream.
 const MAX_MESSAGE: usize = 64 << 20;
@@ -55,6 +62,10 @@ pub struct Pg {
     prepared: bool,
     /// SQL text → the name of its prepared statement on this connection.
     statements: HashMap<String, String>,
+    /// How long one message may take to arrive: the whole login within
+    /// CONNECT_TIMEOUT (trickled bytes do not extend it), then
+    /// STATEMENT_LIMIT per answer.
+    wait: Duration,
 }
 
 /// What the server said for one request, up to its ReadyForQuery.
@@ -78,7 +89,11 @@ impl Outcome {
 
 fn lost(e: io::Error) -> DbError {
     DbError {
-        class: ErrorClass::Lost,
+        // A stalled server or the user's stop: reconnecting would not help.
+        class: match e.kind() {
+            io::ErrorKind::TimedOut | io::ErrorKind::Interrupted => ErrorClass::Fatal,
+            _ => ErrorClass::Lost,
+        },
         code: String::new(),
         message: format!("the connection to PostgreSQL failed: {e}"),
     }
@@ -127,6 +142,7 @@ impl Pg {
         password: &str,
         db: &str,
         prepared: bool,
+        auth: Auth,
     ) -> Result<Pg> {
         let unreachable = |why: String| {
             CliError::Usage(format!(
@@ -141,9 +157,21 @@ impl Pg {
             chunk: Box::new([0; 16384]),
             prepared,
             statements: HashMap::new(),
+            wait: CONNECT_TIMEOUT,
         };
-        match pg.login(user, password, db) {
+        match pg.login(user, password, db, auth) {
             Ok(()) => {}
+            Err(Login::Weaker(asked)) => {
+                return Err(CliError::Usage(format!(
+                    "cannot connect to PostgreSQL at {host}:{port}: the server asked for the password {asked}, which --pgsql-auth={} does not allow; nothing was sent. Set the server's pg_hba.conf to scram-sha-256, or give --pgsql-auth=password if this server is trusted",
+                    match auth {
+                        Auth::Password => "password",
+                        Auth::Md5 => "md5",
+                        Auth::Scram => "scram-sha-256",
+                    }
+                ))
+                .into())
+            }
             Err(Login::Io(e)) => return Err(unreachable(e.to_string()).into()),
             Err(Login::Refused(e)) => {
                 return Err(CliError::Usage(format!(
@@ -153,15 +181,14 @@ impl Pg {
                 .into())
             }
         }
-        // Statements may wait on locks as long as the run allows.
-        pg.stream.set_read_timeout(None)?;
-        pg.stream.set_write_timeout(None)?;
+        pg.wait = STATEMENT_LIMIT;
+        pg.stream.set_write_timeout(Some(STATEMENT_LIMIT))?;
         Ok(pg)
     }
 
     /// The startup message and authentication (trust, password, MD5 or
     /// SCRAM-SHA-256), up to the first ReadyForQuery.
-    fn login(&mut self, user: &str, password: &str, db: &str) -> Result<(), Login> {
+    fn login(&mut self, user: &str, password: &str, db: &str, auth: Auth) -> Result<(), Login> {
         let params = [
             ("user", user),
             ("database", db),
@@ -174,6 +201,12 @@ impl Pg {
         loop {
             match self.message()? {
                 Message::AuthenticationOk => {}
+                Message::AuthenticationCleartextPassword if auth > Auth::Password => {
+                    return Err(Login::Weaker("in clear"));
+                }
+                Message::AuthenticationMd5Password(_) if auth > Auth::Md5 => {
+                    return Err(Login::Weaker("as MD5"));
+                }
                 Message::AuthenticationCleartextPassword => {
                     frontend::password_message(password.as_bytes(), &mut self.output)?;
                     self.flush()?;
@@ -234,6 +267,7 @@ impl Pg {
 
     /// The next message from the server, reading as much as it needs.
     fn message(&mut self) -> io::Result<Message> {
+        let until = std::time::Instant::now() + self.wait;
         loop {
             if self.input.len() >= 5 {
                 let len = u32::from_be_bytes([
@@ -251,7 +285,31 @@ impl Pg {
             if let Some(m) = Message::parse(&mut self.input)? {
                 return Ok(m);
             }
-            let n = self.stream.read(&mut self.chunk[..])?;
+            let n = match self.stream.read(&mut self.chunk[..]) {
+                Ok(n) => n,
+                Err(e)
+                    if matches!(
+                        e.kind(),
+                        io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
+                    ) =>
+                {
+                    if signals::interrupted() {
+                        return Err(io::Error::new(
+                            io::ErrorKind::Interrupted,
+                            "stopped by a signal",
+                        ));
+                    }
+                    if std::time::Instant::now() >= until {
+                        return Err(io::Error::new(
+                            io::ErrorKind::TimedOut,
+                            format!("the server sent no answer within {} s", self.wait.as_secs()),
+                        ));
+                    }
+                    continue;
+                }
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(e),
+            };
             if n == 0 {
                 return Err(io::Error::new(
                     io::ErrorKind::UnexpectedEof,
@@ -316,6 +374,33 @@ impl Pg {
 enum Login {
     Io(io::Error),
     Refused(DbError),
+    /// The server asked for the password in a way `--pgsql-auth` forbids.
+    Weaker(&'static str),
+}
+
+/// The weakest way the client sends a password (`--pgsql-auth`), weakest
+/// first: a server that asks for less is refused before it gets anything.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Auth {
+    /// Also in clear, as the server asks: anyone who runs a server where
+    /// --pgsql-host points, or reads the network, has it.
+    Password,
+    /// MD5 (a salted hash, replayable within the salt) or SCRAM.
+    Md5,
+    /// SCRAM-SHA-256 only.
+    Scram,
+}
+
+impl Auth {
+    pub const CHOICES: &'static [&'static str] = &["scram-sha-256", "md5", "password"];
+
+    pub fn parse(word: &str) -> Auth {
+        match word {
+            "password" => Auth::Password,
+            "scram-sha-256" => Auth::Scram,
+            _ => Auth::Md5,
+        }
+    }
 }
 
 impl From<io::Error> for Login {
@@ -332,7 +417,7 @@ fn open(host: &str, port: u16) -> io::Result<TcpStream> {
         match TcpStream::connect_timeout(&addr, CONNECT_TIMEOUT) {
             Ok(s) => {
                 s.set_nodelay(true)?;
-                s.set_read_timeout(Some(CONNECT_TIMEOUT))?;
+                s.set_read_timeout(Some(POLL))?;
                 s.set_write_timeout(Some(CONNECT_TIMEOUT))?;
                 return Ok(s);
             }
@@ -438,7 +523,7 @@ mod tests {
         let mut reply = vec![b'R'];
         reply.extend_from_slice(&(1u32 << 30).to_be_bytes());
         let port = fake_server(reply);
-        let err = Pg::connect("127.0.0.1", port, "u", "p", "d", true)
+        let err = Pg::connect("127.0.0.1", port, "u", "p", "d", true, Auth::Md5)
             .err()
             .expect("a broken stream must not log in")
             .to_string();
@@ -489,6 +574,55 @@ mod tests {
         assert_eq!(class("ERROR", "42601"), ErrorClass::Fatal);
     }
 
+    /// A server that asks for the password in clear (or as MD5) and keeps
+    /// whatever the client sends: what it got.
+    fn phishing_server(code: u32) -> (u16, std::thread::JoinHandle<Vec<u8>>) {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let got = std::thread::spawn(move || {
+            let (mut s, _) = listener.accept().unwrap();
+            s.set_read_timeout(Some(Duration::from_secs(2))).unwrap();
+            let mut buf = [0u8; 1024];
+            let _ = s.read(&mut buf);
+            let mut ask = vec![b'R'];
+            let body: Vec<u8> = match code {
+                5 => [5u32.to_be_bytes().to_vec(), b"salt".to_vec()].concat(),
+                c => c.to_be_bytes().to_vec(),
+            };
+            ask.extend_from_slice(&((body.len() + 4) as u32).to_be_bytes());
+            ask.extend_from_slice(&body);
+            let _ = s.write_all(&ask);
+            let mut got = Vec::new();
+            let _ = s.read_to_end(&mut got);
+            got
+        });
+        (port, got)
+    }
+
+    #[test]
+    fn a_server_asking_for_the_password_in_clear_gets_nothing_unless_allowed() {
+        // Issue 24, item 14: the client sent a cleartext password to any
+        // server that asked.
+        for (code, auth, sent) in [
+            (3, Auth::Md5, false),
+            (3, Auth::Scram, false),
+            (5, Auth::Scram, false),
+            (3, Auth::Password, true),
+        ] {
+            let (port, got) = phishing_server(code);
+            let err = Pg::connect("127.0.0.1", port, "u", "sekrit-pw", "d", true, auth)
+                .err()
+                .map(|e| e.to_string())
+                .unwrap_or_default();
+            let got = got.join().unwrap();
+            let leaked = got.windows(9).any(|w| w == b"sekrit-pw");
+            assert_eq!(leaked, sent, "code {code}, {auth:?}: {err}");
+            if !sent {
+                assert!(err.contains("--pgsql-auth"), "{err}");
+            }
+        }
+    }
+
     #[test]
     fn a_refused_login_names_the_user_and_the_options() {
         let reply = error_response(&[
@@ -497,7 +631,7 @@ mod tests {
             (b'M', "password authentication failed"),
         ]);
         let port = fake_server(reply);
-        let err = Pg::connect("127.0.0.1", port, "alice", "p", "d", true)
+        let err = Pg::connect("127.0.0.1", port, "alice", "p", "d", true, Auth::Md5)
             .err()
             .unwrap()
             .to_string();
@@ -515,7 +649,7 @@ mod tests {
             drop(s);
         });
         let start = std::time::Instant::now();
-        let err = Pg::connect("127.0.0.1", port, "u", "p", "d", true).err();
+        let err = Pg::connect("127.0.0.1", port, "u", "p", "d", true, Auth::Md5).err();
         assert!(err.is_some());
         assert!(start.elapsed() < CONNECT_TIMEOUT + Duration::from_secs(1));
         hold.join().unwrap();
@@ -602,7 +736,7 @@ mod tests {
     #[test]
     fn statements_go_as_sysbench_sends_them() {
         let (port, server) = recording_server();
-        let mut pg = Pg::connect("127.0.0.1", port, "u", "p", "d", true).unwrap();
+        let mut pg = Pg::connect("127.0.0.1", port, "u", "p", "d", true, Auth::Md5).unwrap();
         pg.begin(false).unwrap();
         let sel = "SELECT c FROM sbtest1 WHERE id=?";
         pg.exec(sel, &[Param::Int(5)]).unwrap();
