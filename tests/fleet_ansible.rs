@@ -386,10 +386,29 @@ fn an_unreachable_host_fails_while_the_others_finish_and_bad_hosts_are_refused()
         remote_base: silent_tmp.clone(),
         extra: String::new(),
     });
+    // A host named '..' (issue 24, item 14): its results directory on the
+    // controller would be the fetch directory's parent, removed first.
+    let dots_tmp = fleet.dir.path().join("remote-dots");
+    std::fs::create_dir(&dots_tmp).unwrap();
+    entries.push(Entry {
+        name: "..".into(),
+        addr: fleet.silent_addr(0),
+        port: 22,
+        key: fleet.path("id"),
+        remote_base: dots_tmp.clone(),
+        extra: String::new(),
+    });
     let inv = inventory(&fleet, &entries);
     let (out, fetch) = playbook(&fleet, &ap, &inv, json!({}));
     let all = text(&out);
     assert!(!out.status.success(), "{all}");
+    assert!(
+        all.contains("the host name '..' names the directory its results go to"),
+        "{all}"
+    );
+    // The fetch directory's parent (the test's own) is still there.
+    assert!(Path::new(&fleet.path("inventory.ini")).is_file());
+    assert!(dots_tmp.is_dir() && leftovers_in(&dots_tmp).is_empty());
     let report = std::fs::read_to_string(fetch.join("fleet-report.txt")).unwrap();
     println!("{report}");
     // The two good hosts finished and are in the report.
@@ -446,7 +465,7 @@ fn an_unreachable_host_fails_while_the_others_finish_and_bad_hosts_are_refused()
         a.contains("vpf-arm is aarch64, not x86_64") && a.contains("nothing was copied"),
         "{a}"
     );
-    assert!(all.contains("virtperf fleet: 6 of 8 hosts failed"), "{all}");
+    assert!(all.contains("virtperf fleet: 7 of 9 hosts failed"), "{all}");
     for name in ["vpf-c", "vpf-wrongkey", "vpf-silent", "vpf-arm"] {
         assert!(!fetch.join(name).exists(), "{name}");
         // Refused before anything was made or copied there.
