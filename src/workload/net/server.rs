@@ -1,16 +1,20 @@
 //! `virtperf serve`: the network-test server. One port, TCP and UDP, for
 //! control and data; it never opens another port and never dials out. It is
-//! bounded: sessions at once, streams per session, test duration, message
-//! sizes, and an idle timeout on every socket, so a vanished client frees
-//! its threads by itself. `Server::start` runs it in-process (the client uses
+//! bounded against a hostile client: connections at once (each on its own
+//! thread, never on the accept loop), a whole-handshake deadline, sessions
+//! at once and an idle session's life, streams per session and each stream
+//! index claimed once, one send buffer per session, a session's deadline
+//! (its duration plus a grace) on every data loop, UDP accepted only from
+//! the control connection's address, and an idle timeout on every socket,
+//! so a vanished or hostile client frees its threads by itself. `Server::start` runs it in-process (the client uses
 //! that when no server is running on loopback; the host side of an
 //! environment run can too), `virtperf serve` runs it until Ctrl-C.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::io::{self, Read, Write};
 use std::net::{IpAddr, Shutdown, SocketAddr, TcpListener, TcpStream, UdpSocket};
 use std::os::fd::AsRawFd;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -32,6 +36,21 @@ const IDLE: Duration = Duration::from_secs(30);
 const TICK: Duration = Duration::from_millis(100);
 /// Socket buffers a client may ask for.
 const MAX_BUFFER: u64 = 256 << 20;
+/// Connections being served at once (control, data and TCP_CRR alike);
+/// more are closed as they come.
+pub const MAX_CONNECTIONS: usize = 128;
+/// A connection's whole handshake (its tag and what follows) must arrive
+/// within this, however it trickles.
+pub const HANDSHAKE: Duration = Duration::from_secs(5);
+/// A session whose client opened nothing within this after its welcome is
+/// given up, so idle sessions cannot hold every slot for their duration.
+pub const SESSION_IDLE: Duration = Duration::from_secs(10);
+/// A data loop ends this long after its session's duration at the latest.
+const GRACE: Duration = Duration::from_secs(10);
+/// The largest read a stream's receiver makes at once.
+const MAX_READ: usize = 1 << 20;
+/// Requests are read (and dropped) in chunks of this.
+const DISCARD_CHUNK: usize = 64 << 10;
 
 pub const SERVE_OPTIONS: &[OptionSpec] = &[
     OptionSpec::new(
@@ -64,6 +83,16 @@ pub enum StartError {
 /// One client's test, from its hello to its results.
 struct Session {
     hello: Hello,
+    /// The control connection's address: UDP is taken only from it.
+    peer: IpAddr,
+    started: Instant,
+    /// Data connections, TCP_CRR transactions and datagrams seen.
+    activity: AtomicU64,
+    /// (stream, direction) pairs already served: each once.
+    claimed: Mutex<HashSet<(u32, u8)>>,
+    /// What the server sends (TCP_MAERTS, responses): one buffer per
+    /// session, shared by its connections.
+    payload: std::sync::OnceLock<Arc<Vec<u8>>>,
     bytes_received: Mutex<Vec<u64>>,
     maerts_elapsed_s: Mutex<Vec<f64>>,
     retransmits: AtomicU64,
@@ -71,14 +100,49 @@ struct Session {
     udp_bytes: AtomicU64,
     udp_out_of_order: AtomicU64,
     data_conns: AtomicU64,
-    data_threads: Mutex<Vec<JoinHandle<()>>>,
+    /// Data connections being served now.
+    live: AtomicU64,
     done: AtomicBool,
+}
+
+impl Session {
+    /// Past its duration and the grace: every loop of it ends.
+    fn over(&self) -> bool {
+        self.started.elapsed() > Duration::from_secs_f64(self.hello.duration_s) + GRACE
+    }
+
+    fn until(&self) -> Instant {
+        self.started + Duration::from_secs_f64(self.hello.duration_s) + GRACE
+    }
+
+    /// At least `n` bytes of the session's payload.
+    fn payload(&self, n: usize) -> Arc<Vec<u8>> {
+        let h = &self.hello;
+        let most = h.send_size.max(h.response_size) as usize;
+        let p = self
+            .payload
+            .get_or_init(|| Arc::new(vec![0x5au8; most]))
+            .clone();
+        debug_assert!(p.len() >= n);
+        p
+    }
 }
 
 struct Shared {
     stop: AtomicBool,
     sessions: Mutex<HashMap<u64, Arc<Session>>>,
-    control_threads: Mutex<Vec<JoinHandle<()>>>,
+    /// Every connection's thread (handshake, control, data, TCP_CRR).
+    conn_threads: Mutex<Vec<JoinHandle<()>>>,
+    connections: AtomicUsize,
+}
+
+/// Counts a connection while its thread lives.
+struct Slot(Arc<Shared>);
+
+impl Drop for Slot {
+    fn drop(&mut self) {
+        self.0.connections.fetch_sub(1, Ordering::SeqCst);
+    }
 }
 
 /// A running server; `stop` (or dropping it) ends it.
@@ -100,7 +164,8 @@ impl Server {
         let shared = Arc::new(Shared {
             stop: AtomicBool::new(false),
             sessions: Mutex::new(HashMap::new()),
-            control_threads: Mutex::new(Vec::new()),
+            conn_threads: Mutex::new(Vec::new()),
+            connections: AtomicUsize::new(0),
         });
         let s1 = shared.clone();
         let s2 = shared.clone();
@@ -134,14 +199,8 @@ impl Server {
         for t in self.threads.drain(..) {
             let _ = t.join();
         }
-        let controls: Vec<_> = self
-            .shared
-            .control_threads
-            .lock()
-            .unwrap()
-            .drain(..)
-            .collect();
-        for t in controls {
+        let conns: Vec<_> = self.shared.conn_threads.lock().unwrap().drain(..).collect();
+        for t in conns {
             let _ = t.join();
         }
     }
@@ -186,33 +245,81 @@ fn accept_loop(listener: TcpListener, shared: Arc<Shared>) {
         if !sock::wait_readable(fd, TICK) {
             continue;
         }
-        let Ok((mut s, _)) = listener.accept() else {
-            continue;
+        let s = match listener.accept() {
+            Ok((s, _)) => s,
+            // Out of file descriptors (or another transient failure): the
+            // connection stays queued; wait instead of spinning on it.
+            Err(_) => {
+                std::thread::sleep(TICK);
+                continue;
+            }
         };
-        // A client that connects and says nothing costs the accept loop at
-        // most this long.
-        if s.set_read_timeout(Some(Duration::from_secs(2))).is_err() {
+        if shared.connections.fetch_add(1, Ordering::SeqCst) >= MAX_CONNECTIONS {
+            shared.connections.fetch_sub(1, Ordering::SeqCst);
             continue;
         }
-        let mut tag = [0u8; 4];
-        if s.read_exact(&mut tag).is_err() {
-            continue;
+        let slot = Slot(shared.clone());
+        let sh = shared.clone();
+        let spawned = std::thread::Builder::new()
+            .name("net-conn".into())
+            .spawn(move || {
+                let _slot = slot;
+                connection(s, sh);
+            });
+        if let Ok(t) = spawned {
+            let mut threads = shared.conn_threads.lock().unwrap();
+            threads.retain(|t| !t.is_finished());
+            threads.push(t);
         }
-        match tag {
-            TAG_CONTROL => {
-                let sh = shared.clone();
-                let t = std::thread::spawn(move || control(s, sh));
-                let mut threads = shared.control_threads.lock().unwrap();
-                threads.retain(|t| !t.is_finished());
-                threads.push(t);
+    }
+}
+
+/// A reader that waits for its bytes until a deadline, whatever the
+/// socket's own timeout, looking at the stop flag every tick: what bounds a
+/// handshake as a whole, so trickled bytes cannot stretch it.
+struct Until<'a> {
+    s: &'a mut TcpStream,
+    until: Instant,
+    stop: &'a AtomicBool,
+}
+
+impl Read for Until<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        loop {
+            if self.stop.load(Ordering::Relaxed) || Instant::now() >= self.until {
+                return Err(io::ErrorKind::TimedOut.into());
             }
-            TAG_DATA => attach_data(s, &shared),
-            // Inline: a thread per transaction would be most of its cost.
-            TAG_CRR => {
-                let _ = crr_transaction(s, &shared);
+            match self.s.read(buf) {
+                Err(e) if is_timeout(&e) || e.kind() == io::ErrorKind::Interrupted => continue,
+                other => return other,
             }
-            _ => {}
         }
+    }
+}
+
+/// One connection, on its own thread: its tag within the handshake
+/// deadline, then what it is.
+fn connection(mut s: TcpStream, shared: Arc<Shared>) {
+    if s.set_read_timeout(Some(TICK)).is_err() || s.set_write_timeout(Some(TICK)).is_err() {
+        return;
+    }
+    let until = Instant::now() + HANDSHAKE;
+    let mut tag = [0u8; 4];
+    let mut r = Until {
+        s: &mut s,
+        until,
+        stop: &shared.stop,
+    };
+    if r.read_exact(&mut tag).is_err() {
+        return;
+    }
+    match tag {
+        TAG_CONTROL => control(s, shared, until),
+        TAG_DATA => attach_data(s, &shared, until),
+        TAG_CRR => {
+            let _ = crr_transaction(s, &shared, until);
+        }
+        _ => {}
     }
 }
 
@@ -220,24 +327,54 @@ fn lookup(shared: &Shared, cookie: u64) -> Option<Arc<Session>> {
     shared.sessions.lock().unwrap().get(&cookie).cloned()
 }
 
-fn crr_transaction(mut s: TcpStream, shared: &Shared) -> io::Result<()> {
+/// Reads `n` bytes and drops them, in small chunks (a request may be up to
+/// 16 MiB: no buffer of that size per connection).
+fn discard(s: &mut impl Read, n: u64) -> io::Result<()> {
+    let mut chunk = [0u8; 4096];
+    let mut left = n;
+    while left > 0 {
+        let k = left.min(chunk.len() as u64) as usize;
+        s.read_exact(&mut chunk[..k])?;
+        left -= k as u64;
+    }
+    Ok(())
+}
+
+fn crr_transaction(mut s: TcpStream, shared: &Shared, until: Instant) -> io::Result<()> {
     let mut cookie = [0u8; 8];
-    s.read_exact(&mut cookie)?;
+    let mut r = Until {
+        s: &mut s,
+        until,
+        stop: &shared.stop,
+    };
+    r.read_exact(&mut cookie)?;
     let Some(session) = lookup(shared, u64::from_le_bytes(cookie)) else {
         return Ok(());
     };
-    if session.hello.test != Test::TcpCrr {
+    if session.hello.test != Test::TcpCrr || session.over() {
         return Ok(());
     }
-    let mut req = vec![0u8; session.hello.request_size as usize];
-    s.read_exact(&mut req)?;
-    s.write_all(&vec![0u8; session.hello.response_size as usize])
+    session.activity.fetch_add(1, Ordering::Relaxed);
+    let mut r = Until {
+        s: &mut s,
+        until: session.until(),
+        stop: &shared.stop,
+    };
+    discard(&mut r, session.hello.request_size)?;
+    let n = session.hello.response_size as usize;
+    let payload = session.payload(n);
+    write_full(&mut s, &payload[..n], &shared.stop, session.until())
     // Dropping `s` closes first, so TIME_WAIT stays on this side.
 }
 
-fn attach_data(mut s: TcpStream, shared: &Arc<Shared>) {
+fn attach_data(mut s: TcpStream, shared: &Arc<Shared>, until: Instant) {
     let mut rest = [0u8; 13];
-    if s.read_exact(&mut rest).is_err() {
+    let mut r = Until {
+        s: &mut s,
+        until,
+        stop: &shared.stop,
+    };
+    if r.read_exact(&mut rest).is_err() {
         return;
     }
     let cookie = u64::from_le_bytes(rest[..8].try_into().unwrap());
@@ -257,20 +394,30 @@ fn attach_data(mut s: TcpStream, shared: &Arc<Shared>) {
         _ => false,
     };
     let conns = session.data_conns.fetch_add(1, Ordering::SeqCst);
-    if !allowed || stream >= h.streams || conns >= 2 * h.streams as u64 {
+    if !allowed || stream >= h.streams || conns >= 2 * h.streams as u64 || session.over() {
         return;
     }
-    let sh = shared.clone();
-    let sess = session.clone();
-    let t = std::thread::spawn(move || {
-        let _ = serve_data(s, &sess, stream as usize, dir, &sh.stop);
-    });
-    session.data_threads.lock().unwrap().push(t);
+    // Each (stream, direction) once: a second connection for the same one
+    // would only multiply what the server holds.
+    if !session.claimed.lock().unwrap().insert((stream, dir as u8)) {
+        return;
+    }
+    session.activity.fetch_add(1, Ordering::Relaxed);
+    // This thread is the connection's own: serve it here.
+    session.live.fetch_add(1, Ordering::SeqCst);
+    let _ = serve_data(s, &session, stream as usize, dir, &shared.stop);
+    session.live.fetch_sub(1, Ordering::SeqCst);
 }
 
-/// Reads exactly `buf.len()` bytes, waking every tick to look at `stop`.
-/// False on a clean end of stream before the first byte.
-fn read_full(s: &mut TcpStream, buf: &mut [u8], stop: &AtomicBool) -> io::Result<bool> {
+/// Reads exactly `buf.len()` bytes, waking every tick to look at `stop`
+/// and the session's deadline `until`. False on a clean end of stream
+/// before the first byte.
+fn read_full(
+    s: &mut TcpStream,
+    buf: &mut [u8],
+    stop: &AtomicBool,
+    until: Instant,
+) -> io::Result<bool> {
     let mut got = 0;
     let mut idle_since = Instant::now();
     while got < buf.len() {
@@ -282,7 +429,10 @@ fn read_full(s: &mut TcpStream, buf: &mut [u8], stop: &AtomicBool) -> io::Result
                 idle_since = Instant::now();
             }
             Err(e) if is_timeout(&e) => {
-                if stop.load(Ordering::Relaxed) || idle_since.elapsed() > IDLE {
+                if stop.load(Ordering::Relaxed)
+                    || idle_since.elapsed() > IDLE
+                    || Instant::now() >= until
+                {
                     return Err(io::ErrorKind::TimedOut.into());
                 }
             }
@@ -293,8 +443,9 @@ fn read_full(s: &mut TcpStream, buf: &mut [u8], stop: &AtomicBool) -> io::Result
     Ok(true)
 }
 
-/// Writes all of `buf`, waking every tick to look at `stop`.
-fn write_full(s: &mut TcpStream, buf: &[u8], stop: &AtomicBool) -> io::Result<()> {
+/// Writes all of `buf`, waking every tick to look at `stop` and the
+/// session's deadline `until`.
+fn write_full(s: &mut TcpStream, buf: &[u8], stop: &AtomicBool, until: Instant) -> io::Result<()> {
     let mut sent = 0;
     let mut idle_since = Instant::now();
     while sent < buf.len() {
@@ -305,7 +456,10 @@ fn write_full(s: &mut TcpStream, buf: &[u8], stop: &AtomicBool) -> io::Result<()
                 idle_since = Instant::now();
             }
             Err(e) if is_timeout(&e) => {
-                if stop.load(Ordering::Relaxed) || idle_since.elapsed() > IDLE {
+                if stop.load(Ordering::Relaxed)
+                    || idle_since.elapsed() > IDLE
+                    || Instant::now() >= until
+                {
                     return Err(io::ErrorKind::TimedOut.into());
                 }
             }
@@ -341,13 +495,17 @@ fn serve_data(
             rcvbuf: h.rcvbuf,
         },
     )?;
+    let until = session.until();
     match dir {
         Direction::ToServer => {
             sock::set_receive_lowat(s.as_raw_fd(), sock::STREAM_READ)?;
-            let mut buf = vec![0u8; (h.send_size as usize).clamp(sock::STREAM_READ, 4 << 20)];
+            let mut buf = vec![0u8; (h.send_size as usize).clamp(sock::STREAM_READ, MAX_READ)];
             let mut total = 0u64;
             let mut idle_since = Instant::now();
             loop {
+                if Instant::now() >= until {
+                    return Err(io::ErrorKind::TimedOut.into());
+                }
                 match s.read(&mut buf) {
                     Ok(0) => break,
                     Ok(n) => {
@@ -365,18 +523,19 @@ fn serve_data(
             }
             session.bytes_received.lock().unwrap()[stream] = total;
             // The count is also the sender's signal that the last byte landed.
-            write_full(&mut s, &total.to_le_bytes(), stop)
+            write_full(&mut s, &total.to_le_bytes(), stop, until)
         }
         Direction::ToClient => {
-            let buf = vec![0x5au8; h.send_size as usize];
+            let n = h.send_size as usize;
+            let buf = session.payload(n);
             let start = Instant::now();
             let deadline = start + Duration::from_secs_f64(h.duration_s);
             while Instant::now() < deadline && !stop.load(Ordering::Relaxed) {
-                write_full(&mut s, &buf, stop)?;
+                write_full(&mut s, &buf[..n], stop, until)?;
             }
             s.shutdown(Shutdown::Write)?;
             let mut ack = [0u8; 8];
-            read_full(&mut s, &mut ack, stop)?;
+            read_full(&mut s, &mut ack, stop, until)?;
             session.maerts_elapsed_s.lock().unwrap()[stream] = start.elapsed().as_secs_f64();
             session
                 .retransmits
@@ -384,12 +543,26 @@ fn serve_data(
             Ok(())
         }
         Direction::RequestResponse => {
-            let mut req = vec![0u8; h.request_size as usize];
-            let resp = vec![0u8; h.response_size as usize];
-            while read_full(&mut s, &mut req, stop)? {
-                write_full(&mut s, &resp, stop)?;
+            // A request up to 64 KiB is read whole (the common case, one
+            // read); a larger one in chunks, never one buffer of its size.
+            let want = h.request_size as usize;
+            let mut req = vec![0u8; want.min(DISCARD_CHUNK)];
+            let n = h.response_size as usize;
+            let resp = session.payload(n);
+            loop {
+                if !read_full(&mut s, &mut req, stop, until)? {
+                    return Ok(());
+                }
+                let mut left = want - req.len();
+                while left > 0 {
+                    let k = left.min(req.len());
+                    if !read_full(&mut s, &mut req[..k], stop, until)? {
+                        return Err(io::ErrorKind::UnexpectedEof.into());
+                    }
+                    left -= k;
+                }
+                write_full(&mut s, &resp[..n], stop, until)?;
             }
-            Ok(())
         }
     }
 }
@@ -449,10 +622,19 @@ fn refuse(s: &mut TcpStream, reason: String) {
     );
 }
 
-/// One control connection: hello, welcome, wait for finish, results.
-fn control(mut s: TcpStream, shared: Arc<Shared>) {
-    let _ = s.set_read_timeout(Some(Duration::from_secs(5)));
-    let hello = match protocol::read_control(&mut s) {
+/// One control connection: hello (within the handshake deadline),
+/// welcome, wait for finish, results.
+fn control(mut s: TcpStream, shared: Arc<Shared>, until: Instant) {
+    let peer = match s.peer_addr() {
+        Ok(a) => a.ip(),
+        Err(_) => return,
+    };
+    let mut r = Until {
+        s: &mut s,
+        until,
+        stop: &shared.stop,
+    };
+    let hello = match protocol::read_control(&mut r) {
         Ok(Control::Hello(h)) => h,
         Ok(other) => return refuse(&mut s, format!("expected a hello, got {other:?}")),
         Err(e @ ProtocolError::Version { .. }) => return refuse(&mut s, e.to_string()),
@@ -464,6 +646,11 @@ fn control(mut s: TcpStream, shared: Arc<Shared>) {
     let cookie = new_cookie();
     let streams = hello.streams as usize;
     let session = Arc::new(Session {
+        peer,
+        started: Instant::now(),
+        activity: AtomicU64::new(0),
+        claimed: Mutex::new(HashSet::new()),
+        payload: std::sync::OnceLock::new(),
         bytes_received: Mutex::new(vec![0; streams]),
         maerts_elapsed_s: Mutex::new(vec![0.0; streams]),
         retransmits: AtomicU64::new(0),
@@ -471,7 +658,7 @@ fn control(mut s: TcpStream, shared: Arc<Shared>) {
         udp_bytes: AtomicU64::new(0),
         udp_out_of_order: AtomicU64::new(0),
         data_conns: AtomicU64::new(0),
-        data_threads: Mutex::new(Vec::new()),
+        live: AtomicU64::new(0),
         done: AtomicBool::new(false),
         hello,
     });
@@ -509,9 +696,10 @@ fn control(mut s: TcpStream, shared: Arc<Shared>) {
         }
     }
     session.done.store(true, Ordering::SeqCst);
-    let threads: Vec<_> = session.data_threads.lock().unwrap().drain(..).collect();
-    for t in threads {
-        let _ = t.join();
+    // Its data connections end by themselves (the finish, their deadline,
+    // the stop); what they counted is in once they have.
+    while session.live.load(Ordering::SeqCst) > 0 && !session.over() {
+        std::thread::sleep(Duration::from_millis(10));
     }
     let cpu1 = sock::cpu_now();
     shared.sessions.lock().unwrap().remove(&cookie);
@@ -536,12 +724,22 @@ fn control(mut s: TcpStream, shared: Arc<Shared>) {
 }
 
 /// Waits for the client's finish, bounded by the test's duration plus the
-/// idle timeout; false if it never came.
+/// idle timeout; false if it never came, or if the client opened nothing
+/// within [`SESSION_IDLE`] (an idle session gives its slot back).
 fn wait_finish(s: &mut TcpStream, session: &Session, stop: &AtomicBool) -> bool {
-    let deadline = Instant::now() + Duration::from_secs_f64(session.hello.duration_s) + IDLE;
+    let welcomed = Instant::now();
+    let deadline = welcomed + Duration::from_secs_f64(session.hello.duration_s) + IDLE;
     while Instant::now() < deadline && !stop.load(Ordering::Relaxed) {
         if sock::wait_readable(s.as_raw_fd(), TICK) {
-            return matches!(protocol::read_control(s), Ok(Control::Finish { .. }));
+            let mut r = Until {
+                s,
+                until: Instant::now() + HANDSHAKE,
+                stop,
+            };
+            return matches!(protocol::read_control(&mut r), Ok(Control::Finish { .. }));
+        }
+        if welcomed.elapsed() > SESSION_IDLE && session.activity.load(Ordering::Relaxed) == 0 {
+            return false;
         }
     }
     false
@@ -563,7 +761,11 @@ fn udp_loop(udp: UdpSocket, shared: Arc<Shared>) {
         if n == 12 && buf[..4] == UDP_HELLO {
             let cookie = u64::from_le_bytes(buf[4..12].try_into().unwrap());
             if let Some(session) = lookup(&shared, cookie) {
-                if session.hello.test.is_udp() && peers.len() < MAX_SESSIONS * MAX_STREAMS as usize
+                // Only from the control connection's address: a spoofed
+                // hello cannot point the server's answers at a third party.
+                if session.hello.test.is_udp()
+                    && from.ip() == session.peer
+                    && peers.len() < MAX_SESSIONS * MAX_STREAMS as usize
                 {
                     peers.insert(from, (session, 0));
                     let _ = udp.send_to(&buf[..12], from);
@@ -578,10 +780,15 @@ fn udp_loop(udp: UdpSocket, shared: Arc<Shared>) {
             peers.remove(&from);
             continue;
         }
+        session.activity.fetch_add(1, Ordering::Relaxed);
         match session.hello.test {
-            Test::UdpRr => {
-                let _ = udp.send_to(&response[..session.hello.response_size as usize], from);
+            // A response only for a whole request, never larger than four
+            // times what came in (and the client chose both sizes).
+            Test::UdpRr if n as u64 >= session.hello.request_size => {
+                let size = (session.hello.response_size as usize).min(4 * n.max(64));
+                let _ = udp.send_to(&response[..size], from);
             }
+            Test::UdpRr => {}
             _ => {
                 session.udp_datagrams.fetch_add(1, Ordering::Relaxed);
                 session.udp_bytes.fetch_add(n as u64, Ordering::Relaxed);
@@ -730,6 +937,170 @@ mod tests {
         let port = holder.local_addr().unwrap().port();
         assert!(err.to_string().contains(&format!("port {port}")), "{err}");
         assert!(err.to_string().contains("--port"));
+    }
+
+    fn welcome(server: &Server, h: Hello) -> (TcpStream, u64) {
+        let mut s = control_conn(server);
+        protocol::write_control(&mut s, &Control::Hello(h)).unwrap();
+        match protocol::read_control(&mut s).unwrap() {
+            Control::Welcome { cookie, .. } => (s, cookie),
+            other => panic!("expected a welcome, got {other:?}"),
+        }
+    }
+
+    fn threads_of_this_process() -> usize {
+        std::fs::read_to_string("/proc/self/status")
+            .unwrap()
+            .lines()
+            .find_map(|l| l.strip_prefix("Threads:"))
+            .and_then(|n| n.trim().parse().ok())
+            .unwrap()
+    }
+
+    #[test]
+    fn a_crr_client_that_never_reads_holds_neither_other_clients_nor_stop() {
+        // Issue 24, item 1: the TCP_CRR transaction ran on the accept thread
+        // with a blocking write; a client asking for 16 MiB and never
+        // reading blocked every later client and the server's stop.
+        let server = Server::start("127.0.0.1:0".parse().unwrap()).unwrap();
+        let (_ctl, cookie) = welcome(
+            &server,
+            Hello {
+                response_size: MAX_MESSAGE_BYTES,
+                ..hello(Test::TcpCrr)
+            },
+        );
+        let mut hog = TcpStream::connect(server.addr()).unwrap();
+        hog.write_all(&TAG_CRR).unwrap();
+        hog.write_all(&cookie.to_le_bytes()).unwrap();
+        hog.write_all(&[0]).unwrap();
+        std::thread::sleep(Duration::from_millis(300));
+        let t = Instant::now();
+        let _other = welcome(&server, hello(Test::TcpRr));
+        assert!(t.elapsed() < Duration::from_secs(1), "{:?}", t.elapsed());
+        let t = Instant::now();
+        server.stop();
+        assert!(t.elapsed() < Duration::from_secs(2), "{:?}", t.elapsed());
+    }
+
+    #[test]
+    fn silent_connections_do_not_delay_a_real_client() {
+        // Issue 24, item 5: eight silent connections delayed a hello by 16 s.
+        let server = Server::start("127.0.0.1:0".parse().unwrap()).unwrap();
+        let _silent: Vec<TcpStream> = (0..8)
+            .map(|_| TcpStream::connect(server.addr()).unwrap())
+            .collect();
+        std::thread::sleep(Duration::from_millis(100));
+        let t = Instant::now();
+        let _ok = welcome(&server, hello(Test::TcpRr));
+        assert!(t.elapsed() < Duration::from_secs(1), "{:?}", t.elapsed());
+        server.stop();
+    }
+
+    #[test]
+    fn connections_beyond_the_bound_are_closed_and_threads_stay_bounded() {
+        // Issue 24, item 4: 400 trickling control connections made 403
+        // threads.
+        let server = Server::start("127.0.0.1:0".parse().unwrap()).unwrap();
+        let before = threads_of_this_process();
+        let conns: Vec<TcpStream> = (0..300)
+            .filter_map(|_| TcpStream::connect(server.addr()).ok())
+            .collect();
+        for c in &conns {
+            // A whole control tag, then the hello trickles (never).
+            let _ = (&*c).write_all(&TAG_CONTROL);
+            let _ = (&*c).write_all(&[0]);
+        }
+        // The most threads seen over a second and a half.
+        let grown = (0..15)
+            .map(|_| {
+                std::thread::sleep(Duration::from_millis(100));
+                threads_of_this_process().saturating_sub(before)
+            })
+            .max()
+            .unwrap();
+        // Other tests of this process run beside it: some slack.
+        assert!(grown <= MAX_CONNECTIONS + 32, "{grown} threads more");
+        // The connections beyond the bound were closed at once (an end of
+        // stream or a reset, not a read that merely timed out).
+        let closed = conns
+            .iter()
+            .filter(|c| {
+                c.set_read_timeout(Some(Duration::from_millis(50))).unwrap();
+                match (&**c).read(&mut [0u8; 1]) {
+                    Ok(0) => true,
+                    Err(e) => e.kind() == io::ErrorKind::ConnectionReset,
+                    Ok(_) => false,
+                }
+            })
+            .count();
+        assert!(
+            closed >= conns.len().saturating_sub(MAX_CONNECTIONS + 32),
+            "{closed} of {} closed",
+            conns.len()
+        );
+        // Past the handshake deadline the slots are free again.
+        drop(conns);
+        std::thread::sleep(HANDSHAKE + Duration::from_millis(500));
+        let _ok = welcome(&server, hello(Test::TcpRr));
+        server.stop();
+    }
+
+    #[test]
+    fn an_idle_session_gives_its_slot_back() {
+        // Issue 24, item 6: sessions asking for an hour and opening nothing
+        // made every later client "busy" for that hour.
+        let server = Server::start("127.0.0.1:0".parse().unwrap()).unwrap();
+        let idle: Vec<_> = (0..MAX_SESSIONS)
+            .map(|_| {
+                welcome(
+                    &server,
+                    Hello {
+                        duration_s: 3600.0,
+                        ..hello(Test::TcpRr)
+                    },
+                )
+                .0
+            })
+            .collect();
+        let mut s = control_conn(&server);
+        protocol::write_control(&mut s, &Control::Hello(hello(Test::TcpRr))).unwrap();
+        assert!(matches!(
+            protocol::read_control(&mut s).unwrap(),
+            Control::Refused { .. }
+        ));
+        std::thread::sleep(SESSION_IDLE + Duration::from_secs(1));
+        let _ok = welcome(&server, hello(Test::TcpRr));
+        drop(idle);
+        server.stop();
+    }
+
+    #[test]
+    fn a_udp_hello_from_another_address_gets_no_answer() {
+        // Issue 24, item 8: a spoofed UDP hello with a valid cookie made the
+        // server send a third party its answers.
+        let server = Server::start("127.0.0.1:0".parse().unwrap()).unwrap();
+        let (_ctl, cookie) = welcome(&server, hello(Test::UdpRr));
+        let mut pkt = UDP_HELLO.to_vec();
+        pkt.extend_from_slice(&cookie.to_le_bytes());
+        let stranger = UdpSocket::bind("127.0.0.2:0").unwrap();
+        stranger
+            .set_read_timeout(Some(Duration::from_millis(500)))
+            .unwrap();
+        stranger.send_to(&pkt, server.addr()).unwrap();
+        let mut b = [0u8; 64];
+        assert!(
+            stranger.recv_from(&mut b).is_err(),
+            "a stranger was answered"
+        );
+        let own = UdpSocket::bind("127.0.0.1:0").unwrap();
+        own.set_read_timeout(Some(Duration::from_secs(2))).unwrap();
+        own.send_to(&pkt, server.addr()).unwrap();
+        assert!(
+            own.recv_from(&mut b).is_ok(),
+            "the control peer was not answered"
+        );
+        server.stop();
     }
 
     #[test]
