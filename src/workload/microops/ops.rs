@@ -6,7 +6,6 @@
 
 use std::ffi::CString;
 use std::hint::black_box;
-use std::path::PathBuf;
 
 use anyhow::{bail, Context, Result};
 
@@ -200,7 +199,10 @@ impl Op {
                     timed(timer, batch, || {
                         // SAFETY: a NUL-terminated path; the fd is closed at once.
                         unsafe {
-                            let fd = libc::open(path.as_ptr(), libc::O_RDONLY | libc::O_CLOEXEC);
+                            let fd = libc::open(
+                                path.as_ptr(),
+                                libc::O_RDONLY | libc::O_CLOEXEC | libc::O_NOFOLLOW,
+                            );
                             libc::close(black_box(fd));
                         }
                     })
@@ -412,39 +414,80 @@ fn ctx_switch(timer: &Timer, batch: u64) -> Result<u64> {
 }
 
 /// A temporary directory with one file, for open_close; removed on drop.
+/// The directory is new, private (0700) and unpredictably named, and the
+/// file is created exclusively without following links: a name planted in
+/// /tmp beforehand (a symlink to a file of root's) is never written through.
 #[derive(Default)]
 pub struct Scratch {
-    dir: Option<PathBuf>,
+    dir: Option<tempfile::TempDir>,
     path: Option<CString>,
 }
 
 impl Scratch {
     fn file(&mut self) -> Result<CString> {
+        use std::os::unix::fs::OpenOptionsExt;
         if let Some(p) = &self.path {
             return Ok(p.clone());
         }
-        let dir = std::env::temp_dir().join(format!("virtperf-microops-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
-        self.dir = Some(dir.clone());
-        let file = dir.join("open_close");
-        std::fs::write(&file, b"x").with_context(|| format!("creating {}", file.display()))?;
+        let dir = tempfile::Builder::new()
+            .prefix("virtperf-microops-")
+            .tempdir()
+            .context("creating a private directory for open_close")?;
+        std::fs::set_permissions(
+            dir.path(),
+            std::os::unix::fs::PermissionsExt::from_mode(0o700),
+        )
+        .context("making the open_close directory private")?;
+        let file = dir.path().join("open_close");
+        std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .custom_flags(libc::O_NOFOLLOW)
+            .open(&file)
+            .and_then(|mut f| std::io::Write::write_all(&mut f, b"x"))
+            .with_context(|| format!("creating {}", file.display()))?;
         let c = CString::new(file.to_string_lossy().into_owned()).expect("no NUL in a temp path");
+        self.dir = Some(dir);
         self.path = Some(c.clone());
         Ok(c)
-    }
-}
-
-impl Drop for Scratch {
-    fn drop(&mut self) {
-        if let Some(dir) = &self.dir {
-            let _ = std::fs::remove_dir_all(dir);
-        }
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_scratch_file_is_private_and_never_follows_a_planted_link() {
+        // Issue 24, item 2: open_close wrote to the predictable
+        // /tmp/virtperf-microops-<pid>/open_close, following a symlink
+        // planted there (a root-owned file elsewhere was overwritten).
+        use std::os::unix::fs::PermissionsExt;
+        let victim_dir = tempfile::tempdir().unwrap();
+        let victim = victim_dir.path().join("precious");
+        std::fs::write(&victim, b"keep me").unwrap();
+        let planted =
+            std::env::temp_dir().join(format!("virtperf-microops-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&planted);
+        std::fs::create_dir(&planted).unwrap();
+        std::os::unix::fs::symlink(&victim, planted.join("open_close")).unwrap();
+        let mut scratch = Scratch::default();
+        let path = scratch.file().unwrap();
+        let path = std::path::PathBuf::from(path.to_str().unwrap());
+        assert_eq!(std::fs::read(&victim).unwrap(), b"keep me");
+        assert!(!path.starts_with(&planted), "{}", path.display());
+        let dir = path.parent().unwrap().to_path_buf();
+        let mode = std::fs::metadata(&dir).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o700, "{mode:o}");
+        assert!(!std::fs::symlink_metadata(&path)
+            .unwrap()
+            .file_type()
+            .is_symlink());
+        drop(scratch);
+        assert!(!dir.exists(), "removed on drop");
+        std::fs::remove_dir_all(&planted).unwrap();
+    }
 
     #[test]
     fn names_round_trip() {
