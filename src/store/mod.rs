@@ -13,6 +13,8 @@ use crate::core::result::ResultDoc;
 pub struct Store {
     conn: Connection,
     path: PathBuf,
+    /// A private copy a read-only open reads from (dropped after `conn`).
+    _copy: Option<tempfile::TempDir>,
 }
 
 /// A comparison's set-up, as recorded.
@@ -86,45 +88,69 @@ impl Store {
         conn.execute_batch(SCHEMA)?;
         conn.pragma_update(None, "journal_mode", "WAL")?;
         conn.pragma_update(None, "synchronous", "NORMAL")?;
-        Ok(Store { conn, path })
+        Ok(Store {
+            conn,
+            path,
+            _copy: None,
+        })
     }
 
-    /// Opens `dir/results.db` for reading only (`report`): nothing is
-    /// created or written, so it works in a read-only directory, and a file
-    /// that is not a results store is refused rather than filled with tables.
+    /// Opens `dir/results.db` for reading only (`report`): nothing in `dir`
+    /// is created or changed, so it works in a read-only directory and on a
+    /// copied store, and a file that is not a results store is refused
+    /// rather than filled with tables. SQLite would make `-shm` and `-wal`
+    /// files beside a WAL database even to read it; so a store with no
+    /// pending WAL is read as immutable, and one with a WAL (a comparison
+    /// still running, or a store copied with it) from a private copy of both
+    /// files, so what is only in the WAL is read too.
     pub fn open_read_only(dir: &Path) -> Result<Store> {
         use rusqlite::OpenFlags;
         let path = dir.join("results.db");
-        let flags = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_URI;
-        let usable = |conn: Connection| -> rusqlite::Result<Connection> {
-            conn.query_row(
+        if !path.is_file() {
+            anyhow::bail!(
+                "{} does not exist: give the directory 'virtperf compare --out' wrote",
+                path.display()
+            );
+        }
+        let wal = dir.join("results.db-wal");
+        let pending = std::fs::metadata(&wal).is_ok_and(|m| m.len() > 0);
+        let (conn, copy) = if pending {
+            let copy = tempfile::tempdir().context("making a private copy of the store")?;
+            for (from, name) in [(&path, "results.db"), (&wal, "results.db-wal")] {
+                std::fs::copy(from, copy.path().join(name))
+                    .with_context(|| format!("copying {}", from.display()))?;
+            }
+            let flags = OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_URI;
+            let conn = Connection::open_with_flags(copy.path().join("results.db"), flags)
+                .with_context(|| format!("opening the results store {}", path.display()))?;
+            (conn, Some(copy))
+        } else {
+            let flags = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_URI;
+            let uri = format!("file:{}?immutable=1", path.display());
+            let conn = Connection::open_with_flags(uri, flags)
+                .with_context(|| format!("opening the results store {}", path.display()))?;
+            (conn, None)
+        };
+        let tables = conn
+            .query_row(
                 "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name IN ('comparisons', 'runs')",
                 [],
                 |r| r.get::<_, i64>(0),
             )
-            .map(|n| (n, conn))
-            .and_then(|(n, conn)| match n {
-                2 => Ok(conn),
-                _ => Err(rusqlite::Error::QueryReturnedNoRows),
-            })
-        };
-        let conn = Connection::open_with_flags(&path, flags).and_then(usable);
-        let conn = match conn {
-            Ok(c) => c,
-            Err(rusqlite::Error::QueryReturnedNoRows) => anyhow::bail!(
+            .unwrap_or(0);
+        if tables != 2 {
+            anyhow::bail!(
                 "{} is not a virtperf results store (no comparisons in it): give the directory 'virtperf compare --out' wrote",
                 path.display()
-            ),
-            // A WAL database in a directory we cannot write: read it as a
-            // snapshot that needs no lock files.
-            Err(_) => {
-                let uri = format!("file:{}?immutable=1", path.display());
-                Connection::open_with_flags(uri, flags)
-                    .and_then(usable)
-                    .with_context(|| format!("opening the results store {}", path.display()))?
-            }
-        };
-        Ok(Store { conn, path })
+            );
+        }
+        // Read-only from here on, the private copy included.
+        conn.pragma_update(None, "query_only", true)?;
+        Ok(Store {
+            conn,
+            path,
+            _copy: copy,
+        })
     }
 
     pub fn path(&self) -> &Path {
@@ -366,6 +392,54 @@ mod tests {
             std::fs::read(dir.path().join("results.db")).unwrap(),
             before
         );
+    }
+
+    /// Every file in `dir` with its bytes.
+    fn snapshot(dir: &Path) -> Vec<(std::ffi::OsString, Vec<u8>)> {
+        let mut files: Vec<_> = std::fs::read_dir(dir)
+            .unwrap()
+            .map(|e| {
+                let e = e.unwrap();
+                (e.file_name(), std::fs::read(e.path()).unwrap())
+            })
+            .collect();
+        files.sort();
+        files
+    }
+
+    #[test]
+    fn reading_a_copied_wal_store_changes_nothing_and_reads_the_wal() {
+        // Issue 24, item 13: `report` on a copied WAL store created
+        // results.db-shm and results.db-wal.
+        let live = tempfile::tempdir().unwrap();
+        let s = Store::open(live.path()).unwrap();
+        s.begin("t", "only-in-the-wal", "host", &["host".into()], &[])
+            .unwrap();
+        // Copied while the writer is open: the comparison is in the WAL.
+        let copy = tempfile::tempdir().unwrap();
+        for name in ["results.db", "results.db-wal"] {
+            std::fs::copy(live.path().join(name), copy.path().join(name)).unwrap();
+        }
+        assert!(
+            std::fs::metadata(copy.path().join("results.db-wal"))
+                .unwrap()
+                .len()
+                > 0
+        );
+        drop(s);
+        let before = snapshot(copy.path());
+        let r = Store::open_read_only(copy.path()).unwrap();
+        assert_eq!(r.latest().unwrap().unwrap().suite, "only-in-the-wal");
+        assert!(r.begin("t", "x", "host", &[], &[]).is_err(), "read-only");
+        drop(r);
+        assert_eq!(snapshot(copy.path()), before);
+        // And a store without a WAL (checkpointed): nothing made beside it.
+        let before = snapshot(live.path());
+        let r = Store::open_read_only(live.path()).unwrap();
+        assert!(r.latest().unwrap().is_some());
+        drop(r);
+        assert_eq!(snapshot(live.path()), before);
+        assert!(!live.path().join("results.db-shm").exists());
     }
     use crate::core::result::{EnvInfo, Metric, SCHEMA as DOC_SCHEMA};
 
