@@ -17,7 +17,9 @@ fn main() -> ExitCode {
     match run(&args) {
         Ok(()) => ExitCode::SUCCESS,
         Err(err) => {
-            eprintln!("virtperf: error: {err:#}");
+            // An error may carry a server's, a guest's or a store's text:
+            // its control characters are shown, never interpreted.
+            eprintln!("virtperf: error: {}", error_text(&err));
             if err.downcast_ref::<CliError>().is_some() {
                 ExitCode::from(2)
             } else if err.downcast_ref::<signals::Interrupted>().is_some() {
@@ -27,6 +29,10 @@ fn main() -> ExitCode {
             }
         }
     }
+}
+
+fn error_text(err: &anyhow::Error) -> String {
+    virtperf::core::text::terminal_safe(&format!("{err:#}"), 16_000)
 }
 
 fn run(args: &[String]) -> anyhow::Result<()> {

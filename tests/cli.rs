@@ -307,3 +307,24 @@ fn microops_refuses_unknown_operations() {
         .stderr(predicate::str::contains("--ops"))
         .stderr(predicate::str::contains("page_fault"));
 }
+
+#[test]
+fn an_errors_control_characters_never_reach_the_terminal() {
+    // Issue 24, item 12: text from outside (a server's refusal, a store's
+    // suite name, a database's message) reached the terminal unescaped.
+    // An unknown suite file name carries it here.
+    let out = virtperf()
+        .args([
+            "compare",
+            "--env",
+            "host",
+            "--suite",
+            "no\u{1b}[2Jsuch\u{7}.toml",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!err.contains('\u{1b}') && !err.contains('\u{7}'), "{err:?}");
+    assert!(err.contains("\\u{1b}[2J"), "{err}");
+}

@@ -110,12 +110,18 @@ impl Fleet {
     /// different suites, plans or baselines.
     pub fn build(hosts: Vec<HostAnalysis>) -> Result<Fleet, String> {
         let first = hosts.first().ok_or("no results store given")?;
+        // What a store says is untrusted text: one line, escaped.
+        let t = |s: &str| crate::core::text::one_line(s, 200);
         for h in &hosts[1..] {
             let (a, b) = (&first.analysis, &h.analysis);
             if a.suite != b.suite {
                 return Err(format!(
                     "{} holds suite '{}' but {} holds suite '{}': a fleet view only compares one suite run everywhere; report them one at a time (virtperf report {})",
-                    first.host, a.suite, h.host, b.suite, h.host
+                    t(&first.host),
+                    t(&a.suite),
+                    t(&h.host),
+                    t(&b.suite),
+                    t(&h.host)
                 ));
             }
             // The same suite name over other entries (two one-off
@@ -127,7 +133,12 @@ impl Fleet {
                     if x.label != y.label {
                         return Err(format!(
                             "{} and {} both ran suite '{}' but with different entries (entry {} is '{}' on one and '{}' on the other): a fleet view only compares the same runs; report them one at a time",
-                            first.host, h.host, a.suite, x.index + 1, x.label, y.label
+                            t(&first.host),
+                            t(&h.host),
+                            t(&a.suite),
+                            x.index + 1,
+                            t(&x.label),
+                            t(&y.label)
                         ));
                     }
                 }
@@ -135,7 +146,10 @@ impl Fleet {
             if a.baseline != b.baseline {
                 return Err(format!(
                     "{} compares against baseline '{}' but {} against '{}': a fleet view needs one baseline; report them one at a time",
-                    first.host, a.baseline, h.host, b.baseline
+                    t(&first.host),
+                    t(&a.baseline),
+                    t(&h.host),
+                    t(&b.baseline)
                 ));
             }
         }
@@ -344,6 +358,15 @@ mod tests {
             "{err}"
         );
         assert!(err.contains("one at a time"), "{err}");
+        // Issue 24, item 12: a crafted store's suite name reached the
+        // terminal with its control characters.
+        let err = Fleet::build(vec![
+            host("h1", "quick", "cpu", 0.9),
+            host("h2", "evil\u{1b}[2J\u{1b}]0;owned\u{7}\r", "cpu", 0.9),
+        ])
+        .unwrap_err();
+        assert!(!err.chars().any(|c| c.is_control()), "{err:?}");
+        assert!(err.contains("\\u{1b}[2J"), "{err}");
         let err = Fleet::build(vec![
             host("h1", "command-line", "cpu --time=1", 0.9),
             host("h2", "command-line", "threads --time=1", 0.9),
