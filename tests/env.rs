@@ -710,6 +710,27 @@ fn ssh_command_that_never_ends_is_stopped_within_its_timeout() {
 }
 
 #[test]
+fn an_ssh_target_that_hangs_after_connecting_is_given_up_within_30_s() {
+    // Issue 24, item 15: without timeout=, mktemp on a target that connects
+    // and then hangs held virtperf for 300 s.
+    let _serial = serial();
+    let Some(host) = SshHost::start_forcing(Some("while :; do echo .; sleep 1; done")) else {
+        return;
+    };
+    let started = std::time::Instant::now();
+    virtperf()
+        .args(["cpu", "--time=0.2", "--env", &host.spec()])
+        .timeout(std::time::Duration::from_secs(90))
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains(
+            "'mktemp' did not finish within 30 s",
+        ));
+    let took = started.elapsed();
+    assert!(took < std::time::Duration::from_secs(45), "{took:?}");
+}
+
+#[test]
 fn a_hung_container_engine_is_given_up_within_its_timeout() {
     // Issue 14, the rest of item 9's class: the engine's client calls
     // (version, image inspect, import, inspect, events, rm) had no bound, so

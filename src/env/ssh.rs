@@ -14,9 +14,12 @@ use super::bounded::{run_bounded, run_cleanup, Bounded};
 use super::def::{Check, DriverDef, EnvOption};
 use super::{Environment, Launched, OnHost, Route, Spec};
 
-/// How long one set-up command over ssh (mktemp, the upload, rm) may take
-/// unless `timeout=` says.
-const REMOTE_TIMEOUT: Duration = Duration::from_secs(300);
+/// How long a small set-up command over ssh (mktemp, rm, a probe) may take
+/// unless `timeout=` says: a target that connects and then hangs is given up
+/// on within this.
+const SETUP_TIMEOUT: Duration = Duration::from_secs(30);
+/// The upload of the binary may take SETUP_TIMEOUT plus this per MiB.
+const UPLOAD_PER_MIB: Duration = Duration::from_secs(1);
 
 pub const DEF: DriverDef = DriverDef {
     name: "ssh",
@@ -34,7 +37,7 @@ pub const DEF: DriverDef = DriverDef {
         EnvOption::new(
             "timeout",
             Check::Whole(1, 86400),
-            "seconds one set-up command (mktemp, the upload, rm) may take (300)",
+            "seconds one set-up command (mktemp, the upload, rm) may take (default: 30 for each small command, the upload 30 + 1 per MiB)",
         ),
     ],
     probe_by_default: false,
@@ -96,20 +99,35 @@ impl SshEnvironment {
         cmd
     }
 
-    fn timeout(&self) -> Duration {
+    fn given_timeout(&self) -> Option<Duration> {
         self.spec
             .opt("timeout")
             .and_then(|t| t.parse().ok())
-            .map_or(REMOTE_TIMEOUT, Duration::from_secs)
+            .map(Duration::from_secs)
+    }
+
+    /// A small command's limit.
+    fn timeout(&self) -> Duration {
+        self.given_timeout().unwrap_or(SETUP_TIMEOUT)
+    }
+
+    /// The upload's limit, scaled by its size.
+    fn upload_timeout(&self, bytes: usize) -> Duration {
+        self.given_timeout()
+            .unwrap_or_else(|| SETUP_TIMEOUT + UPLOAD_PER_MIB * (bytes as u32).div_ceil(1 << 20))
     }
 
     /// Runs `script` on the target, feeding it `input`; it must end within
-    /// the timeout or it is killed.
+    /// `limit` or it is killed.
     fn remote(&self, script: &str, input: Option<&[u8]>) -> Result<String> {
+        self.remote_within(script, input, self.timeout())
+    }
+
+    fn remote_within(&self, script: &str, input: Option<&[u8]>, limit: Duration) -> Result<String> {
         let mut cmd = self.ssh();
         cmd.arg(script);
         let what = script.split_whitespace().next().unwrap_or("");
-        let out = run_bounded(cmd, input, self.timeout()).map_err(|e| match e {
+        let out = run_bounded(cmd, input, limit).map_err(|e| match e {
             Bounded::TimedOut(limit) => anyhow::anyhow!(
                 "ssh {}: '{what}' did not finish within {} s (timeout={}): the target or the connection hangs",
                 self.spec.text,
@@ -167,9 +185,10 @@ impl Environment for SshEnvironment {
             why
         };
         let binary = std::fs::read("/proc/self/exe").context("reading this binary")?;
-        self.remote(
+        self.remote_within(
             &format!("cat > {q}/virtperf && chmod 700 {q}/virtperf && mkdir {q}/work"),
             Some(&binary),
+            self.upload_timeout(binary.len()),
         )
         .map_err(remove)?;
         // The agent runs in the background with the session's stdin, its pid
