@@ -1084,3 +1084,49 @@ fn a_postgresql_server_that_stalls_after_login_is_left_on_ctrl_c_within_2_s() {
     assert!(ended, "still running {:?} after Ctrl-C", t.elapsed());
     assert!(!child.wait().unwrap().success());
 }
+
+#[test]
+fn a_mysql_server_that_accepts_and_says_nothing_is_given_up_within_5_s() {
+    // Issue 24, item 10: MySQL against a silent server took 59 s and
+    // ignored SIGTERM (no bound on the handshake).
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        let held: Vec<_> = listener.incoming().take(4).collect();
+        std::thread::sleep(Duration::from_secs(30));
+        drop(held);
+    });
+    let args = [
+        "oltp_read_write".to_string(),
+        "--db-driver=mysql".into(),
+        "--mysql-host=127.0.0.1".into(),
+        format!("--mysql-port={port}"),
+        "--time=1".into(),
+        "run".into(),
+    ];
+    let t = Instant::now();
+    let out = Command::new(env!("CARGO_BIN_EXE_virtperf"))
+        .args(&args)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(t.elapsed() < Duration::from_secs(9), "{:?}", t.elapsed());
+    assert!(
+        err.contains("did not complete the handshake") && err.contains("--mysql-port"),
+        "{err}"
+    );
+    // And Ctrl-C while it waits ends it at once.
+    let mut child = Command::new(env!("CARGO_BIN_EXE_virtperf"))
+        .args(&args)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_secs(1));
+    assert!(signal_and_wait(
+        &mut child,
+        &[libc::SIGINT],
+        Duration::from_secs(2)
+    ));
+}

@@ -15,6 +15,10 @@ use super::driver::{inline, Conn, DbError, ErrorClass, Param};
 use crate::core::options::CliError;
 
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
+/// The longest a statement may go without an answer: above InnoDB's default
+/// lock wait (50 s), so a legitimate wait ends first; a server that stalls
+/// ends the connection.
+const STATEMENT_LIMIT: Duration = Duration::from_secs(60);
 /// Deadlock, lock wait timeout, "record changed since last read": the
 /// errors sysbench's `--mysql-ignore-errors` ignores by default.
 const RETRY_CODES: [u16; 3] = [1213, 1205, 1020];
@@ -50,6 +54,8 @@ impl My {
             .pass(Some(password))
             .db_name(Some(db))
             .tcp_connect_timeout(Some(CONNECT_TIMEOUT))
+            .read_timeout(Some(STATEMENT_LIMIT))
+            .write_timeout(Some(STATEMENT_LIMIT))
             .stmt_cache_size(Some(0))
             // As libmysqlclient with an explicit host: stay on TCP.
             .prefer_socket(false);
@@ -61,7 +67,36 @@ impl My {
         } else {
             format!("socket {socket} (--mysql-socket={socket})")
         };
-        let conn = mysql::Conn::new(opts).map_err(|e| {
+        // The handshake runs on a thread of its own so that a server that
+        // accepts and says nothing is given up on within CONNECT_TIMEOUT,
+        // and Ctrl-C within a tenth of a second (the abandoned thread ends
+        // at its read timeout).
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::Builder::new()
+            .name("mysql-connect".into())
+            .spawn(move || {
+                let _ = tx.send(mysql::Conn::new(opts));
+            })?;
+        let until = std::time::Instant::now() + CONNECT_TIMEOUT;
+        let connected = loop {
+            match rx.recv_timeout(Duration::from_millis(100)) {
+                Ok(r) => break r,
+                Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {
+                    crate::core::signals::check()?;
+                    if std::time::Instant::now() >= until {
+                        return Err(CliError::Usage(format!(
+                            "cannot connect to MySQL at {place}: the server accepted the connection but did not complete the handshake within {} s; check that a MySQL or MariaDB server listens there",
+                            CONNECT_TIMEOUT.as_secs()
+                        ))
+                        .into());
+                    }
+                }
+                Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => {
+                    anyhow::bail!("cannot connect to MySQL at {place}: the connecting thread ended")
+                }
+            }
+        };
+        let conn = connected.map_err(|e| {
             let why = match &e {
                 mysql::Error::MySqlError(m) => format!(
                     "the server refused user '{user}' on database '{db}': {} (error {}); check --mysql-user, --mysql-password and --mysql-db",
