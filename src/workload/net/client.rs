@@ -2,6 +2,10 @@
 //! control connection, sets up every stream's socket before the clock starts
 //! (so a failure cannot leave other streams waiting), runs the streams
 //! together behind a barrier, then collects the server's counts.
+//!
+//! The server is untrusted: every socket call wakes every `TICK` to check
+//! Ctrl-C and the test's hard end (its duration plus `GRACE`), so a server
+//! that trickles, stalls or never closes cannot hold the client longer.
 
 use std::io::{self, Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpStream, UdpSocket};
@@ -16,11 +20,99 @@ use super::protocol::{
     TAG_CONTROL, TAG_CRR,
 };
 use super::sock::{self, Buffers};
+use crate::core::signals;
 use crate::engine::{new_histogram, Histogram};
 use crate::sys::monitor::CpuTimes;
 
-/// How long a data socket may block before the client gives up on the server.
-const IDLE: Duration = Duration::from_secs(30);
+/// How long past its duration a test may go on before the client gives up
+/// on a server that keeps it waiting (trickling, stalling, never closing).
+pub const GRACE: Duration = Duration::from_secs(10);
+/// A blocked socket call wakes this often to check the deadline and Ctrl-C.
+const TICK: Duration = Duration::from_millis(200);
+
+/// The hard end of one phase of a test: every read and write of the client
+/// returns by then, or soon after Ctrl-C.
+#[derive(Debug, Clone, Copy)]
+struct Bound {
+    until: Instant,
+    addr: SocketAddr,
+}
+
+impl Bound {
+    fn new(p: &Params, within: Duration) -> Bound {
+        Bound {
+            until: Instant::now() + within,
+            addr: p.addr,
+        }
+    }
+
+    fn check(&self, doing: &str) -> Result<()> {
+        signals::check()?;
+        if Instant::now() >= self.until {
+            bail!(
+                "{doing}: the server at {} kept the test waiting {} s past its end; given up (is it a virtperf server, and is the path to it sound?)",
+                self.addr,
+                GRACE.as_secs()
+            );
+        }
+        Ok(())
+    }
+
+    /// One read: what arrived (0 at the server's close).
+    fn read(&self, s: &mut TcpStream, buf: &mut [u8], doing: &str) -> Result<usize> {
+        loop {
+            self.check(doing)?;
+            match s.read(buf) {
+                Ok(n) => return Ok(n),
+                Err(e) if sock_timeout(&e) || e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(e).context(doing.to_string()),
+            }
+        }
+    }
+
+    fn read_exact(&self, s: &mut TcpStream, buf: &mut [u8], doing: &str) -> Result<()> {
+        let mut got = 0;
+        while got < buf.len() {
+            match self.read(s, &mut buf[got..], doing)? {
+                0 => bail!("{doing}: the server at {} closed the connection", self.addr),
+                n => got += n,
+            }
+        }
+        Ok(())
+    }
+
+    fn write_all(&self, s: &mut TcpStream, buf: &[u8], doing: &str) -> Result<()> {
+        let mut sent = 0;
+        while sent < buf.len() {
+            self.check(doing)?;
+            match s.write(&buf[sent..]) {
+                Ok(0) => bail!("{doing}: the server at {} stopped reading", self.addr),
+                Ok(n) => sent += n,
+                Err(e) if sock_timeout(&e) || e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(e).context(doing.to_string()),
+            }
+        }
+        Ok(())
+    }
+}
+
+/// A control connection read through a `Bound`, for `read_control`.
+struct BoundedRead<'a> {
+    s: &'a mut TcpStream,
+    bound: Bound,
+}
+
+impl Read for BoundedRead<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        self.bound
+            .read(self.s, buf, "reading the server's answer")
+            .map_err(|e| match e.downcast::<io::Error>() {
+                Ok(io) => io,
+                // Ctrl-C or the deadline: the caller checks which.
+                Err(_) => io::ErrorKind::TimedOut.into(),
+            })
+    }
+}
 
 /// One test, resolved.
 #[derive(Debug, Clone)]
@@ -39,6 +131,8 @@ pub struct Params {
     pub udp_rate_mbit: f64,
     pub udp_timeout: Duration,
     pub connect_timeout: Duration,
+    /// The server's secret, proved in the hello (`protocol::prove`).
+    pub secret: Option<Vec<u8>>,
 }
 
 /// What the client measured, with the server's counts.
@@ -85,8 +179,10 @@ pub fn connect_control(p: &Params) -> io::Result<TcpStream> {
 /// Says hello on a control connection and returns the session cookie.
 pub fn handshake(s: &mut TcpStream, p: &Params) -> Result<u64> {
     let addr = p.addr;
-    s.set_read_timeout(Some(p.connect_timeout + Duration::from_secs(5)))?;
-    let hello = Hello {
+    let wait = p.connect_timeout + Duration::from_secs(5);
+    s.set_read_timeout(Some(TICK))?;
+    s.set_write_timeout(Some(TICK))?;
+    let mut hello = Hello {
         version: protocol::VERSION,
         test: p.test,
         duration_s: p.duration.as_secs_f64(),
@@ -98,19 +194,30 @@ pub fn handshake(s: &mut TcpStream, p: &Params) -> Result<u64> {
         sndbuf: p.bufs.sndbuf,
         rcvbuf: p.bufs.rcvbuf,
         nodelay: p.nodelay,
+        proof: None,
     };
+    if let Some(secret) = &p.secret {
+        protocol::prove(secret, &mut hello)?;
+    }
     let mut frame = TAG_CONTROL.to_vec();
     protocol::write_control(&mut frame, &Control::Hello(hello))?;
-    s.write_all(&frame).map_err(|e| reach_error(&addr, &e))?;
-    match protocol::read_control(s) {
+    let bound = Bound::new(p, wait);
+    bound
+        .write_all(s, &frame, "saying hello")
+        .map_err(|e| match e.downcast::<io::Error>() {
+            Ok(io) => reach_error(&addr, &io),
+            Err(e) => e,
+        })?;
+    let answer = protocol::read_control(&mut BoundedRead { s, bound });
+    signals::check()?;
+    match answer {
         Ok(Control::Welcome { cookie, .. }) => Ok(cookie),
         Ok(Control::Refused { reason, .. }) => {
             bail!("the virtperf server at {addr} refused the test: {reason}")
         }
         Ok(other) => bail!("the server at {addr} answered the hello with {other:?}"),
         Err(ProtocolError::Io(e)) if sock_timeout(&e) => bail!(
-            "the server at {addr} accepted the connection but did not answer within {:?}: is it a virtperf server?",
-            p.connect_timeout + Duration::from_secs(5)
+            "the server at {addr} accepted the connection but did not answer within {wait:?}: is it a virtperf server?"
         ),
         Err(ProtocolError::Io(e)) if e.kind() == io::ErrorKind::UnexpectedEof => bail!(
             "the server at {addr} closed the connection without answering: is it a virtperf server of this version?"
@@ -137,9 +244,13 @@ fn prepare_tcp(p: &Params, cookie: u64, stream: u32, dir: Direction) -> Result<T
     let mut s =
         sock::connect(&p.addr, p.bufs, p.connect_timeout).map_err(|e| reach_error(&p.addr, &e))?;
     s.set_nodelay(p.nodelay)?;
-    s.set_read_timeout(Some(IDLE))?;
-    s.set_write_timeout(Some(IDLE))?;
-    s.write_all(&data_header(cookie, stream, dir))?;
+    s.set_read_timeout(Some(TICK))?;
+    s.set_write_timeout(Some(TICK))?;
+    Bound::new(p, p.connect_timeout).write_all(
+        &mut s,
+        &data_header(cookie, stream, dir),
+        "opening a data connection",
+    )?;
     Ok(s)
 }
 
@@ -276,8 +387,13 @@ pub fn run(p: &Params, mut control: TcpStream, cookie: u64) -> Result<Outcome> {
     }
     out.histogram = hist;
     finish.with_context(|| format!("telling the server at {} the test ended", p.addr))?;
-    control.set_read_timeout(Some(IDLE + Duration::from_secs(5)))?;
-    match protocol::read_control(&mut control) {
+    control.set_read_timeout(Some(TICK))?;
+    let answer = protocol::read_control(&mut BoundedRead {
+        s: &mut control,
+        bound: Bound::new(p, GRACE),
+    });
+    signals::check()?;
+    match answer {
         Ok(Control::Results { results, .. }) => out.server = results,
         Ok(other) => bail!("the server at {} sent {other:?} instead of results", p.addr),
         Err(e) => bail!("the server at {} sent no results: {e}", p.addr),
@@ -304,8 +420,9 @@ fn tcp_send(p: &Params, mut s: TcpStream, barrier: &Barrier) -> Result<StreamRes
     barrier.wait();
     let start = Instant::now();
     let deadline = start + p.duration;
+    let bound = Bound::new(p, p.duration + GRACE);
     loop {
-        s.write_all(&buf).context("sending (TCP_STREAM)")?;
+        bound.write_all(&mut s, &buf, "sending (TCP_STREAM)")?;
         r.bytes_sent += buf.len() as u64;
         r.writes += 1;
         if Instant::now() >= deadline {
@@ -314,8 +431,11 @@ fn tcp_send(p: &Params, mut s: TcpStream, barrier: &Barrier) -> Result<StreamRes
     }
     s.shutdown(Shutdown::Write)?;
     let mut count = [0u8; 8];
-    s.read_exact(&mut count)
-        .context("waiting for the server's count of received bytes")?;
+    bound.read_exact(
+        &mut s,
+        &mut count,
+        "waiting for the server's count of received bytes",
+    )?;
     r.elapsed = start.elapsed();
     r.retransmits = sock::retransmits(s.as_raw_fd());
     Ok(r)
@@ -323,21 +443,24 @@ fn tcp_send(p: &Params, mut s: TcpStream, barrier: &Barrier) -> Result<StreamRes
 
 /// TCP_MAERTS: count what the server sends until it closes, then
 /// acknowledge (which ends the server's clock).
-fn tcp_receive(_p: &Params, mut s: TcpStream, barrier: &Barrier) -> Result<StreamResult> {
+fn tcp_receive(p: &Params, mut s: TcpStream, barrier: &Barrier) -> Result<StreamResult> {
     sock::set_receive_lowat(s.as_raw_fd(), sock::STREAM_READ)?;
     let mut buf = vec![0u8; sock::STREAM_READ];
     let mut r = StreamResult::default();
     barrier.wait();
     let start = Instant::now();
+    let bound = Bound::new(p, p.duration + GRACE);
     loop {
-        match s.read(&mut buf) {
-            Ok(0) => break,
-            Ok(n) => r.bytes_received += n as u64,
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-            Err(e) => return Err(e).context("receiving (TCP_MAERTS)"),
+        match bound.read(&mut s, &mut buf, "receiving (TCP_MAERTS)")? {
+            0 => break,
+            n => r.bytes_received += n as u64,
         }
     }
-    s.write_all(&r.bytes_received.to_le_bytes())?;
+    bound.write_all(
+        &mut s,
+        &r.bytes_received.to_le_bytes(),
+        "acknowledging (TCP_MAERTS)",
+    )?;
     r.elapsed = start.elapsed();
     Ok(r)
 }
@@ -350,11 +473,11 @@ fn tcp_rr(p: &Params, mut s: TcpStream, barrier: &Barrier) -> Result<StreamResul
     barrier.wait();
     let start = Instant::now();
     let deadline = start + p.duration;
+    let bound = Bound::new(p, p.duration + GRACE);
     let mut t = start;
     while t < deadline {
-        s.write_all(&req).context("sending a request (TCP_RR)")?;
-        s.read_exact(&mut resp)
-            .context("reading a response (TCP_RR)")?;
+        bound.write_all(&mut s, &req, "sending a request (TCP_RR)")?;
+        bound.read_exact(&mut s, &mut resp, "reading a response (TCP_RR)")?;
         let done = Instant::now();
         hist.saturating_record((done - t).as_nanos().max(1) as u64);
         r.transactions += 1;
@@ -379,18 +502,27 @@ fn tcp_crr(p: &Params, cookie: u64, barrier: &Barrier) -> Result<StreamResult> {
     barrier.wait();
     let start = Instant::now();
     let deadline = start + p.duration;
+    let bound = Bound::new(p, p.duration + GRACE);
     let mut t = start;
     while t < deadline {
-        let mut s = sock::connect_fast(&p.addr, p.bufs)
-            .with_context(|| format!("connecting to {} (TCP_CRR)", p.addr))?;
-        s.set_read_timeout(Some(IDLE))?;
+        bound.check("connecting (TCP_CRR)")?;
+        let mut s = sock::connect_fast(&p.addr, p.bufs, TICK, p.connect_timeout, || {
+            signals::interrupted() || Instant::now() >= bound.until
+        })
+        .with_context(|| format!("connecting to {} (TCP_CRR)", p.addr))?;
+        bound.check("connecting (TCP_CRR)")?;
+        s.set_read_timeout(Some(TICK))?;
         s.set_nodelay(p.nodelay)?;
-        s.write_all(&req).context("sending a request (TCP_CRR)")?;
-        s.read_exact(&mut resp)
-            .context("reading a response (TCP_CRR)")?;
+        bound.write_all(&mut s, &req, "sending a request (TCP_CRR)")?;
+        bound.read_exact(&mut s, &mut resp, "reading a response (TCP_CRR)")?;
         // Wait for the server's close so TIME_WAIT stays on its side.
         let mut one = [0u8; 1];
-        let _ = s.read(&mut one);
+        if let Err(e) = bound.read(&mut s, &mut one, "waiting for the server's close (TCP_CRR)") {
+            // A reset is a close; Ctrl-C and the deadline are not.
+            if e.downcast_ref::<io::Error>().is_none() {
+                return Err(e);
+            }
+        }
         drop(s);
         let done = Instant::now();
         hist.saturating_record((done - t).as_nanos().max(1) as u64);
@@ -413,6 +545,7 @@ fn udp_rr(p: &Params, s: UdpSocket, barrier: &Barrier) -> Result<StreamResult> {
     let deadline = start + p.duration;
     let mut t = start;
     while t < deadline {
+        signals::check()?;
         if let Err(e) = s.send(&req) {
             if e.kind() == io::ErrorKind::ConnectionRefused {
                 bail!("the server at {} stopped answering on UDP: {e}", p.addr);
@@ -454,6 +587,7 @@ fn udp_stream(p: &Params, s: UdpSocket, barrier: &Barrier) -> Result<StreamResul
         if now >= deadline {
             break;
         }
+        signals::check()?;
         if bits_per_sec > 0.0 {
             let due = start + Duration::from_secs_f64(r.udp_bytes as f64 * 8.0 / bits_per_sec);
             if due > now {
@@ -495,6 +629,7 @@ mod tests {
             udp_rate_mbit: 0.0,
             udp_timeout: Duration::from_millis(20),
             connect_timeout: Duration::from_secs(1),
+            secret: None,
         }
     }
 

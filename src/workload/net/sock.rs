@@ -169,23 +169,62 @@ pub fn connect(addr: &SocketAddr, b: Buffers, timeout: Duration) -> io::Result<T
     Ok(stream)
 }
 
-/// A blocking connect without a deadline beyond the kernel's (TCP_CRR's
-/// inner loop, where the server is known to be there).
-pub fn connect_fast(addr: &SocketAddr, b: Buffers) -> io::Result<TcpStream> {
-    if b.sndbuf == 0 && b.rcvbuf == 0 {
-        return TcpStream::connect(addr);
-    }
+/// A blocking connect for TCP_CRR's inner loop, with few system calls but
+/// still bounded: the send timeout (`tick`, kept afterwards for writes) ends
+/// a connect the kernel cannot finish at once, which then goes on in the
+/// background while this waits in `tick` slices, at most `timeout`, asking
+/// `give_up` between them (Ctrl-C, the test's end).
+pub fn connect_fast(
+    addr: &SocketAddr,
+    b: Buffers,
+    tick: Duration,
+    timeout: Duration,
+    give_up: impl Fn() -> bool,
+) -> io::Result<TcpStream> {
     let stream = tcp_socket(addr, b)?;
+    stream.set_write_timeout(Some(tick))?;
+    let fd = stream.as_raw_fd();
     let (ss, len) = sockaddr(addr);
     // SAFETY: ss/len describe a valid address.
-    check(unsafe {
-        libc::connect(
-            stream.as_raw_fd(),
-            &ss as *const _ as *const libc::sockaddr,
-            len,
-        )
-    })?;
-    Ok(stream)
+    let rc = unsafe { libc::connect(fd, &ss as *const _ as *const libc::sockaddr, len) };
+    if rc == 0 {
+        return Ok(stream);
+    }
+    let err = io::Error::last_os_error();
+    if err.raw_os_error() != Some(libc::EINPROGRESS) {
+        return Err(err);
+    }
+    let started = std::time::Instant::now();
+    loop {
+        if give_up() || started.elapsed() >= timeout {
+            return Err(io::Error::new(
+                io::ErrorKind::TimedOut,
+                "connection timed out",
+            ));
+        }
+        let mut pfd = libc::pollfd {
+            fd,
+            events: libc::POLLOUT,
+            revents: 0,
+        };
+        let ms = tick.as_millis().clamp(1, i32::MAX as u128) as i32;
+        // SAFETY: one valid pollfd.
+        let n = unsafe { libc::poll(&mut pfd, 1, ms) };
+        if n < 0 {
+            let e = io::Error::last_os_error();
+            if e.kind() == io::ErrorKind::Interrupted {
+                continue;
+            }
+            return Err(e);
+        }
+        if n > 0 {
+            let so_error = getsockopt_int(fd, libc::SOL_SOCKET, libc::SO_ERROR)? as i32;
+            if so_error != 0 {
+                return Err(io::Error::from_raw_os_error(so_error));
+            }
+            return Ok(stream);
+        }
+    }
 }
 
 /// SO_SNDBUF of a fresh socket of this kind after applying `b`: netperf's
