@@ -144,7 +144,7 @@ fn serve_peer(
             peer.address_option
         )
     })?;
-    let server = (peer.serve)(bind)?;
+    let server = (peer.serve)(bind, job.values.text(peer.secret_option))?;
     let sampler = crate::sys::monitor::Sampler::start();
     send(
         out,

@@ -5,7 +5,10 @@
 //! with the job's placement option at its "inside" value (`--net-server=env`),
 //! the agent starts the server and the host runs the client against it. Each driver says how its
 //! instances and the host reach each other (a `Route`), and every result
-//! records the path it crossed.
+//! records the path it crossed. Every server started for a run requires a
+//! fresh secret, which travels with the job (over the agent's stdin, never
+//! in an argv) and is redacted wherever options are shown: whoever else
+//! reaches the port cannot open a session.
 
 use std::collections::BTreeMap;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
@@ -99,9 +102,11 @@ impl NetNeed {
 /// The network side of one instance's run: the host servers it uses, the
 /// routes to servers inside, and each job's path.
 pub struct InstanceNet {
-    /// Kept alive for the run; dropping them stops them.
-    servers: Vec<(&'static NetworkPeer, Box<dyn PeerServer>)>,
-    inside: BTreeMap<usize, Route>,
+    /// Kept alive for the run; dropping them stops them. With each, the
+    /// secret it requires.
+    servers: Vec<(&'static NetworkPeer, Box<dyn PeerServer>, String)>,
+    /// Each job's route to its server inside, and the secret it requires.
+    inside: BTreeMap<usize, (Route, String)>,
     paths: BTreeMap<usize, String>,
 }
 
@@ -134,22 +139,24 @@ impl InstanceNet {
                         to_host = Some(f()?);
                     }
                     let route = to_host.as_ref().expect("set above");
-                    let port = match net.servers.iter().find(|(p, _)| *p == peer) {
-                        Some((_, s)) => s.addr().port(),
+                    let (port, secret) = match net.servers.iter().find(|(p, ..)| *p == peer) {
+                        Some((_, s, secret)) => (s.addr().port(), secret.clone()),
                         None => {
-                            let server = (peer.serve)(route.bind).with_context(|| {
+                            let secret = crate::workload::net::protocol::new_secret()?;
+                            let server = (peer.serve)(route.bind, &secret).with_context(|| {
                                 format!(
                                     "starting the {} server on the host at {}",
                                     job.def.name, route.bind
                                 )
                             })?;
                             let port = server.addr().port();
-                            net.servers.push((peer, server));
-                            port
+                            net.servers.push((peer, server, secret.clone()));
+                            (port, secret)
                         }
                     };
                     net.paths.insert(k, route.path.clone());
                     job.with_option(peer.address_option, &route.dial(port).to_string())?
+                        .with_option(peer.secret_option, &secret)?
                 }
                 (Placement::Inside, Some(peer)) => {
                     if to_env.is_none() {
@@ -158,8 +165,12 @@ impl InstanceNet {
                     }
                     let route = to_env.clone().expect("set above");
                     net.paths.insert(k, route.path.clone());
-                    let job = job.with_option(peer.address_option, &route.bind.to_string())?;
-                    net.inside.insert(k, route);
+                    // The agent's server requires it, the host's client proves it.
+                    let secret = crate::workload::net::protocol::new_secret()?;
+                    let job = job
+                        .with_option(peer.address_option, &route.bind.to_string())?
+                        .with_option(peer.secret_option, &secret)?;
+                    net.inside.insert(k, (route, secret));
                     job
                 }
                 _ => job.clone(),
@@ -182,7 +193,7 @@ impl InstanceNet {
     /// The client of job `k`, whose server listens inside on `port`: the
     /// same job pointed at the route's address, placed on the host.
     pub fn client_of(&self, k: usize, job: &Job, port: u16) -> Result<Job> {
-        let route = self
+        let (route, secret) = self
             .inside
             .get(&k)
             .ok_or_else(|| anyhow!("the agent serves job {k}, which has no server inside"))?;
@@ -200,7 +211,8 @@ impl InstanceNet {
             .unwrap_or_default();
         Ok(job
             .with_option(peer.placement_option, host)?
-            .with_option(peer.address_option, &route.dial(port).to_string())?)
+            .with_option(peer.address_option, &route.dial(port).to_string())?
+            .with_option(peer.secret_option, secret)?)
     }
 }
 
@@ -230,6 +242,35 @@ mod tests {
     fn job(args: &[&str]) -> Job {
         let args: Vec<String> = args.iter().map(|s| s.to_string()).collect();
         Job::from_args(&args).unwrap()
+    }
+
+    /// The server's answer at `addr` to a hello proving `secret`, as text.
+    fn hello_to(addr: SocketAddr, secret: Option<&[u8]>) -> String {
+        use crate::workload::net::protocol::{self, Control, Hello, Test, TAG_CONTROL};
+        use std::io::Write;
+        let mut h = Hello {
+            version: protocol::VERSION,
+            test: Test::TcpRr,
+            duration_s: 1.0,
+            streams: 1,
+            bidir: false,
+            request_size: 1,
+            response_size: 1,
+            send_size: 1,
+            sndbuf: 0,
+            rcvbuf: 0,
+            nodelay: false,
+            proof: None,
+        };
+        if let Some(k) = secret {
+            protocol::prove(k, &mut h).unwrap();
+        }
+        let mut s = std::net::TcpStream::connect(addr).unwrap();
+        s.set_read_timeout(Some(std::time::Duration::from_secs(5)))
+            .unwrap();
+        s.write_all(&TAG_CONTROL).unwrap();
+        protocol::write_control(&mut s, &Control::Hello(h)).unwrap();
+        format!("{:?}", protocol::read_control(&mut s).unwrap())
     }
 
     fn forwarded() -> Route {
@@ -267,7 +308,15 @@ mod tests {
         let addr: SocketAddr = out[0].values.text("net-host").parse().unwrap();
         assert_eq!(out[4].values.text("net-host"), addr.to_string());
         assert!(addr.ip().is_loopback() && addr.port() != 0);
-        assert!(std::net::TcpStream::connect(addr).is_ok());
+        // It serves only a client proving the run's fresh secret, which
+        // the jobs carry and their shown arguments hide.
+        let secret = out[0].values.text("net-secret");
+        assert_eq!(secret.len(), 64);
+        assert_eq!(out[4].values.text("net-secret"), secret);
+        assert!(!out[0].args().join(" ").contains(secret));
+        assert!(hello_to(addr, None).contains("needs the secret"));
+        assert!(hello_to(addr, Some(b"guess")).contains("wrong secret"));
+        assert!(hello_to(addr, Some(secret.as_bytes())).contains("Welcome"));
         assert_eq!(net.path(0), Some("test loopback"));
         assert!(net.serves());
         // The server inside binds where the driver says; the host's client
@@ -277,6 +326,11 @@ mod tests {
         let client = net.client_of(1, &jobs[1], 5201).unwrap();
         assert_eq!(client.values.text("net-host"), "127.0.0.1:40000");
         assert_eq!(client.values.text("net-server"), "host");
+        // The agent's server and the host's client share their own secret.
+        let inside = out[1].values.text("net-secret");
+        assert_eq!(inside.len(), 64);
+        assert_ne!(inside, secret);
+        assert_eq!(client.values.text("net-secret"), inside);
         assert!(net.client_of(0, &jobs[0], 1).is_err());
         // A given server and a job without a peer run as they are.
         assert_eq!(out[2].to_wire(), jobs[2].to_wire());

@@ -51,9 +51,13 @@ pub struct NetworkPeer {
     pub placement_option: &'static str,
     /// Its value for "inside the environment" (any other: on the host).
     pub placement_env: &'static str,
+    /// The option carrying the secret a server started for a run requires
+    /// (fresh for each; redacted wherever options are shown).
+    pub secret_option: &'static str,
     /// Starts a server listening on `addr` (port 0: a free one, TCP and UDP
-    /// alike), bounded in sessions, sizes and idle time; dropping it stops it.
-    pub serve: fn(std::net::SocketAddr) -> Result<Box<dyn PeerServer>>,
+    /// alike) that serves only clients proving `secret`, bounded in
+    /// sessions, sizes and idle time; dropping it stops it.
+    pub serve: fn(std::net::SocketAddr, &str) -> Result<Box<dyn PeerServer>>,
 }
 
 /// Two peers are the same when they name the same options (a workload's

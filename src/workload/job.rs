@@ -82,7 +82,10 @@ impl Job {
     /// A password option not given takes its value from its `...-file`
     /// option, else from its environment variable (PGPASSWORD, MYSQL_PWD).
     fn resolve_passwords(&mut self) -> Result<(), CliError> {
-        for (name, var) in crate::workload::oltp::PASSWORD_SOURCES {
+        for (name, var) in crate::workload::oltp::PASSWORD_SOURCES
+            .iter()
+            .chain(crate::workload::net::SECRET_SOURCES)
+        {
             let Some(spec) = self.def.options.iter().find(|o| o.name == *name) else {
                 continue;
             };
@@ -90,11 +93,16 @@ impl Job {
                 continue;
             }
             let file = format!("{name}-file");
+            let what = if name.contains("secret") {
+                "secret"
+            } else {
+                "password"
+            };
             let value = if self.values.was_given(&file) {
                 let path = self.values.text(&file).to_string();
                 let text = std::fs::read_to_string(&path).map_err(|e| {
                     CliError::Usage(format!(
-                        "--{file}={path}: cannot read it ({e}); give a readable file whose first line is the password, or set {var}"
+                        "--{file}={path}: cannot read it ({e}); give a readable file whose first line is the {what}, or set {var}"
                     ))
                 })?;
                 Some(text.lines().next().unwrap_or("").to_string())

@@ -21,6 +21,8 @@ const NOT_PARAMS: &[&str] = &[
     "pgsql-password",
     "mysql-password-file",
     "pgsql-password-file",
+    "net-secret",
+    "net-secret-file",
 ];
 
 /// A finished run: its document and the workload's own text section.

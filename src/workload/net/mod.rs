@@ -136,7 +136,23 @@ pub const OPTIONS: &[OptionSpec] = &[
         "5",
         "seconds to wait for the server to accept and answer",
     ),
+    OptionSpec::new(
+        "net-secret",
+        OptKind::Text,
+        "",
+        "the secret the server was started with (an environment run's host sets it; by hand prefer --net-secret-file or VIRTPERF_NET_SECRET, which stay out of ps)",
+    ),
+    OptionSpec::new(
+        "net-secret-file",
+        OptKind::Text,
+        "",
+        "a file whose first line is the server's secret (serve --secret-file)",
+    ),
 ];
+
+/// Where `net-secret` comes from when not given: its file option, else the
+/// environment (as the database passwords, see `Job::resolve_passwords`).
+pub const SECRET_SOURCES: &[(&str, &str)] = &[("net-secret", server::SECRET_ENV)];
 
 pub const DEF: WorkloadDef = WorkloadDef {
     name: "net",
@@ -159,7 +175,13 @@ pub const PEER: NetworkPeer = NetworkPeer {
     address_option: "net-host",
     placement_option: "net-server",
     placement_env: "env",
-    serve: |addr| Ok(Box::new(server::Server::start(addr)?)),
+    secret_option: "net-secret",
+    serve: |addr, secret| {
+        Ok(Box::new(server::Server::start_with_secret(
+            addr,
+            Some(secret.as_bytes().to_vec()),
+        )?))
+    },
 };
 
 impl PeerServer for server::Server {
@@ -245,6 +267,7 @@ pub struct NetWorkload {
     udp_rate_mbit: f64,
     udp_timeout: Duration,
     connect_timeout: Duration,
+    secret: Option<Vec<u8>>,
 }
 
 fn out_of_range(name: &str, value: u64, max: u64) -> CliError {
@@ -353,6 +376,9 @@ impl NetWorkload {
             udp_rate_mbit: v.float("net-udp-rate"),
             udp_timeout: Duration::from_secs_f64(v.float("net-udp-timeout") / 1000.0),
             connect_timeout: Duration::from_secs_f64(v.float("net-connect-timeout")),
+            secret: Some(v.text("net-secret"))
+                .filter(|t| !t.is_empty())
+                .map(|t| t.as_bytes().to_vec()),
         })
     }
 
@@ -371,6 +397,7 @@ impl NetWorkload {
             udp_rate_mbit: self.udp_rate_mbit,
             udp_timeout: self.udp_timeout,
             connect_timeout: self.connect_timeout,
+            secret: self.secret.clone(),
         }
     }
 }
@@ -521,9 +548,16 @@ impl Workload for NetWorkload {
                 if self.target == Target::Default
                     && e.kind() == std::io::ErrorKind::ConnectionRefused =>
             {
-                let server = server::Server::start(SocketAddr::from(([127, 0, 0, 1], 0)))
-                    .context("starting an in-process server")?;
+                // Loopback, for this test only, and still guarded: another
+                // user of this machine could reach it.
+                let secret = protocol::new_secret()?.into_bytes();
+                let server = server::Server::start_with_secret(
+                    SocketAddr::from(([127, 0, 0, 1], 0)),
+                    Some(secret.clone()),
+                )
+                .context("starting an in-process server")?;
                 p.addr = server.addr();
+                p.secret = Some(secret);
                 local_server = Some(server);
                 client::connect_control(&p)?
             }

@@ -4,6 +4,14 @@
 //! control messages are length-prefixed JSON carrying the protocol version; a
 //! session cookie from the server ties data connections and UDP sockets to
 //! their session. UDP sockets register with a 12-byte hello before sending.
+//!
+//! A server given a secret (every server the host starts for an environment
+//! run has a fresh one) opens a session only for a hello carrying a proof:
+//! HMAC-SHA256 (RFC 2104) keyed with the secret over a fresh client nonce and
+//! the request's fields. The nonce is remembered, so a captured hello cannot
+//! be replayed; the session's data connections and UDP sockets then carry the
+//! server's random cookie, and UDP is taken only from the control peer's
+//! address.
 
 use std::io::{self, Read, Write};
 
@@ -118,6 +126,114 @@ pub struct Hello {
     pub sndbuf: u64,
     pub rcvbuf: u64,
     pub nodelay: bool,
+    /// Present when the client holds a secret (see [`prove`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub proof: Option<Proof>,
+}
+
+/// A client's proof that it holds the server's secret.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Proof {
+    /// 32 hex digits, fresh for every hello.
+    pub nonce: String,
+    /// HMAC-SHA256 over [`proof_message`], 64 hex digits.
+    pub mac: String,
+}
+
+/// HMAC-SHA256 (RFC 2104 with SHA-256).
+pub fn hmac_sha256(key: &[u8], msg: &[u8]) -> [u8; 32] {
+    use sha2::{Digest, Sha256};
+    let mut block = [0u8; 64];
+    if key.len() > 64 {
+        block[..32].copy_from_slice(&Sha256::digest(key));
+    } else {
+        block[..key.len()].copy_from_slice(key);
+    }
+    let mut inner = Sha256::new();
+    inner.update(block.map(|b| b ^ 0x36));
+    inner.update(msg);
+    let inner = inner.finalize();
+    let mut outer = Sha256::new();
+    outer.update(block.map(|b| b ^ 0x5c));
+    outer.update(inner);
+    outer.finalize().into()
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// Random bytes from the kernel.
+pub fn random_bytes<const N: usize>() -> io::Result<[u8; N]> {
+    let mut b = [0u8; N];
+    let mut got = 0;
+    while got < N {
+        // SAFETY: the pointer and length describe the rest of `b`.
+        let n = unsafe { libc::getrandom(b[got..].as_mut_ptr() as *mut libc::c_void, N - got, 0) };
+        if n < 0 {
+            let e = io::Error::last_os_error();
+            if e.kind() != io::ErrorKind::Interrupted {
+                return Err(e);
+            }
+        } else {
+            got += n as usize;
+        }
+    }
+    Ok(b)
+}
+
+/// A fresh secret for one server, as the hex text the client is given.
+pub fn new_secret() -> io::Result<String> {
+    Ok(hex(&random_bytes::<32>()?))
+}
+
+/// What the proof covers: the nonce and every field of the request (the
+/// duration in whole milliseconds, so both ends write the same text).
+pub fn proof_message(nonce: &str, h: &Hello) -> Vec<u8> {
+    format!(
+        "virtperf-net {} {nonce} {} {} {} {} {} {} {} {} {} {}",
+        h.version,
+        h.test.name(),
+        (h.duration_s * 1000.0).round() as u64,
+        h.streams,
+        h.bidir,
+        h.request_size,
+        h.response_size,
+        h.send_size,
+        h.sndbuf,
+        h.rcvbuf,
+        h.nodelay
+    )
+    .into_bytes()
+}
+
+/// Signs a hello with `secret` and a fresh nonce.
+pub fn prove(secret: &[u8], h: &mut Hello) -> io::Result<()> {
+    let nonce = hex(&random_bytes::<16>()?);
+    let mac = hex(&hmac_sha256(secret, &proof_message(&nonce, h)));
+    h.proof = Some(Proof { nonce, mac });
+    Ok(())
+}
+
+/// Checks a hello's proof against `secret` (in constant time); the nonce
+/// is returned for the caller's replay check.
+pub fn verify<'h>(secret: &[u8], h: &'h Hello) -> Result<&'h str, &'static str> {
+    let Some(p) = &h.proof else {
+        return Err("this server needs the secret it was started with (--net-secret-file or VIRTPERF_NET_SECRET on the client)");
+    };
+    if p.nonce.len() != 32 || !p.nonce.bytes().all(|b| b.is_ascii_hexdigit()) {
+        return Err("a malformed proof");
+    }
+    let want = hex(&hmac_sha256(secret, &proof_message(&p.nonce, h)));
+    let differ = want
+        .bytes()
+        .zip(p.mac.bytes())
+        .fold(0u8, |acc, (a, b)| acc | (a ^ b))
+        | u8::from(want.len() != p.mac.len());
+    if differ != 0 {
+        return Err("a wrong secret");
+    }
+    Ok(&p.nonce)
 }
 
 /// What the server measured of one session.
@@ -238,6 +354,7 @@ mod tests {
             sndbuf: 0,
             rcvbuf: 0,
             nodelay: false,
+            proof: None,
         });
         let mut buf = Vec::new();
         write_control(&mut buf, &msg).unwrap();
@@ -257,6 +374,72 @@ mod tests {
             read_control(&mut huge.as_slice()),
             Err(ProtocolError::Garbled(_))
         ));
+    }
+
+    #[test]
+    fn hmac_sha256_matches_rfc_4231() {
+        // Test cases 1, 2 and 6 (a key longer than the block).
+        let cases: [(&[u8], &[u8], &str); 3] = [
+            (
+                &[0x0b; 20],
+                b"Hi There",
+                "b0344c61d8db38535ca8afceaf0bf12b881dc200c9833da726e9376c2e32cff7",
+            ),
+            (
+                b"Jefe",
+                b"what do ya want for nothing?",
+                "5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843",
+            ),
+            (
+                &[0xaa; 131],
+                b"Test Using Larger Than Block-Size Key - Hash Key First",
+                "60e431591ee0b67f0d8a26aacbf5b77f8e0bc6213728c5140546040f0ee37f54",
+            ),
+        ];
+        for (key, msg, want) in cases {
+            assert_eq!(hex(&hmac_sha256(key, msg)), want);
+        }
+    }
+
+    #[test]
+    fn a_proof_holds_only_for_its_secret_and_its_request() {
+        let mut h = Hello {
+            version: VERSION,
+            test: Test::TcpStream,
+            duration_s: 10.0,
+            streams: 1,
+            bidir: false,
+            request_size: 1,
+            response_size: 1,
+            send_size: 16384,
+            sndbuf: 0,
+            rcvbuf: 0,
+            nodelay: false,
+            proof: None,
+        };
+        assert!(verify(b"k", &h).unwrap_err().contains("needs the secret"));
+        prove(b"k", &mut h).unwrap();
+        // It crosses the wire and still holds.
+        let mut buf = Vec::new();
+        write_control(&mut buf, &Control::Hello(h.clone())).unwrap();
+        let Control::Hello(back) = read_control(&mut buf.as_slice()).unwrap() else {
+            panic!("a hello")
+        };
+        assert_eq!(
+            verify(b"k", &back),
+            Ok(h.proof.as_ref().unwrap().nonce.as_str())
+        );
+        assert_eq!(verify(b"K", &h), Err("a wrong secret"));
+        let mut longer = h.clone();
+        longer.duration_s = 3600.0;
+        assert_eq!(verify(b"k", &longer), Err("a wrong secret"));
+        let mut bad = h.clone();
+        bad.proof.as_mut().unwrap().nonce = "zz".into();
+        assert_eq!(verify(b"k", &bad), Err("a malformed proof"));
+        // A fresh nonce every time.
+        let mut again = h.clone();
+        prove(b"k", &mut again).unwrap();
+        assert_ne!(again.proof, h.proof);
     }
 
     #[test]

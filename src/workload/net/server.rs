@@ -65,7 +65,20 @@ pub const SERVE_OPTIONS: &[OptionSpec] = &[
         "12866",
         "the one TCP and UDP port for control and data",
     ),
+    OptionSpec::new(
+        "secret-file",
+        OptKind::Text,
+        "",
+        "a file whose first line is the secret clients must prove they hold (also VIRTPERF_NET_SECRET); without one, any client that reaches the port is served",
+    ),
 ];
+
+/// Where a secret for `serve` and `net` may come from besides a file.
+pub const SECRET_ENV: &str = "VIRTPERF_NET_SECRET";
+
+/// The nonces of accepted hellos a server remembers (a replayed one is
+/// refused); the oldest go first.
+const NONCES_KEPT: usize = 4096;
 
 /// Why the server could not start.
 #[derive(Debug, thiserror::Error)]
@@ -134,6 +147,10 @@ struct Shared {
     /// Every connection's thread (handshake, control, data, TCP_CRR).
     conn_threads: Mutex<Vec<JoinHandle<()>>>,
     connections: AtomicUsize,
+    /// A hello must prove it holds this (see `protocol::verify`).
+    secret: Option<Vec<u8>>,
+    /// Nonces of accepted hellos, oldest first, and as a set.
+    nonces: Mutex<(std::collections::VecDeque<String>, HashSet<String>)>,
 }
 
 /// Counts a connection while its thread lives.
@@ -153,8 +170,18 @@ pub struct Server {
 }
 
 impl Server {
-    /// Listens on `addr` (TCP and UDP; port 0 picks a free port for both).
+    /// Listens on `addr` (TCP and UDP; port 0 picks a free port for both),
+    /// serving any client that reaches it.
     pub fn start(addr: SocketAddr) -> Result<Server, StartError> {
+        Server::start_with_secret(addr, None)
+    }
+
+    /// Listens on `addr`, serving only clients that prove they hold
+    /// `secret` (when there is one).
+    pub fn start_with_secret(
+        addr: SocketAddr,
+        secret: Option<Vec<u8>>,
+    ) -> Result<Server, StartError> {
         let (listener, udp) = bind_both(addr)?;
         let addr = listener
             .local_addr()
@@ -166,6 +193,8 @@ impl Server {
             sessions: Mutex::new(HashMap::new()),
             conn_threads: Mutex::new(Vec::new()),
             connections: AtomicUsize::new(0),
+            secret,
+            nonces: Mutex::new(Default::default()),
         });
         let s1 = shared.clone();
         let s2 = shared.clone();
@@ -568,7 +597,7 @@ fn serve_data(
 }
 
 /// Checks a client's request against the server's bounds.
-fn validate(h: &Hello) -> Result<(), String> {
+pub fn validate(h: &Hello) -> Result<(), String> {
     if !(h.duration_s > 0.0 && h.duration_s <= MAX_DURATION_S) {
         return Err(format!(
             "duration {} s is outside 0..{MAX_DURATION_S} s",
@@ -640,6 +669,23 @@ fn control(mut s: TcpStream, shared: Arc<Shared>, until: Instant) {
         Err(e @ ProtocolError::Version { .. }) => return refuse(&mut s, e.to_string()),
         Err(_) => return,
     };
+    if let Some(secret) = &shared.secret {
+        let nonce = match protocol::verify(secret, &hello) {
+            Ok(n) => n.to_string(),
+            Err(why) => return refuse(&mut s, format!("the server refuses: {why}")),
+        };
+        let mut seen = shared.nonces.lock().unwrap();
+        if !seen.1.insert(nonce.clone()) {
+            drop(seen);
+            return refuse(&mut s, "the server refuses: a replayed hello".into());
+        }
+        seen.0.push_back(nonce);
+        if seen.0.len() > NONCES_KEPT {
+            if let Some(old) = seen.0.pop_front() {
+                seen.1.remove(&old);
+            }
+        }
+    }
     if let Err(reason) = validate(&hello) {
         return refuse(&mut s, format!("the server refuses: {reason}"));
     }
@@ -807,15 +853,42 @@ fn udp_loop(udp: UdpSocket, shared: Arc<Shared>) {
 
 pub fn help() -> String {
     format!(
-        "virtperf serve [--bind ADDR] [--port N]\n\n\
+        "virtperf serve [--bind ADDR] [--port N] [--secret-file FILE]\n\n\
          The network-test server for `virtperf net`: one TCP and UDP port for control and data, \
          net protocol {VERSION}. It listens on loopback unless --bind says otherwise, never opens \
-         another port and never dials out. Ctrl-C stops it.\n\n{}",
+         another port and never dials out. Ctrl-C stops it. Beyond loopback, give it a secret \
+         (--secret-file or {SECRET_ENV}) and the clients the same (net's --net-secret-file or \
+         {SECRET_ENV}): a hello without a proof of it (HMAC-SHA256 over a fresh nonce) is refused.\n\n{}",
         options::render_help("Options", SERVE_OPTIONS)
     )
 }
 
 /// `virtperf serve`: runs until Ctrl-C.
+/// A secret from a file (its first line) or else from [`SECRET_ENV`];
+/// `option` names the file option in errors.
+pub fn read_secret(file: &str, option: &str) -> Result<Option<Vec<u8>>, CliError> {
+    let text = if !file.is_empty() {
+        let t = std::fs::read_to_string(file).map_err(|e| {
+            CliError::Usage(format!(
+                "--{option}={file}: cannot read it ({e}); give a readable file whose first line is the secret, or set {SECRET_ENV}"
+            ))
+        })?;
+        t.lines().next().unwrap_or("").to_string()
+    } else {
+        std::env::var(SECRET_ENV).unwrap_or_default()
+    };
+    let text = text.trim();
+    if text.is_empty() {
+        if !file.is_empty() {
+            return Err(CliError::Usage(format!(
+                "--{option}={file}: its first line is empty; put the secret there"
+            )));
+        }
+        return Ok(None);
+    }
+    Ok(Some(text.as_bytes().to_vec()))
+}
+
 pub fn main(args: &[String]) -> Result<()> {
     if args
         .iter()
@@ -840,13 +913,20 @@ pub fn main(args: &[String]) -> Result<()> {
             allowed: "an IP address such as 127.0.0.1 or ::1".into(),
         })?;
     let addr = SocketAddr::new(ip, values.int("port") as u16);
-    let server = Server::start(addr).map_err(|e| match e {
+    let secret = read_secret(values.text("secret-file"), "secret-file")?;
+    let guarded = secret.is_some();
+    let server = Server::start_with_secret(addr, secret).map_err(|e| match e {
         StartError::InUse { .. } => anyhow::Error::new(CliError::Usage(e.to_string())),
         other => anyhow::Error::new(other),
     })?;
     eprintln!(
-        "virtperf serve: listening on {} (TCP and UDP), net protocol {VERSION}; Ctrl-C stops",
-        server.addr()
+        "virtperf serve: listening on {} (TCP and UDP), net protocol {VERSION}, {}; Ctrl-C stops",
+        server.addr(),
+        if guarded {
+            "clients must prove the secret"
+        } else {
+            "open to any client that reaches it"
+        }
     );
     while !signals::interrupted() {
         std::thread::sleep(TICK);
@@ -873,6 +953,7 @@ mod tests {
             sndbuf: 0,
             rcvbuf: 0,
             nodelay: false,
+            proof: None,
         }
     }
 
@@ -897,6 +978,47 @@ mod tests {
             }
             other => panic!("expected a refusal, got {other:?}"),
         }
+        server.stop();
+    }
+
+    /// What the server answers `h` on a fresh control connection.
+    fn answer(server: &Server, h: &Hello) -> Control {
+        let mut s = control_conn(server);
+        protocol::write_control(&mut s, &Control::Hello(h.clone())).unwrap();
+        protocol::read_control(&mut s).unwrap()
+    }
+
+    #[test]
+    fn a_server_with_a_secret_opens_sessions_only_for_fresh_proofs_of_it() {
+        // Issue 24, item 11: the host's server for an environment run served
+        // anyone who reached it.
+        let server =
+            Server::start_with_secret("127.0.0.1:0".parse().unwrap(), Some(b"s3".to_vec()))
+                .unwrap();
+        let refused = |c: Control| match c {
+            Control::Refused { reason, .. } => reason,
+            other => panic!("expected a refusal, got {other:?}"),
+        };
+        let plain = hello(Test::TcpRr);
+        assert!(refused(answer(&server, &plain)).contains("needs the secret"));
+        let mut wrong = plain.clone();
+        protocol::prove(b"s4", &mut wrong).unwrap();
+        assert!(refused(answer(&server, &wrong)).contains("wrong secret"));
+        let mut good = plain.clone();
+        protocol::prove(b"s3", &mut good).unwrap();
+        let mut s = control_conn(&server);
+        protocol::write_control(&mut s, &Control::Hello(good.clone())).unwrap();
+        assert!(matches!(
+            protocol::read_control(&mut s).unwrap(),
+            Control::Welcome { .. }
+        ));
+        // The same hello again, as a captured one would be replayed.
+        assert!(refused(answer(&server, &good)).contains("replayed"));
+        // A proof for another request does not carry over.
+        let mut stretched = good.clone();
+        stretched.duration_s = 3600.0;
+        assert!(refused(answer(&server, &stretched)).contains("wrong secret"));
+        drop(s);
         server.stop();
     }
 
