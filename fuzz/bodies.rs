@@ -68,6 +68,31 @@ pub fn suite(data: &[u8]) {
     }
 }
 
+/// A control message of the network protocol, as the server (a hello) or
+/// the client (a welcome, a refusal, results) reads it from a stranger:
+/// what parses writes out and reads back, and a hello the server accepts
+/// stays within its bounds.
+pub fn net_control(data: &[u8]) {
+    use virtperf::workload::net::protocol::{self, Control};
+    let mut r = data;
+    let Ok(msg) = protocol::read_control(&mut r) else {
+        return;
+    };
+    let mut frame = Vec::new();
+    protocol::write_control(&mut frame, &msg).expect("writing to memory");
+    let back = protocol::read_control(&mut frame.as_slice()).expect("what parsed reads back");
+    assert_eq!(std::mem::discriminant(&back), std::mem::discriminant(&msg));
+    if let Control::Hello(h) = &msg {
+        if virtperf::workload::net::server::validate(h).is_ok() {
+            assert!(h.duration_s > 0.0 && h.duration_s <= protocol::MAX_DURATION_S);
+            assert!((1..=protocol::MAX_STREAMS).contains(&h.streams));
+            for v in [h.request_size, h.response_size, h.send_size] {
+                assert!((1..=protocol::MAX_MESSAGE_BYTES).contains(&v));
+            }
+        }
+    }
+}
+
 /// A target's body.
 pub type Body = fn(&[u8]);
 
@@ -78,4 +103,5 @@ pub const TARGETS: &[(&str, Body)] = &[
     ("env_spec", env_spec),
     ("option_value", option_value),
     ("suite", suite),
+    ("net_control", net_control),
 ];
