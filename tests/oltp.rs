@@ -1130,3 +1130,45 @@ fn a_mysql_server_that_accepts_and_says_nothing_is_given_up_within_5_s() {
         Duration::from_secs(2)
     ));
 }
+
+#[test]
+fn a_database_server_that_answers_garbage_is_refused_within_5_s_naming_it() {
+    use std::io::Write;
+    // Issue 24: fake servers, garbage case. Each connection gets bytes that
+    // are no protocol's (a length prefix promising 16 MiB, then noise) and
+    // is held open.
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        let mut held = Vec::new();
+        for mut s in listener.incoming().take(8).flatten() {
+            let _ = s.write_all(b"\xff\xff\xff\x00garbage\x1b[2J\x00\x01");
+            held.push(s);
+        }
+        std::thread::sleep(Duration::from_secs(30));
+    });
+    for driver in ["mysql", "pgsql"] {
+        let t = Instant::now();
+        let out = Command::new(env!("CARGO_BIN_EXE_virtperf"))
+            .args([
+                "oltp_read_only".to_string(),
+                format!("--db-driver={driver}"),
+                format!("--{driver}-host=127.0.0.1"),
+                format!("--{driver}-port={port}"),
+                "--time=1".into(),
+                "run".into(),
+            ])
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{driver}: {err}");
+        assert!(
+            t.elapsed() < Duration::from_secs(9),
+            "{driver}: {:?}",
+            t.elapsed()
+        );
+        assert!(err.contains(&port.to_string()), "{driver}: {err}");
+        // The server's bytes never reach the terminal raw.
+        assert!(!err.contains('\x1b'), "{driver}: {err}");
+    }
+}
