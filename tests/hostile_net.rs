@@ -214,3 +214,68 @@ fn serve_under_hundreds_of_silent_and_trickling_connections_still_answers_a_good
     ));
     drop(hostile);
 }
+
+fn rss_kib(pid: u32) -> u64 {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .unwrap()
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap()
+}
+
+/// Opens a TCP_MAERTS session of `streams` streams sending `send_size`
+/// bytes at a time; returns the control connection and the cookie.
+fn maerts_session(port: u16, streams: u32, send_size: u64) -> (TcpStream, u64) {
+    let mut s = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    let hello = format!(
+        r#"{{"type":"hello","version":1,"test":"tcp_maerts","duration_s":10.0,"streams":{streams},"bidir":false,"request_size":1,"response_size":1,"send_size":{send_size},"sndbuf":0,"rcvbuf":0,"nodelay":false}}"#
+    );
+    s.write_all(b"VPNC").unwrap();
+    s.write_all(&(hello.len() as u32).to_be_bytes()).unwrap();
+    s.write_all(hello.as_bytes()).unwrap();
+    let mut len = [0u8; 4];
+    s.read_exact(&mut len).unwrap();
+    let mut body = vec![0u8; u32::from_be_bytes(len) as usize];
+    s.read_exact(&mut body).unwrap();
+    let v: serde_json::Value = serde_json::from_slice(&body).unwrap();
+    let cookie = v["cookie"]
+        .as_u64()
+        .unwrap_or_else(|| panic!("no welcome: {v}"));
+    (s, cookie)
+}
+
+#[test]
+fn connections_that_never_read_cost_the_server_one_send_buffer_per_session() {
+    // Issue 24, item 7: every server-sends connection allocated its own
+    // send_size buffer (up to 16 MiB) and a stream index could be used
+    // again: 16 connections took RSS from 3 MB to 263 MB.
+    let (mut server, port) = serve();
+    let before = rss_kib(server.id());
+    let (control, cookie) = maerts_session(port, 8, 16 << 20);
+    let mut conns = Vec::new();
+    // Eight streams, then stream 0 eight times more; none of them reads.
+    for stream in (0..8u32).chain(std::iter::repeat_n(0, 8)) {
+        let mut s = TcpStream::connect(("127.0.0.1", port)).unwrap();
+        let mut header = b"VPND".to_vec();
+        header.extend_from_slice(&cookie.to_le_bytes());
+        header.extend_from_slice(&stream.to_le_bytes());
+        header.push(1);
+        s.write_all(&header).unwrap();
+        conns.push(s);
+    }
+    std::thread::sleep(Duration::from_secs(2));
+    let grown_mib = rss_kib(server.id()).saturating_sub(before) / 1024;
+    assert!(
+        grown_mib < 48,
+        "RSS grew {grown_mib} MiB for 16 connections of one 16 MiB session"
+    );
+    drop(conns);
+    drop(control);
+    assert!(signal_and_wait(
+        &mut server,
+        &[libc::SIGINT],
+        Duration::from_secs(2)
+    ));
+}
