@@ -241,6 +241,36 @@ fn storage_modes_host_the_file_tests(cli: &str) {
     no_virtperf_containers_in(cli);
 }
 
+/// A container built from scratch has no /tmp: microops' open_close makes
+/// one there (every run of it failed in containers when it did not).
+fn microops_run_in_an_image_without_tmp(cli: &str) {
+    let _serial = serial();
+    if !engine_ok(cli) {
+        return;
+    }
+    let d = docs(&[
+        "microops",
+        "--ops=open_close,getpid",
+        "--time=0.5",
+        "--env",
+        cli,
+    ]);
+    assert_eq!(d[0]["env"]["kind"], cli);
+    assert!(metric(&d[0], "open_close_ns") > 0.0, "{}", d[0]);
+    assert!(metric(&d[0], "getpid_ns") > 0.0);
+    no_virtperf_containers_in(cli);
+}
+
+#[test]
+fn docker_microops_run_in_an_image_without_tmp() {
+    microops_run_in_an_image_without_tmp("docker");
+}
+
+#[test]
+fn podman_microops_run_in_an_image_without_tmp() {
+    microops_run_in_an_image_without_tmp("podman");
+}
+
 fn oom_kill_is_reported_as_such(cli: &str) {
     let _serial = serial();
     if !engine_ok(cli) {
@@ -369,6 +399,12 @@ fn qemu_tcg_guest_runs_cpu_memory_and_fileio() {
         ],
     );
     assert!(metric(&io[0], "writes_per_sec") > 0.0);
+    // The guest's initramfs has no /tmp: open_close makes one.
+    let ops = docs_in(
+        vp(),
+        &["microops", "--ops=open_close", "--time=0.5", "--env", env],
+    );
+    assert!(metric(&ops[0], "open_close_ns") > 0.0);
     assert!(
         qemu_leftovers(tmp.path()).is_empty(),
         "{:?}",

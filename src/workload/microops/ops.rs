@@ -425,19 +425,33 @@ pub struct Scratch {
 
 impl Scratch {
     fn file(&mut self) -> Result<CString> {
-        use std::os::unix::fs::OpenOptionsExt;
+        self.file_in(&std::env::temp_dir())
+    }
+
+    /// The file, in a private directory made under `base`. A container
+    /// built from scratch and the VM guest's initramfs have no /tmp: it is
+    /// made as a system's is (root's, sticky, writable by all), which is
+    /// what the workload found there before it made its directory private.
+    fn file_in(&mut self, base: &std::path::Path) -> Result<CString> {
+        use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
         if let Some(p) = &self.path {
             return Ok(p.clone());
         }
+        if !base.exists() {
+            std::fs::create_dir_all(base)
+                .and_then(|_| {
+                    std::fs::set_permissions(base, std::fs::Permissions::from_mode(0o1777))
+                })
+                .with_context(|| {
+                    format!("creating {} for open_close's directory", base.display())
+                })?;
+        }
         let dir = tempfile::Builder::new()
             .prefix("virtperf-microops-")
-            .tempdir()
+            .tempdir_in(base)
             .context("creating a private directory for open_close")?;
-        std::fs::set_permissions(
-            dir.path(),
-            std::os::unix::fs::PermissionsExt::from_mode(0o700),
-        )
-        .context("making the open_close directory private")?;
+        std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o700))
+            .context("making the open_close directory private")?;
         let file = dir.path().join("open_close");
         std::fs::OpenOptions::new()
             .write(true)
@@ -457,6 +471,24 @@ impl Scratch {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn where_there_is_no_tmp_one_is_made_as_a_systems() {
+        // A FROM-scratch container and the guest's initramfs have no /tmp:
+        // every microops run failed there ("No such file or directory").
+        use std::os::unix::fs::PermissionsExt;
+        let root = tempfile::tempdir().unwrap();
+        let base = root.path().join("tmp");
+        let mut s = Scratch::default();
+        let file = s.file_in(&base).unwrap();
+        let file = std::path::PathBuf::from(file.to_str().unwrap());
+        assert!(file.starts_with(&base) && file.exists());
+        let mode = std::fs::metadata(&base).unwrap().permissions().mode();
+        assert_eq!(mode & 0o7777, 0o1777);
+        drop(s);
+        assert!(!file.exists(), "removed with the scratch");
+        assert!(base.exists(), "the made /tmp stays, as a system's would");
+    }
 
     #[test]
     fn the_scratch_file_is_private_and_never_follows_a_planted_link() {
