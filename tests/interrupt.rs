@@ -756,6 +756,7 @@ fn an_agent_whose_host_is_gone_stops() {
         workdir: String::new(),
         wait_for_go: false,
         jobs: vec![job.to_wire()],
+        host_servers: vec![],
     };
     let mut stdin = agent.stdin.take().unwrap();
     use std::io::Write;

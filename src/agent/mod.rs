@@ -1,7 +1,14 @@
 //! The agent: what runs inside an environment. It greets the host with its
-//! protocol version and binary checksum, reads a plan (typed jobs, as
-//! versioned JSON) as one line, optionally waits for "go" so several
-//! instances start together, runs each job and streams one result per line.
+//! protocol version and binary checksum, then reads plans (typed jobs, as
+//! versioned JSON), one line each, until the host says "bye": for each it
+//! optionally waits for "go" so several instances start together, runs each
+//! job and streams one result per line, then says "done". The environment
+//! is started once and kept for all of a comparison's turns in it.
+//!
+//! A job whose network server runs on the host asks for it when the job
+//! starts (`NeedServer`), and the host answers with where it listens and the
+//! secret it requires (`ServerAnswer`); the host stops that server when the
+//! job's result arrives, so nothing of ours listens outside a network job.
 
 use std::io::{BufRead, Read, Write};
 
@@ -14,10 +21,15 @@ use crate::core::observer::Silent;
 use crate::core::result::ResultDoc;
 use crate::workload::{self, Command, Job, JobWire};
 
-/// Bumped whenever the plan or message format changes (3: `Serving` and
-/// the host's `Served` answer, so an agent and a host from either side of
-/// that change refuse each other by version instead of misreading a line).
-pub const PROTOCOL: u32 = 3;
+/// Bumped whenever the plan or message format changes, so an agent and a
+/// host from either side of a change refuse each other by version instead
+/// of misreading a line (3: `Serving` and the host's `Served` answer; 4:
+/// several plans per session ended by "bye", `NeedServer` and the host's
+/// `ServerAnswer`).
+pub const PROTOCOL: u32 = 4;
+
+/// The host's last line to an agent: no more plans.
+pub const BYE: &str = "bye";
 
 /// What the host asks an agent to do.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -30,6 +42,10 @@ pub struct Plan {
     /// Report "ready" and wait for a "go" line before the first run.
     pub wait_for_go: bool,
     pub jobs: Vec<JobWire>,
+    /// The jobs (by index) whose network server the host starts when the
+    /// agent asks for it (`NeedServer`), just before the job runs.
+    #[serde(default)]
+    pub host_servers: Vec<usize>,
 }
 
 /// One line from the agent.
@@ -56,7 +72,22 @@ pub enum Message {
         index: usize,
         port: u16,
     },
+    /// Job `index` is about to run and its server is the host's: the host
+    /// starts it and answers with a `ServerAnswer` line.
+    NeedServer {
+        index: usize,
+    },
     Done,
+}
+
+/// The host's answer to `NeedServer`: where the job's client dials and the
+/// secret the server requires (the server runs until the job's result
+/// arrives), or why no server could be started.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum ServerAnswer {
+    Listening { address: String, secret: String },
+    Failed { message: String },
 }
 
 /// The host's answer to `Serving`: the client's result, which the agent
@@ -173,18 +204,18 @@ fn serve_peer(
     }
 }
 
-/// The agent loop over any pair of streams (stdin/stdout, a serial port).
+/// The agent's side of a session over any pair of streams (stdin/stdout,
+/// a serial port).
 pub fn serve(input: &mut impl BufRead, out: &mut impl Write) -> Result<()> {
-    let plan = receive_plan(input, out)?;
-    run_plan(&plan, &mut FromReader(input), out)
+    converse(&mut FromReader(input), out)
 }
 
-/// The longest line the agent reads from the host after the plan (a
-/// network client's result).
+/// The longest line the agent reads from the host (a plan, a network
+/// client's result).
 const HOST_LINE_LIMIT: u64 = 4 << 20;
 
-/// Where the agent reads the host's lines once the plan is in (the answer
-/// to a served network test).
+/// Where the agent reads the host's lines: plans, "go", the answers to
+/// `Serving` and `NeedServer`, "bye".
 trait HostLines {
     /// The next line without its end, or None when the host has gone.
     fn next_line(&mut self) -> Result<Option<String>>;
@@ -212,15 +243,35 @@ impl HostLines for FromChannel {
     }
 }
 
-/// Greets the host and reads its plan (and its "go", when asked to wait).
-fn receive_plan(input: &mut impl BufRead, out: &mut impl Write) -> Result<Plan> {
+/// The whole conversation: hello, then plans (each with its "go", when
+/// asked to wait) until "bye" or the end of the host's stream.
+fn converse(host: &mut dyn HostLines, out: &mut impl Write) -> Result<()> {
     send(out, &hello())?;
-    let mut line = String::new();
-    input.read_line(&mut line).context("reading the plan")?;
+    while let Some(line) = host.next_line()? {
+        if line.trim() == BYE {
+            break;
+        }
+        let plan = parse_plan(&line)?;
+        if plan.wait_for_go {
+            send(out, &Message::Ready)?;
+            loop {
+                match host.next_line()? {
+                    None => bail!("the host went away before 'go'"),
+                    Some(l) if l.trim() == "go" => break,
+                    Some(_) => {}
+                }
+            }
+        }
+        run_plan(&plan, host, out)?;
+    }
+    Ok(())
+}
+
+fn parse_plan(line: &str) -> Result<Plan> {
     let plan: Plan = serde_json::from_str(line.trim()).with_context(|| {
         format!(
             "the plan is not valid JSON for protocol {PROTOCOL}: {}",
-            line.trim()
+            crate::core::text::one_line(line.trim(), 200)
         )
     })?;
     if plan.protocol != PROTOCOL {
@@ -230,19 +281,40 @@ fn receive_plan(input: &mut impl BufRead, out: &mut impl Write) -> Result<Plan> 
             env!("CARGO_PKG_VERSION")
         );
     }
-    if plan.wait_for_go {
-        send(out, &Message::Ready)?;
-        loop {
-            line.clear();
-            if input.read_line(&mut line)? == 0 {
-                bail!("the host went away before 'go'");
-            }
-            if line.trim() == "go" {
-                break;
-            }
-        }
-    }
     Ok(plan)
+}
+
+/// Asks the host for job `index`'s server (started now, for this job only)
+/// and points the job's client at it.
+fn host_server(
+    index: usize,
+    wire: &JobWire,
+    host: &mut dyn HostLines,
+    out: &mut impl Write,
+) -> Result<JobWire> {
+    let job = Job::from_wire(wire)?;
+    let peer = job
+        .def
+        .needs
+        .network
+        .ok_or_else(|| anyhow!("the host serves job {index}, which has no network peer"))?;
+    send(out, &Message::NeedServer { index })?;
+    let Some(line) = host.next_line()? else {
+        bail!("the host went away before starting the job's server");
+    };
+    let answer: ServerAnswer = serde_json::from_str(line.trim()).with_context(|| {
+        format!(
+            "the host's answer to a server request is not valid: {}",
+            crate::core::text::one_line(line.trim(), 200)
+        )
+    })?;
+    match answer {
+        ServerAnswer::Listening { address, secret } => Ok(job
+            .with_option(peer.address_option, &address)?
+            .with_option(peer.secret_option, &secret)?
+            .to_wire()),
+        ServerAnswer::Failed { message } => Err(anyhow!("{message}")),
+    }
 }
 
 /// Runs every job of the plan, one message each, then says done.
@@ -257,6 +329,12 @@ fn run_plan(plan: &Plan, host: &mut dyn HostLines, out: &mut impl Write) -> Resu
         });
         let (outcome, prepared) = match served {
             Some(j) => (serve_peer(plan, index, &j, host, out), None),
+            None if plan.host_servers.contains(&index) => {
+                match host_server(index, job, host, out) {
+                    Ok(job) => run_one(plan, &job),
+                    Err(e) => (Err(e), None),
+                }
+            }
             None => run_one(plan, job),
         };
         // The cleanup runs after the result is sent: a stop while it
@@ -289,29 +367,29 @@ fn run_plan(plan: &Plan, host: &mut dyn HostLines, out: &mut impl Write) -> Resu
     send(out, &Message::Done)
 }
 
-/// `virtperf agent` on stdin and stdout. Once the plan is in, the host
-/// sends nothing until it has read "done": the end of stdin before that
-/// means the host is gone (killed, its connection dropped), and the agent
-/// stops its work, cleans up and exits rather than run on for nobody (in a
-/// container started with `--rm`, that removes the container).
+/// `virtperf agent` on stdin and stdout. The host sends a line only when
+/// the agent waits for one (a plan, "go", an answer), so the end of stdin
+/// while a plan runs means the host is gone (killed, its connection
+/// dropped): the agent stops its work, cleans up and exits rather than run
+/// on for nobody (in a container started with `--rm`, that removes the
+/// container). Between plans it simply ends the session.
 pub fn main() -> Result<()> {
     let mut input = std::io::BufReader::new(std::io::stdin());
     let mut out = std::io::stdout().lock();
-    let plan = receive_plan(&mut input, &mut out)?;
     let (lines, from_host) = std::sync::mpsc::channel();
     std::thread::Builder::new()
         .name("host-watch".into())
         .spawn(move || {
-            // Lines go to the job that waits for one (a served network
-            // test's answer); the end of the stream stops the agent.
             let mut reader = FromReader(&mut input);
             while let Ok(Some(line)) = reader.next_line() {
-                let _ = lines.send(line);
+                if lines.send(line).is_err() {
+                    return;
+                }
             }
             crate::core::signals::stop();
         })
         .context("starting the thread that watches the host")?;
-    run_plan(&plan, &mut FromChannel(from_host), &mut out)
+    converse(&mut FromChannel(from_host), &mut out)
 }
 
 #[cfg(test)]
@@ -326,6 +404,7 @@ mod tests {
             workdir: String::new(),
             wait_for_go: wait,
             jobs,
+            host_servers: vec![],
         })
         .unwrap()
     }
@@ -434,6 +513,86 @@ mod tests {
         assert!(
             matches!(&msgs[2], Message::Error { index: 0, message } if message.contains("refused")),
             "{msgs:?}"
+        );
+    }
+
+    #[test]
+    fn one_session_runs_plan_after_plan_until_bye() {
+        let cpu = job(&["cpu", "--events=3", "--cpu-max-prime=100"]);
+        let input = format!(
+            "{}\n{}\n{BYE}\n{}\n",
+            plan(vec![cpu.clone()], false),
+            plan(vec![cpu.clone(), cpu.clone()], false),
+            // After "bye" nothing more is read.
+            plan(vec![cpu], false)
+        );
+        let mut out = Vec::new();
+        serve(&mut input.as_bytes(), &mut out).unwrap();
+        let kinds: Vec<String> = messages(&out)
+            .iter()
+            .map(|m| match m {
+                Message::Hello { .. } => "hello".into(),
+                Message::Result { index, .. } => format!("result {index}"),
+                Message::Done => "done".into(),
+                other => format!("{other:?}"),
+            })
+            .collect();
+        assert_eq!(
+            kinds,
+            ["hello", "result 0", "done", "result 0", "result 1", "done"]
+        );
+    }
+
+    #[test]
+    fn a_job_served_by_the_host_asks_for_its_server_when_it_starts() {
+        use std::net::TcpListener;
+        // A host server that never answers: the client must have dialled
+        // the address the host gave, with the secret it gave, or fail.
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let address = listener.local_addr().unwrap().to_string();
+        drop(listener);
+        let net = job(&["net", "--net-test=tcp_rr", "--time=1"]);
+        let cpu = job(&["cpu", "--events=3", "--cpu-max-prime=100"]);
+        let mut with_host = serde_json::from_str::<Plan>(&plan(vec![cpu, net], false)).unwrap();
+        with_host.host_servers = vec![1];
+        let answer = serde_json::to_string(&ServerAnswer::Listening {
+            address: address.clone(),
+            secret: "00".repeat(32),
+        })
+        .unwrap();
+        let input = format!("{}\n{answer}\n", serde_json::to_string(&with_host).unwrap());
+        let mut out = Vec::new();
+        serve(&mut input.as_bytes(), &mut out).unwrap();
+        let msgs = messages(&out);
+        // The cpu job ran before the server was asked for.
+        assert!(
+            matches!(msgs[1], Message::Result { index: 0, .. }),
+            "{msgs:?}"
+        );
+        assert!(
+            matches!(msgs[2], Message::NeedServer { index: 1 }),
+            "{msgs:?}"
+        );
+        // Nothing listens there: the client's error names the address it
+        // was given (it did not start a server of its own).
+        match &msgs[3] {
+            Message::Error { index: 1, message } => {
+                assert!(message.contains(&address), "{message}")
+            }
+            other => panic!("{other:?}"),
+        }
+        // The host could not start one: the job fails with its reason.
+        let failed = serde_json::to_string(&ServerAnswer::Failed {
+            message: "no free port on the bridge".into(),
+        })
+        .unwrap();
+        let input = format!("{}\n{failed}\n", serde_json::to_string(&with_host).unwrap());
+        let mut out = Vec::new();
+        serve(&mut input.as_bytes(), &mut out).unwrap();
+        assert!(
+            matches!(&messages(&out)[3], Message::Error { index: 1, message } if message.contains("no free port")),
+            "{:?}",
+            messages(&out)
         );
     }
 

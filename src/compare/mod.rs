@@ -134,10 +134,7 @@ pub fn main(args: &[String]) -> Result<()> {
         store: &store,
         observer: &observer,
     }
-    .run(&mut Drivers {
-        drivers,
-        observer: &observer,
-    })?;
+    .run(&mut Drivers::new(drivers, &observer, &plan.suite))?;
     if let Some(why) = &outcome.stopped_because {
         observer.note(why);
     }

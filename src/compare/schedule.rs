@@ -15,7 +15,7 @@ use anyhow::Result;
 use crate::core::observer::{Observer, Progress};
 use crate::core::result::ResultDoc;
 use crate::core::signals;
-use crate::env::{self, Environment, InstanceOutcome, OnResult};
+use crate::env::{self, Environment, InstanceOutcome, NetNeed, OnResult};
 use crate::stats::VerdictSettings;
 use crate::store::Store;
 use crate::suite::{self, Suite};
@@ -43,12 +43,38 @@ pub trait Executor {
         jobs: &[Job],
         on_result: &mut OnResult,
     ) -> Result<Vec<InstanceOutcome>>;
+
+    /// Environment `env` has no more work planned: what was started for it
+    /// can end.
+    fn retire(&mut self, _env: usize) {}
 }
 
-/// The real thing: one driver per environment.
+/// The real thing: one driver per environment, each environment's instances
+/// started at its first turn and kept until it has no more work (a VM boots
+/// once, not once per turn).
 pub struct Drivers<'a> {
-    pub drivers: Vec<Box<dyn Environment>>,
-    pub observer: &'a dyn Observer,
+    drivers: Vec<Box<dyn Environment>>,
+    observer: &'a dyn Observer,
+    open: Vec<Option<env::Opened>>,
+    /// The network peers any turn of the comparison may need: instances
+    /// are started with what all of them need.
+    need: NetNeed,
+}
+
+impl<'a> Drivers<'a> {
+    pub fn new(
+        drivers: Vec<Box<dyn Environment>>,
+        observer: &'a dyn Observer,
+        suite: &Suite,
+    ) -> Drivers<'a> {
+        let jobs: Vec<Job> = suite.entries.iter().map(|e| e.job.clone()).collect();
+        Drivers {
+            open: drivers.iter().map(|_| None).collect(),
+            drivers,
+            observer,
+            need: NetNeed::of(&jobs),
+        }
+    }
 }
 
 impl Executor for Drivers<'_> {
@@ -59,7 +85,37 @@ impl Executor for Drivers<'_> {
         jobs: &[Job],
         on_result: &mut OnResult,
     ) -> Result<Vec<InstanceOutcome>> {
-        env::run_with(self.drivers[env].as_mut(), jobs, self.observer, on_result)
+        let driver = self.drivers[env].as_mut();
+        if let Some(open) = self.open[env].take() {
+            match open.covers(NetNeed::of(jobs)) {
+                true => self.open[env] = Some(open),
+                false => open.close(),
+            }
+        }
+        let open = match &mut self.open[env] {
+            Some(open) => open,
+            slot => slot.insert(env::Opened::start(driver, self.need, self.observer)?),
+        };
+        let outcome = open.run(driver, jobs, on_result);
+        if outcome.is_err() {
+            // Whatever broke (a hung agent, a stop), the instances go.
+            self.open[env] = None;
+        }
+        outcome
+    }
+
+    fn retire(&mut self, env: usize) {
+        if let Some(open) = self.open[env].take() {
+            open.close();
+        }
+    }
+}
+
+impl Drop for Drivers<'_> {
+    fn drop(&mut self) {
+        for open in self.open.iter_mut().filter_map(Option::take) {
+            open.close();
+        }
     }
 }
 
@@ -133,6 +189,14 @@ impl Schedule<'_> {
                 vec![(0..entries.len()).collect(); n_envs]
             };
             st.out.rounds = round + 1;
+            // An environment with nothing in this round of the adaptive
+            // design is decided everywhere: its instances end now rather
+            // than idle beside the others' runs.
+            for (ei, w) in want.iter().enumerate() {
+                if w.is_empty() {
+                    executor.retire(ei);
+                }
+            }
             for ei in order {
                 if st.failed[ei] || want[ei].is_empty() {
                     continue;
@@ -141,6 +205,10 @@ impl Schedule<'_> {
                     st.out.interrupted = true;
                     self.observer.progress_done();
                     return Ok(st.out);
+                }
+                // The fixed design's last turn there: nothing more to run.
+                if round + 1 == rounds_max {
+                    executor.retire(ei);
                 }
             }
         }
@@ -395,6 +463,8 @@ mod tests {
         envs: Vec<EnvSlot>,
         rounds_seen: BTreeMap<usize, usize>,
         calls: Vec<(usize, usize)>,
+        /// Each `retire`: the environment, and how many calls came before.
+        retired: Vec<(usize, usize)>,
         /// Interrupt (as Ctrl-C would) on this call number.
         interrupt_at: Option<usize>,
     }
@@ -408,6 +478,7 @@ mod tests {
                 envs: envs.to_vec(),
                 rounds_seen: BTreeMap::new(),
                 calls: Vec::new(),
+                retired: Vec::new(),
                 interrupt_at: None,
             }
         }
@@ -470,6 +541,18 @@ mod tests {
             }
             Ok(outcomes)
         }
+
+        fn retire(&mut self, env: usize) {
+            self.retired.push((env, self.calls.len()));
+        }
+    }
+
+    /// Whether environment `env` ran after it was first retired.
+    fn ran_after_retiring(ex: &Scripted<Script>, env: usize) -> bool {
+        ex.retired
+            .iter()
+            .find(|r| r.0 == env)
+            .is_some_and(|&(_, at)| ex.calls[at..].iter().any(|c| c.0 == env))
     }
 
     fn suite(n: usize) -> Suite {
@@ -553,6 +636,9 @@ mod tests {
         // Round r starts with environment r: host first, then vm, then ct.
         let order: Vec<usize> = ex.calls.iter().map(|c| c.0).collect();
         assert_eq!(order, vec![0, 1, 2, 1, 2, 0, 2, 0, 1]);
+        // Each environment ends right after its last turn, the one that
+        // went last in the round too.
+        assert_eq!(ex.retired, vec![(2, 7), (0, 8), (1, 9)]);
         let runs = w.store.runs(w.id).unwrap();
         assert_eq!(runs.len(), 2 * 3 * 3);
         assert!(runs.iter().all(|r| r.doc.is_some()));
@@ -684,6 +770,11 @@ mod tests {
             "{out:?}"
         );
         assert_eq!(ex.rounds_seen[&1], 3, "the decided pair stopped: {out:?}");
+        // Its instances ended when the plan gave it nothing more, before
+        // the others' next turn; the others were kept.
+        assert_eq!(ex.retired.first(), Some(&(1, 9)), "{:?}", ex.retired);
+        assert!(!ran_after_retiring(&ex, 1));
+        assert!(ex.retired.iter().all(|r| r.0 == 1));
         assert_eq!(ex.rounds_seen[&2], out.rounds);
         assert_eq!(
             ex.rounds_seen[&0], out.rounds,

@@ -1,7 +1,8 @@
 //! Network peers of environment runs. A job whose workload talks to a
 //! network peer gets one from the host: by default a server started on the
-//! host for the run (bounded, on a free port, bound only where the
-//! environment reaches it, stopped when the run ends) with the client inside;
+//! host for that job (bounded, on a free port, bound only where the
+//! environment reaches it, started when the agent asks as the job begins
+//! and stopped when its result arrives) with the client inside;
 //! with the job's placement option at its "inside" value (`--net-server=env`),
 //! the agent starts the server and the host runs the client against it. Each driver says how its
 //! instances and the host reach each other (a `Route`), and every result
@@ -102,25 +103,36 @@ impl NetNeed {
 /// The network side of one instance's run: the host servers it uses, the
 /// routes to servers inside, and each job's path.
 pub struct InstanceNet {
-    /// Kept alive for the run; dropping them stops them. With each, the
-    /// secret it requires.
+    /// Servers started with the plan (simultaneous instances, whose jobs
+    /// the host cannot answer one at a time), kept for the plan; dropping
+    /// them stops them. With each, the secret it requires.
     servers: Vec<(&'static NetworkPeer, Box<dyn PeerServer>, String)>,
+    /// Jobs whose host server starts when the agent asks for it: the peer
+    /// and the route it is reached by.
+    on_demand: BTreeMap<usize, (&'static NetworkPeer, Route)>,
+    /// The one on-demand server running, for the job it serves.
+    running: Option<(usize, Box<dyn PeerServer>)>,
     /// Each job's route to its server inside, and the secret it requires.
     inside: BTreeMap<usize, (Route, String)>,
     paths: BTreeMap<usize, String>,
 }
 
 impl InstanceNet {
-    /// Rewrites `jobs` for one instance: jobs with a host server get its
-    /// address (one server per peer kind, started here), jobs with a server
-    /// inside get the address to serve on. `host_route` and `inside_route`
+    /// Rewrites `jobs` for one instance: jobs with a server inside get the
+    /// address to serve on; jobs with a host server are left to ask for it
+    /// when they start (`start_for`), or, when `on_demand` is false
+    /// (simultaneous instances), get its address now (one server per peer
+    /// kind, started here for the plan). `host_route` and `inside_route`
     /// ask the driver, once each and only when needed.
     pub fn plan(
         jobs: &[Job],
+        on_demand: bool,
         host_route: impl FnOnce() -> Result<Route>,
         inside_route: impl FnOnce() -> Result<Route>,
     ) -> Result<(Vec<Job>, InstanceNet)> {
         let mut net = InstanceNet {
+            on_demand: BTreeMap::new(),
+            running: None,
             servers: Vec::new(),
             inside: BTreeMap::new(),
             paths: BTreeMap::new(),
@@ -139,6 +151,12 @@ impl InstanceNet {
                         to_host = Some(f()?);
                     }
                     let route = to_host.as_ref().expect("set above");
+                    net.paths.insert(k, route.path.clone());
+                    if on_demand {
+                        net.on_demand.insert(k, (peer, route.clone()));
+                        out.push(job.clone());
+                        continue;
+                    }
                     let (port, secret) = match net.servers.iter().find(|(p, ..)| *p == peer) {
                         Some((_, s, secret)) => (s.addr().port(), secret.clone()),
                         None => {
@@ -154,7 +172,6 @@ impl InstanceNet {
                             (port, secret)
                         }
                     };
-                    net.paths.insert(k, route.path.clone());
                     job.with_option(peer.address_option, &route.dial(port).to_string())?
                         .with_option(peer.secret_option, &secret)?
                 }
@@ -185,9 +202,40 @@ impl InstanceNet {
         self.paths.get(&k).map(String::as_str)
     }
 
-    /// Whether a host server runs for this instance.
+    /// Whether a host server runs for this instance now.
     pub fn serves(&self) -> bool {
-        !self.servers.is_empty()
+        !self.servers.is_empty() || self.running.is_some()
+    }
+
+    /// The jobs (by index) whose server the agent asks for as they start.
+    pub fn on_demand(&self) -> Vec<usize> {
+        self.on_demand.keys().copied().collect()
+    }
+
+    /// Starts job `k`'s host server, with a fresh secret, stopping any
+    /// other first: the address its client dials and the secret.
+    pub fn start_for(&mut self, k: usize, job_name: &str) -> Result<(SocketAddr, String)> {
+        self.running = None;
+        let (peer, route) = self.on_demand.get(&k).ok_or_else(|| {
+            anyhow!("the agent asked for a server for job {k}, which has none on the host")
+        })?;
+        let secret = crate::workload::net::protocol::new_secret()?;
+        let server = (peer.serve)(route.bind, &secret).with_context(|| {
+            format!(
+                "starting the {job_name} server on the host at {}",
+                route.bind
+            )
+        })?;
+        let dial = route.dial(server.addr().port());
+        self.running = Some((k, server));
+        Ok((dial, secret))
+    }
+
+    /// Stops job `k`'s host server, if it runs.
+    pub fn stop_for(&mut self, k: usize) {
+        if self.running.as_ref().is_some_and(|(j, _)| *j == k) {
+            self.running = None;
+        }
     }
 
     /// The client of job `k`, whose server listens inside on `port`: the
@@ -249,18 +297,8 @@ mod tests {
         use crate::workload::net::protocol::{self, Control, Hello, Test, TAG_CONTROL};
         use std::io::Write;
         let mut h = Hello {
-            version: protocol::VERSION,
-            test: Test::TcpRr,
-            duration_s: 1.0,
-            streams: 1,
-            bidir: false,
-            request_size: 1,
-            response_size: 1,
             send_size: 1,
-            sndbuf: 0,
-            rcvbuf: 0,
-            nodelay: false,
-            proof: None,
+            ..Hello::for_test(Test::TcpRr)
         };
         if let Some(k) = secret {
             protocol::prove(k, &mut h).unwrap();
@@ -300,6 +338,7 @@ mod tests {
         );
         let (out, net) = InstanceNet::plan(
             &jobs,
+            false,
             || Ok(Route::loopback("test loopback")),
             || Ok(forwarded()),
         )
@@ -342,11 +381,53 @@ mod tests {
     }
 
     #[test]
+    fn a_host_server_on_demand_listens_only_while_its_job_runs() {
+        let jobs = [
+            job(&["net", "--net-test=tcp_rr"]),
+            job(&["cpu"]),
+            job(&["net", "--net-test=udp_rr"]),
+        ];
+        let (out, mut net) = InstanceNet::plan(
+            &jobs,
+            true,
+            || Ok(Route::loopback("lo")),
+            || Ok(forwarded()),
+        )
+        .unwrap();
+        // Nothing listens before a job asks, and the jobs go out as they are.
+        assert!(!net.serves());
+        assert_eq!(net.on_demand(), vec![0, 2]);
+        assert_eq!(out[0].to_wire(), jobs[0].to_wire());
+        assert_eq!(net.path(2), Some("lo"));
+        let (a, secret_a) = net.start_for(0, "net").unwrap();
+        assert!(net.serves());
+        assert!(hello_to(a, None).contains("needs the secret"));
+        assert!(hello_to(a, Some(secret_a.as_bytes())).contains("Welcome"));
+        // Another job's stop leaves it; its own stops it.
+        net.stop_for(2);
+        assert!(std::net::TcpStream::connect(a).is_ok());
+        net.stop_for(0);
+        assert!(!net.serves());
+        assert!(std::net::TcpStream::connect(a).is_err());
+        // The next job gets a server of its own with a fresh secret.
+        let (b, secret_b) = net.start_for(2, "net").unwrap();
+        assert_ne!(secret_a, secret_b);
+        assert!(hello_to(b, Some(secret_a.as_bytes())).contains("wrong secret"));
+        // A job with no host server cannot have one started.
+        assert!(net.start_for(1, "cpu").is_err());
+        assert!(
+            std::net::TcpStream::connect(b).is_err(),
+            "starting another stops the last"
+        );
+    }
+
+    #[test]
     fn routes_are_asked_for_only_when_a_job_needs_them() {
         let jobs = [job(&["cpu"]), job(&["net", "--net-host=127.0.0.1:9"])];
         assert!(!NetNeed::of(&jobs).any());
         let (out, net) = InstanceNet::plan(
             &jobs,
+            true,
             || panic!("no host server needed"),
             || panic!("no server inside needed"),
         )
@@ -356,6 +437,7 @@ mod tests {
         // A driver that cannot route says so, and the run stops there.
         let err = InstanceNet::plan(
             &[job(&["net"])],
+            true,
             || Err(anyhow!("net=none gives the guest no network")),
             || Ok(forwarded()),
         )
