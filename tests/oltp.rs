@@ -6,9 +6,13 @@
 //! prepare onto existing tables, run before prepare, a table too big. Runs
 //! that go wrong: conflicts restarted and counted, sessions the server ends
 //! reopened and counted, any other error stopping the run with its
-//! statement, and a signal during prepare leaving no table behind.
+//! statement, and a signal during prepare leaving no table behind within
+//! 2 s. A fake MySQL server (tests/fake_mysql) that never answers a chosen
+//! statement: Ctrl-C ends the client within 2 s, also when the cleanup's
+//! DROP after it stalls too.
 
 mod common;
+mod fake_mysql;
 
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
@@ -289,8 +293,9 @@ fn vp(args: &[String]) -> (i32, String, String) {
 /// Starts virtperf with `args` in a process group of its own (only the
 /// signals sent here reach it) with its stderr in a file, waits until the
 /// stderr shows `mark` (at most 60 s), sends `signals` 200 ms apart and
-/// returns the exit code and the stderr once it ends (at most 60 s more).
-fn interrupted(args: &[String], mark: &str, signals: &[i32]) -> (Option<i32>, String) {
+/// returns the exit code, the stderr once it ends (at most 60 s more) and
+/// how long it took to end after the first signal.
+fn interrupted(args: &[String], mark: &str, signals: &[i32]) -> (Option<i32>, String, Duration) {
     use std::os::unix::process::CommandExt;
     let stderr = tempfile::NamedTempFile::new().unwrap();
     let mut child = Command::new(assert_cmd::cargo::cargo_bin("virtperf"))
@@ -304,7 +309,9 @@ fn interrupted(args: &[String], mark: &str, signals: &[i32]) -> (Option<i32>, St
     let so_far = || std::fs::read_to_string(stderr.path()).unwrap_or_default();
     let seen = wait_until(Duration::from_secs(60), || so_far().contains(mark));
     let sent = if seen { signals } else { &[] };
+    let signalled = Instant::now();
     let ended = signal_and_wait(&mut child, sent, Duration::from_secs(60));
+    let took = signalled.elapsed();
     let status = child.wait().unwrap();
     assert!(seen, "{args:?}: never printed {mark:?}: {}", so_far());
     assert!(
@@ -312,7 +319,7 @@ fn interrupted(args: &[String], mark: &str, signals: &[i32]) -> (Option<i32>, St
         "{args:?}: still running 60 s after {signals:?}: {}",
         so_far()
     );
-    (status.code(), so_far())
+    (status.code(), so_far(), took)
 }
 
 /// Runs virtperf, asserting it succeeds (`what` and its stderr otherwise);
@@ -389,8 +396,13 @@ fn exercise(server: &Server, base: &[String]) {
             "prepare",
         ],
     );
-    let (code, err) = interrupted(&big, "records into 'sbtest3'", &[libc::SIGINT]);
+    let (code, err, took) = interrupted(&big, "records into 'sbtest3'", &[libc::SIGINT]);
+    eprintln!("{driver}: an interrupted prepare ended {took:?} after the signal");
     assert_eq!(code, Some(130), "{driver}: interrupted prepare: {err}");
+    assert!(
+        took < Duration::from_secs(2),
+        "{driver}: an interrupted prepare took {took:?} to end: {err}"
+    );
     assert_eq!(
         count(),
         0,
@@ -841,8 +853,12 @@ fn an_interrupted_sqlite_prepare_leaves_no_database() {
             &["--tables=40", "--table-size=300000", "prepare"],
         );
         let started = Instant::now();
-        let (code, err) = interrupted(&args, "records into 'sbtest2'", signals);
+        let (code, err, took) = interrupted(&args, "records into 'sbtest2'", signals);
         assert_eq!(code, Some(130), "{what}: {err}");
+        assert!(
+            took < Duration::from_secs(2),
+            "{what}: ended {took:?} after the signal: {err}"
+        );
         assert!(err.contains("interrupted"), "{what}: {err}");
         assert!(
             !err.contains("records into 'sbtest40'"),
@@ -1171,4 +1187,138 @@ fn a_database_server_that_answers_garbage_is_refused_within_5_s_naming_it() {
         // The server's bytes never reach the terminal raw.
         assert!(!err.contains('\x1b'), "{driver}: {err}");
     }
+}
+
+/// `virtperf test` against the fake MySQL server at `port` with `args`,
+/// its stderr in a file and in a process group of its own.
+fn against_fake_mysql(port: u16, test: &str, args: &[&str]) -> (Child, tempfile::NamedTempFile) {
+    use std::os::unix::process::CommandExt;
+    let stderr = tempfile::NamedTempFile::new().unwrap();
+    let child = Command::new(env!("CARGO_BIN_EXE_virtperf"))
+        .args([
+            test.to_string(),
+            "--db-driver=mysql".into(),
+            "--mysql-host=127.0.0.1".into(),
+            format!("--mysql-port={port}"),
+        ])
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(stderr.reopen().unwrap())
+        .process_group(0)
+        .spawn()
+        .unwrap();
+    (child, stderr)
+}
+
+/// Sends SIGINT to `child` and returns how long it took to end (at most
+/// `limit` after the signal; one still running then is killed and fails
+/// the test), its exit code and its stderr.
+/// The statement the fake server stalls first, within 20 s; none, and the
+/// client is killed (so a failed assertion leaves nothing running).
+fn first_stall(fake: &fake_mysql::FakeMysql, child: &mut Child) -> Option<String> {
+    let sql = fake.wait_stall(Duration::from_secs(20));
+    if sql.is_none() {
+        let _ = child.kill();
+    }
+    sql
+}
+
+fn sigint_and_time(
+    mut child: Child,
+    stderr: &tempfile::NamedTempFile,
+    limit: Duration,
+    what: &str,
+) -> (Duration, Option<i32>, String) {
+    let t = Instant::now();
+    // SAFETY: signalling our own child.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let ended = wait_until(limit, || child.try_wait().unwrap().is_some());
+    let took = t.elapsed();
+    if !ended {
+        let _ = child.kill();
+    }
+    let code = child.wait().unwrap().code();
+    let err = std::fs::read_to_string(stderr.path()).unwrap_or_default();
+    assert!(ended, "{what}: still running {took:?} after Ctrl-C: {err}");
+    (took, code, err)
+}
+
+#[test]
+fn ctrl_c_during_a_stalled_mysql_statement_ends_the_client_within_2_s() {
+    // Issue 24: a statement the server never answered held the client
+    // until the 60 s read timeout, Ctrl-C or not (the crate's blocking read
+    // has no hook). Two places a statement can stall: the run's worker
+    // thread (the first point select), and the main thread's check that the
+    // tables exist, before the run.
+    let cases: [(&str, fake_mysql::Stall); 2] = [
+        ("a worker's statement", |sql| {
+            sql.starts_with("SELECT c FROM")
+        }),
+        ("the table check", |sql| sql.contains("information_schema")),
+    ];
+    for (what, stall) in cases {
+        let fake = fake_mysql::FakeMysql::start(stall, true);
+        let (mut child, stderr) = against_fake_mysql(
+            fake.port,
+            "oltp_point_select",
+            &["--tables=1", "--time=30", "run"],
+        );
+        let sql = first_stall(&fake, &mut child);
+        assert!(
+            sql.is_some(),
+            "{what}: the client never reached the statement: {}",
+            std::fs::read_to_string(stderr.path()).unwrap_or_default()
+        );
+        let (took, code, err) = sigint_and_time(child, &stderr, Duration::from_secs(10), what);
+        eprintln!("{what}: ended {took:?} after Ctrl-C, exit {code:?}: {err}");
+        assert!(
+            took < Duration::from_secs(2),
+            "{what}: ended {took:?} after Ctrl-C: {err}"
+        );
+        assert_eq!(code, Some(130), "{what}: {err}");
+        assert!(err.contains("interrupted"), "{what}: {err}");
+    }
+}
+
+#[test]
+fn a_server_stalling_the_cleanups_drop_after_ctrl_c_is_left_within_2_s_naming_the_tables() {
+    // Ctrl-C while prepare waits on an INSERT; prepare's cleanup then sends
+    // DROP TABLE, which the server never answers either. The client gives
+    // the cleanup a bounded wait, says which tables may remain and how to
+    // remove them, and exits 130.
+    let fake = fake_mysql::FakeMysql::start(
+        |sql| sql.starts_with("INSERT") || sql.starts_with("DROP"),
+        false,
+    );
+    let (mut child, stderr) = against_fake_mysql(
+        fake.port,
+        "oltp_read_write",
+        &["--tables=3", "--table-size=100", "prepare"],
+    );
+    let insert = first_stall(&fake, &mut child);
+    assert!(
+        insert
+            .as_deref()
+            .is_some_and(|s| s.starts_with("INSERT INTO sbtest1")),
+        "the load never stalled: {insert:?}: {}",
+        std::fs::read_to_string(stderr.path()).unwrap_or_default()
+    );
+    let (took, code, err) = sigint_and_time(child, &stderr, Duration::from_secs(10), "prepare");
+    eprintln!("prepare: ended {took:?} after Ctrl-C, exit {code:?}: {err}");
+    let drop = fake.wait_stall(Duration::from_millis(100));
+    assert_eq!(
+        drop.as_deref(),
+        Some("DROP TABLE IF EXISTS sbtest1"),
+        "the cleanup never reached the DROP: {err}"
+    );
+    assert!(
+        took < Duration::from_secs(2),
+        "ended {took:?} after Ctrl-C: {err}"
+    );
+    assert_eq!(code, Some(130), "{err}");
+    assert!(
+        err.contains("sbtest1, sbtest2, sbtest3 may remain") && err.contains("cleanup"),
+        "{err}"
+    );
 }

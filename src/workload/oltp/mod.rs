@@ -6,6 +6,7 @@
 //! One event is one transaction; deadlocks and serialization failures roll
 //! back, are counted and restart it, as sysbench does.
 
+mod cut;
 pub mod driver;
 mod mysql;
 mod pgsql;
@@ -877,9 +878,14 @@ impl OltpWorkload {
     /// The first of sysbench's tables that exists (or, `missing`, does not).
     fn find_table(&self, conn: &mut dyn Conn, missing: bool) -> Result<Option<u64>> {
         for n in 1..=self.cfg.tables {
-            let exists = conn
-                .table_exists(&format!("sbtest{n}"))
-                .map_err(|e| anyhow!("{}: {e}", self.cfg.target.describe()))?;
+            let exists = match conn.table_exists(&format!("sbtest{n}")) {
+                Ok(exists) => exists,
+                Err(e) => {
+                    // Cut short by Ctrl-C: the run was interrupted.
+                    signals::check()?;
+                    bail!("{}: {e}", self.cfg.target.describe())
+                }
+            };
             if exists != missing {
                 return Ok(Some(n));
             }
@@ -899,6 +905,10 @@ impl OltpWorkload {
     fn load_table(&self, conn: &mut dyn Conn, n: u64, seed: u64, obs: &dyn Observer) -> Result<()> {
         let cfg = &self.cfg;
         let fail = |e: driver::DbError, sql: &str| {
+            if signals::interrupted() {
+                // The statement was cut short by Ctrl-C.
+                return anyhow::Error::new(signals::Interrupted);
+            }
             let head: String = sql.chars().take(200).collect();
             anyhow!("{}: {e}; statement: {head}", cfg.target.describe())
         };
@@ -964,6 +974,19 @@ impl OltpWorkload {
             conn.batch(&sql).map_err(|e| fail(e, &sql))?;
         }
         Ok(())
+    }
+}
+
+/// `sbtest{from}` to `sbtest{to}`, for messages: each name when there are
+/// a few.
+fn table_names(from: u64, to: u64) -> String {
+    if to - from < 3 {
+        (from..=to)
+            .map(|n| format!("sbtest{n}"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    } else {
+        format!("sbtest{from} to sbtest{to}")
     }
 }
 
@@ -1038,7 +1061,9 @@ impl Workload for OltpWorkload {
             // lock the DROPs need.
             drop(conn);
             obs.chatter("Prepare stopped: dropping the tables it created...");
-            let _ = self.cleanup(&crate::core::observer::Silent);
+            if let Err(e) = self.cleanup(&crate::core::observer::Silent) {
+                obs.note(&format!("{e:#}"));
+            }
         }
         result
     }
@@ -1173,8 +1198,21 @@ impl Workload for OltpWorkload {
         for n in 1..=self.cfg.tables {
             obs.chatter(&format!("Dropping table 'sbtest{n}'..."));
             let sql = format!("DROP TABLE IF EXISTS sbtest{n}");
-            conn.batch(&sql)
-                .map_err(|e| anyhow!("{}: {e}; statement: {sql}", self.cfg.target.describe()))?;
+            if let Err(e) = conn.batch(&sql) {
+                let e = anyhow!(
+                    "{}: {e}; statement: {sql}; {} may remain: run 'virtperf {} cleanup' with the same options to drop them",
+                    self.cfg.target.describe(),
+                    table_names(n, self.cfg.tables),
+                    self.cfg.test.name()
+                );
+                // A cleanup cut short by Ctrl-C (or left by the server after
+                // it) ends as interrupted, still saying what is left.
+                return Err(if signals::interrupted() {
+                    e.context(signals::Interrupted)
+                } else {
+                    e
+                });
+            }
         }
         drop(conn);
         if let Some(path) = self.sqlite_path() {

@@ -2,23 +2,33 @@
 //! client (no TLS, rust flate2 backend), server-side prepared statements
 //! (each prepared once per connection and kept here, BEGIN and COMMIT
 //! included, as sysbench's libmysqlclient driver does), or text queries with
-//! `--db-ps-mode=disable`.
+//! `--db-ps-mode=disable`. The crate's blocking reads have no hook for
+//! Ctrl-C: a connection open at the stop is cut (its socket shut down, see
+//! `cut`), and one opened after it (the cleanup's) waits at most
+//! `AFTER_STOP_LIMIT` for each answer.
 
 use std::collections::HashMap;
-use std::time::Duration;
+use std::os::fd::AsRawFd;
+use std::time::{Duration, Instant};
 
 use anyhow::Result;
 use mysql::prelude::Queryable;
 use mysql::{OptsBuilder, Params, Statement, Value};
 
+use super::cut;
 use super::driver::{inline, Conn, DbError, ErrorClass, Param};
 use crate::core::options::CliError;
+use crate::core::signals;
 
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 /// The longest a statement may go without an answer: above InnoDB's default
 /// lock wait (50 s), so a legitimate wait ends first; a server that stalls
 /// ends the connection.
 const STATEMENT_LIMIT: Duration = Duration::from_secs(60);
+/// After a stop, what a connection opened then (the cleanup's DROPs) waits
+/// for its handshake and for each answer: a working server drops a table
+/// well within it, and one that stalls holds the client no longer.
+const AFTER_STOP_LIMIT: Duration = Duration::from_secs(1);
 /// Deadlock, lock wait timeout, "record changed since last read": the
 /// errors sysbench's `--mysql-ignore-errors` ignores by default.
 const RETRY_CODES: [u16; 3] = [1213, 1205, 1020];
@@ -28,6 +38,7 @@ const RETRY_CODES: [u16; 3] = [1213, 1205, 1020];
 const LOST_CODES: [u16; 3] = [1927, 1053, 4031];
 
 pub struct My {
+    link: Link,
     conn: mysql::Conn,
     prepared: bool,
     /// Prepared statements by their text: looked up by the caller's string,
@@ -35,6 +46,59 @@ pub struct My {
     /// own cache does (that cache is off, so nothing here is ever closed
     /// behind our back).
     statements: HashMap<String, Statement>,
+}
+
+/// What the connection's errors mean beyond the server's words.
+struct Link {
+    /// Registered to be cut at the stop (a connection opened before it).
+    cut: Option<cut::Guard>,
+    /// How long a read waits for the server.
+    limit: Duration,
+}
+
+impl Link {
+    fn error(&self, e: mysql::Error) -> DbError {
+        if self.cut.as_ref().is_some_and(cut::Guard::was_cut) {
+            return DbError {
+                class: ErrorClass::Lost,
+                code: "stopped".into(),
+                message: "stopped by a signal".into(),
+            };
+        }
+        // The crate reports a read's timeout inside its codec's error.
+        let io = match &e {
+            mysql::Error::IoError(io) => Some(io),
+            mysql::Error::CodecError(c) => {
+                std::error::Error::source(c).and_then(|s| s.downcast_ref::<std::io::Error>())
+            }
+            _ => None,
+        };
+        if io.is_some_and(|io| {
+            matches!(
+                io.kind(),
+                std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+            )
+        }) {
+            // A server that stalls is not reconnected to (as PostgreSQL's
+            // client): the run stops, naming the statement.
+            return DbError {
+                class: ErrorClass::Fatal,
+                code: "timeout".into(),
+                message: format!(
+                    "the server sent no answer within {} s",
+                    self.limit.as_secs_f64()
+                ),
+            };
+        }
+        classify(e)
+    }
+}
+
+impl Drop for My {
+    fn drop(&mut self) {
+        // Unregistered before the socket closes with `conn`.
+        self.link.cut = None;
+    }
 }
 
 impl My {
@@ -47,6 +111,13 @@ impl My {
         db: &str,
         prepared: bool,
     ) -> Result<My> {
+        // Opened after the stop, for the cleanup: short waits instead of a cut.
+        let after_stop = signals::interrupted();
+        let (handshake_limit, limit) = if after_stop {
+            (AFTER_STOP_LIMIT, AFTER_STOP_LIMIT)
+        } else {
+            (CONNECT_TIMEOUT, STATEMENT_LIMIT)
+        };
         let mut opts = OptsBuilder::new()
             .ip_or_hostname(Some(host))
             .tcp_port(port)
@@ -54,8 +125,8 @@ impl My {
             .pass(Some(password))
             .db_name(Some(db))
             .tcp_connect_timeout(Some(CONNECT_TIMEOUT))
-            .read_timeout(Some(STATEMENT_LIMIT))
-            .write_timeout(Some(STATEMENT_LIMIT))
+            .read_timeout(Some(limit))
+            .write_timeout(Some(limit))
             .stmt_cache_size(Some(0))
             // As libmysqlclient with an explicit host: stay on TCP.
             .prefer_socket(false);
@@ -70,23 +141,26 @@ impl My {
         // The handshake runs on a thread of its own so that a server that
         // accepts and says nothing is given up on within CONNECT_TIMEOUT,
         // and Ctrl-C within a tenth of a second (the abandoned thread ends
-        // at its read timeout).
+        // at its read timeout). After the stop only a second signal cuts it
+        // short.
         let (tx, rx) = std::sync::mpsc::channel();
         std::thread::Builder::new()
             .name("mysql-connect".into())
             .spawn(move || {
                 let _ = tx.send(mysql::Conn::new(opts));
             })?;
-        let until = std::time::Instant::now() + CONNECT_TIMEOUT;
+        let until = Instant::now() + handshake_limit;
         let connected = loop {
             match rx.recv_timeout(Duration::from_millis(100)) {
                 Ok(r) => break r,
                 Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {
-                    crate::core::signals::check()?;
-                    if std::time::Instant::now() >= until {
+                    if !after_stop || signals::hurried() {
+                        signals::check()?;
+                    }
+                    if Instant::now() >= until {
                         return Err(CliError::Usage(format!(
                             "cannot connect to MySQL at {place}: the server accepted the connection but did not complete the handshake within {} s; check that a MySQL or MariaDB server listens there",
-                            CONNECT_TIMEOUT.as_secs()
+                            handshake_limit.as_secs_f64()
                         ))
                         .into());
                     }
@@ -108,7 +182,9 @@ impl My {
             };
             CliError::Usage(format!("cannot connect to MySQL at {place}: {why}"))
         })?;
+        let cut = (!after_stop).then(|| cut::on_stop(conn.as_raw_fd()));
         Ok(My {
+            link: Link { cut, limit },
             conn,
             prepared,
             statements: HashMap::new(),
@@ -120,7 +196,7 @@ impl My {
         if let Some(s) = self.statements.get(sql) {
             return Ok(s.clone());
         }
-        let s = self.conn.prep(sql).map_err(classify)?;
+        let s = self.conn.prep(sql).map_err(|e| self.link.error(e))?;
         self.statements.insert(sql.to_string(), s.clone());
         Ok(s)
     }
@@ -130,7 +206,9 @@ impl My {
     fn simple(&mut self, sql: &str) -> Result<(), DbError> {
         if self.prepared {
             let stmt = self.statement(sql)?;
-            self.conn.exec_drop(&stmt, ()).map_err(classify)
+            self.conn
+                .exec_drop(&stmt, ())
+                .map_err(|e| self.link.error(e))
         } else {
             self.batch(sql)
         }
@@ -201,19 +279,22 @@ impl Conn for My {
                 Params::Positional(params.iter().map(value).collect())
             };
             let stmt = self.statement(sql)?;
-            let result = self.conn.exec_iter(&stmt, params).map_err(classify)?;
-            drain(result).map_err(classify)
+            let result = self
+                .conn
+                .exec_iter(&stmt, params)
+                .map_err(|e| self.link.error(e))?;
+            drain(result).map_err(|e| self.link.error(e))
         } else {
             let result = self
                 .conn
                 .query_iter(inline(sql, params))
-                .map_err(classify)?;
-            drain(result).map_err(classify)
+                .map_err(|e| self.link.error(e))?;
+            drain(result).map_err(|e| self.link.error(e))
         }
     }
 
     fn batch(&mut self, sql: &str) -> Result<(), DbError> {
-        self.conn.query_drop(sql).map_err(classify)
+        self.conn.query_drop(sql).map_err(|e| self.link.error(e))
     }
 
     fn begin(&mut self, _write: bool) -> Result<(), DbError> {
@@ -229,7 +310,10 @@ impl Conn for My {
             "SELECT COUNT(*) FROM information_schema.tables \
              WHERE table_schema = DATABASE() AND table_name = ?",
         )?;
-        let n: Option<i64> = self.conn.exec_first(&stmt, (name,)).map_err(classify)?;
+        let n: Option<i64> = self
+            .conn
+            .exec_first(&stmt, (name,))
+            .map_err(|e| self.link.error(e))?;
         Ok(n.unwrap_or(0) > 0)
     }
 }
@@ -262,5 +346,19 @@ mod tests {
         assert_eq!(class(1064), ErrorClass::Fatal);
         let io = std::io::Error::new(std::io::ErrorKind::ConnectionReset, "reset");
         assert_eq!(classify(mysql::Error::IoError(io)).class, ErrorClass::Lost);
+    }
+
+    #[test]
+    fn a_read_that_timed_out_stops_the_run_naming_the_wait() {
+        // What the crate returns when the socket's read timeout passes.
+        let timed_out =
+            mysql::Error::CodecError(std::io::Error::from(std::io::ErrorKind::WouldBlock).into());
+        let link = Link {
+            cut: None,
+            limit: AFTER_STOP_LIMIT,
+        };
+        let e = link.error(timed_out);
+        assert_eq!(e.class, ErrorClass::Fatal);
+        assert_eq!(e.message, "the server sent no answer within 1 s");
     }
 }
