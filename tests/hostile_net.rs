@@ -1,18 +1,19 @@
-//! The network client and server, each facing a hostile peer on loopback:
+//! The network client and server, each facing a hostile peer on loopback
+//! or, for forged UDP sources, across network namespaces the test makes:
 //! every case ends within its bound, Ctrl-C is honoured within 2 s, and a
 //! server under attack still answers a good client. (The server's unit
 //! tests, src/workload/net/server.rs, cover each of its bounds one by one.)
 
 mod common;
 
-use std::io::{Read, Write};
-use std::net::{TcpListener, TcpStream};
+use std::io::{BufRead, Read, Write};
+use std::net::{TcpListener, TcpStream, UdpSocket};
 use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use common::signal_and_wait;
+use common::{signal_and_wait, succeeds as quiet};
 
 /// A fake server: answers the hello with a welcome, then on each data
 /// connection either trickles a byte every 300 ms (what the client
@@ -133,27 +134,26 @@ fn ctrl_c_ends_a_client_held_by_a_hostile_server_within_2_s() {
 
 /// `virtperf serve` on a free port, waited for until it listens.
 fn serve() -> (std::process::Child, u16) {
-    for _ in 0..20 {
-        let port = TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port();
-        let mut child = Command::new(env!("CARGO_BIN_EXE_virtperf"))
-            .args(["serve", &format!("--port={port}")])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        if common::wait_until(Duration::from_secs(10), || {
-            TcpStream::connect(("127.0.0.1", port)).is_ok()
-        }) {
-            return (child, port);
-        }
-        let _ = child.kill();
-        let _ = child.wait();
-    }
-    panic!("serve did not start");
+    // `--port=0`: serve binds a free port and names it on stderr, so no
+    // other test's connection can take the port between a probe and the
+    // bind.
+    let mut child = Command::new(env!("CARGO_BIN_EXE_virtperf"))
+        .args(["serve", "--port=0"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stderr = std::io::BufReader::new(child.stderr.take().unwrap());
+    let mut line = String::new();
+    stderr.read_line(&mut line).unwrap();
+    // Drained to its end, so serve's last words never meet a closed pipe.
+    std::thread::spawn(move || std::io::copy(&mut stderr, &mut std::io::sink()));
+    let port = line
+        .split_whitespace()
+        .find_map(|w| w.strip_prefix("127.0.0.1:"))
+        .and_then(|p| p.parse().ok())
+        .unwrap_or_else(|| panic!("serve did not say where it listens: {line:?}"));
+    (child, port)
 }
 
 fn threads_of(pid: u32) -> usize {
@@ -227,11 +227,17 @@ fn rss_kib(pid: u32) -> u64 {
 /// Opens a TCP_MAERTS session of `streams` streams sending `send_size`
 /// bytes at a time; returns the control connection and the cookie.
 fn maerts_session(port: u16, streams: u32, send_size: u64) -> (TcpStream, u64) {
-    let mut s = TcpStream::connect(("127.0.0.1", port)).unwrap();
-    s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    let s = TcpStream::connect(("127.0.0.1", port)).unwrap();
     let hello = format!(
         r#"{{"type":"hello","version":1,"test":"tcp_maerts","duration_s":10.0,"streams":{streams},"bidir":false,"request_size":1,"response_size":1,"send_size":{send_size},"sndbuf":0,"rcvbuf":0,"nodelay":false}}"#
     );
+    welcomed(s, &hello)
+}
+
+/// Sends `hello` on a new control connection and reads the welcome: the
+/// connection and the session's cookie.
+fn welcomed(mut s: TcpStream, hello: &str) -> (TcpStream, u64) {
+    s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
     s.write_all(b"VPNC").unwrap();
     s.write_all(&(hello.len() as u32).to_be_bytes()).unwrap();
     s.write_all(hello.as_bytes()).unwrap();
@@ -278,4 +284,319 @@ fn connections_that_never_read_cost_the_server_one_send_buffer_per_session() {
         &[libc::SIGINT],
         Duration::from_secs(2)
     ));
+}
+
+/// Runs `f` on a thread inside network namespace `ns`: the sockets it
+/// makes live in that namespace whichever thread uses them afterwards.
+fn in_netns<T: Send + 'static>(ns: &str, f: impl FnOnce() -> T + Send + 'static) -> T {
+    use std::os::fd::AsRawFd;
+    let path = format!("/run/netns/{ns}");
+    std::thread::spawn(move || {
+        let file = std::fs::File::open(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
+        // SAFETY: moves only this thread into the namespace the file names.
+        let rc = unsafe { libc::setns(file.as_raw_fd(), libc::CLONE_NEWNET) };
+        assert_eq!(rc, 0, "setns {path}: {}", std::io::Error::last_os_error());
+        f()
+    })
+    .join()
+    .expect("the thread in the namespace panicked")
+}
+
+/// Four network namespaces made by the test: the server's `s`, joined by
+/// its own veth pair (and /24) to each of the client `c`, the victim `v`
+/// and the attacker `a`. The server's namespace does not filter by reverse
+/// path, so a datagram forged with any source reaches the server as it
+/// would across a network that does not filter either. Dropping it stops
+/// the server and removes the namespaces (and with them the veth pairs).
+struct SpoofLab {
+    s: String,
+    c: String,
+    v: String,
+    a: String,
+    server: Option<std::process::Child>,
+}
+
+/// The server's address (on the client's link), the client's, the
+/// victim's and the attacker's.
+const LAB_SERVER: &str = "10.249.1.1";
+const LAB_CLIENT: &str = "10.249.1.2";
+const LAB_VICTIM: &str = "10.249.2.2";
+const LAB_ATTACKER: &str = "10.249.3.2";
+const LAB_PORT: u16 = 12866;
+
+impl SpoofLab {
+    fn new() -> Option<SpoofLab> {
+        // SAFETY: geteuid has no preconditions.
+        if unsafe { libc::geteuid() } != 0 || !quiet(&["ip", "-V"]) {
+            common::skip("needs root and iproute2 (ip) for network namespaces");
+            return None;
+        }
+        let id = std::process::id() % 100_000;
+        let lab = SpoofLab {
+            s: format!("vphS{id}"),
+            c: format!("vphC{id}"),
+            v: format!("vphV{id}"),
+            a: format!("vphA{id}"),
+            server: None,
+        };
+        let mut ok = [&lab.s, &lab.c, &lab.v, &lab.a]
+            .iter()
+            .all(|ns| quiet(&["ip", "netns", "add", ns.as_str()]));
+        for (k, peer) in [(1, &lab.c), (2, &lab.v), (3, &lab.a)] {
+            let (here, there) = (format!("vphs{k}"), format!("vphp{k}"));
+            let (gw, addr) = (format!("10.249.{k}.1"), format!("10.249.{k}.2"));
+            ok =
+                ok && quiet(&[
+                    "ip", "link", "add", &here, "netns", &lab.s, "type", "veth", "peer", "name",
+                    &there, "netns", peer,
+                ]) && quiet(&[
+                    "ip",
+                    "-n",
+                    &lab.s,
+                    "addr",
+                    "add",
+                    &format!("{gw}/24"),
+                    "dev",
+                    &here,
+                ]) && quiet(&["ip", "-n", &lab.s, "link", "set", &here, "up"])
+                    && quiet(&[
+                        "ip",
+                        "-n",
+                        peer,
+                        "addr",
+                        "add",
+                        &format!("{addr}/24"),
+                        "dev",
+                        &there,
+                    ])
+                    && quiet(&["ip", "-n", peer, "link", "set", &there, "up"])
+                    && quiet(&["ip", "-n", peer, "route", "add", "default", "via", &gw])
+                    && quiet(&[
+                        "ip",
+                        "netns",
+                        "exec",
+                        &lab.s,
+                        "sysctl",
+                        "-qw",
+                        &format!("net.ipv4.conf.{here}.rp_filter=0"),
+                    ]);
+        }
+        ok = ok
+            && ["all", "default"].iter().all(|dev| {
+                quiet(&[
+                    "ip",
+                    "netns",
+                    "exec",
+                    &lab.s,
+                    "sysctl",
+                    "-qw",
+                    &format!("net.ipv4.conf.{dev}.rp_filter=0"),
+                ])
+            });
+        assert!(
+            ok,
+            "setting up namespaces {}, {}, {}, {} failed",
+            lab.s, lab.c, lab.v, lab.a
+        );
+        Some(lab)
+    }
+
+    /// `virtperf serve` in the server's namespace, waited for until it
+    /// says it listens.
+    fn serve(&mut self) {
+        use std::io::BufRead;
+        let mut child = Command::new("ip")
+            .args(["netns", "exec", &self.s, env!("CARGO_BIN_EXE_virtperf")])
+            .args(["serve", "--bind", LAB_SERVER, &format!("--port={LAB_PORT}")])
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let stderr = child.stderr.take().unwrap();
+        self.server = Some(child);
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let mut lines = std::io::BufReader::new(stderr).lines();
+            let _ = tx.send(lines.next());
+            // Drained, so the server never blocks on a full pipe.
+            for _ in lines {}
+        });
+        let line = rx.recv_timeout(Duration::from_secs(10));
+        assert!(
+            matches!(&line, Ok(Some(Ok(l))) if l.contains("listening")),
+            "serve did not start: {line:?}"
+        );
+    }
+}
+
+impl Drop for SpoofLab {
+    fn drop(&mut self) {
+        if let Some(mut s) = self.server.take() {
+            let _ = s.kill();
+            let _ = s.wait();
+        }
+        for ns in [&self.s, &self.c, &self.v, &self.a] {
+            quiet(&["ip", "netns", "del", ns]);
+        }
+    }
+}
+
+/// An IPv4/UDP datagram from `src` to `dst` as the attacker's raw socket
+/// sends it: whatever source it likes (the kernel fills the IP checksum;
+/// a UDP checksum of 0 means none).
+fn forged(src: std::net::SocketAddrV4, dst: std::net::SocketAddrV4, payload: &[u8]) -> Vec<u8> {
+    let total = (20 + 8 + payload.len()) as u16;
+    let mut p = vec![0x45, 0];
+    p.extend_from_slice(&total.to_be_bytes());
+    p.extend_from_slice(&[0, 0, 0x40, 0, 64, libc::IPPROTO_UDP as u8, 0, 0]);
+    p.extend_from_slice(&src.ip().octets());
+    p.extend_from_slice(&dst.ip().octets());
+    p.extend_from_slice(&src.port().to_be_bytes());
+    p.extend_from_slice(&dst.port().to_be_bytes());
+    p.extend_from_slice(&(8 + payload.len() as u16).to_be_bytes());
+    p.extend_from_slice(&[0, 0]);
+    p.extend_from_slice(payload);
+    p
+}
+
+/// A raw IPv4 socket that writes its own headers (IPPROTO_RAW implies
+/// IP_HDRINCL), made in the calling thread's namespace.
+fn raw_socket() -> std::os::fd::OwnedFd {
+    use std::os::fd::FromRawFd;
+    // SAFETY: plain socket(2); the descriptor is owned from here on.
+    let fd = unsafe { libc::socket(libc::AF_INET, libc::SOCK_RAW, libc::IPPROTO_RAW) };
+    assert!(fd >= 0, "raw socket: {}", std::io::Error::last_os_error());
+    // SAFETY: fd was just opened and is not owned elsewhere.
+    unsafe { std::os::fd::OwnedFd::from_raw_fd(fd) }
+}
+
+fn send_raw(raw: &std::os::fd::OwnedFd, packet: &[u8], dst: std::net::Ipv4Addr) {
+    use std::os::fd::AsRawFd;
+    let to = libc::sockaddr_in {
+        sin_family: libc::AF_INET as libc::sa_family_t,
+        sin_port: 0,
+        sin_addr: libc::in_addr {
+            s_addr: u32::from_ne_bytes(dst.octets()),
+        },
+        sin_zero: [0; 8],
+    };
+    // SAFETY: the buffer and the address outlive the call; their lengths
+    // are given.
+    let n = unsafe {
+        libc::sendto(
+            raw.as_raw_fd(),
+            packet.as_ptr() as *const libc::c_void,
+            packet.len(),
+            0,
+            &to as *const libc::sockaddr_in as *const libc::sockaddr,
+            std::mem::size_of::<libc::sockaddr_in>() as libc::socklen_t,
+        )
+    };
+    assert_eq!(
+        n,
+        packet.len() as isize,
+        "sendto: {}",
+        std::io::Error::last_os_error()
+    );
+}
+
+/// Bytes that reach `sock` until nothing has come for `quiet_for`, and at
+/// most for 3 s.
+fn bytes_arriving(sock: &UdpSocket, quiet_for: Duration) -> usize {
+    sock.set_read_timeout(Some(quiet_for)).unwrap();
+    let until = Instant::now() + Duration::from_secs(3);
+    let mut total = 0;
+    let mut buf = [0u8; 65536];
+    while Instant::now() < until {
+        match sock.recv_from(&mut buf) {
+            Ok((n, _)) => total += n,
+            Err(_) => break,
+        }
+    }
+    total
+}
+
+#[test]
+fn spoofed_udp_from_another_namespace_reaches_no_one_but_the_control_peer_and_serve_still_serves() {
+    // Issue 24, item 8, across a network: an attacker who saw a session's
+    // cookie (it travels in clear) forges datagrams carrying it, with a
+    // third party's source address, to make serve send that party its
+    // answers, or sends them from its own address. Neither gets a byte;
+    // forged with the control peer's own address they reach only that
+    // peer (which proves the forged datagrams do reach the server), at most
+    // 4x what came in.
+    use std::net::{Ipv4Addr, SocketAddrV4};
+    let Some(mut lab) = SpoofLab::new() else {
+        return;
+    };
+    lab.serve();
+    let server = SocketAddrV4::new(LAB_SERVER.parse().unwrap(), LAB_PORT);
+    // The legitimate session: UDP_RR, 100-byte requests, 1000-byte answers.
+    let (control, cookie) = in_netns(&lab.c, move || {
+        let s = TcpStream::connect_timeout(&server.into(), Duration::from_secs(5)).unwrap();
+        let hello = r#"{"type":"hello","version":1,"test":"udp_rr","duration_s":20.0,"streams":1,"bidir":false,"request_size":100,"response_size":1000,"send_size":100,"sndbuf":0,"rcvbuf":0,"nodelay":false}"#;
+        welcomed(s, hello)
+    });
+    let mut hello = b"VPNU".to_vec();
+    hello.extend_from_slice(&cookie.to_le_bytes());
+    let request = [0x42u8; 100];
+
+    let victim = in_netns(&lab.v, || UdpSocket::bind((LAB_VICTIM, 0)).unwrap());
+    let own_addr = in_netns(&lab.a, || UdpSocket::bind((LAB_ATTACKER, 0)).unwrap());
+    let peer = in_netns(&lab.c, || UdpSocket::bind((LAB_CLIENT, 0)).unwrap());
+    let raw = in_netns(&lab.a, raw_socket);
+    let port_of = |s: &UdpSocket| s.local_addr().unwrap().port();
+    let as_victim = SocketAddrV4::new(LAB_VICTIM.parse::<Ipv4Addr>().unwrap(), port_of(&victim));
+    let as_peer = SocketAddrV4::new(LAB_CLIENT.parse::<Ipv4Addr>().unwrap(), port_of(&peer));
+
+    // Each source registers with the cookie, then sends 20 whole requests.
+    for _ in 0..3 {
+        send_raw(&raw, &forged(as_victim, server, &hello), *server.ip());
+        own_addr.send_to(&hello, server).unwrap();
+        send_raw(&raw, &forged(as_peer, server, &hello), *server.ip());
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    for _ in 0..20 {
+        send_raw(&raw, &forged(as_victim, server, &request), *server.ip());
+        own_addr.send_to(&request, server).unwrap();
+        send_raw(&raw, &forged(as_peer, server, &request), *server.ip());
+    }
+    let sent = 3 * hello.len() + 20 * request.len();
+    let to_victim = bytes_arriving(&victim, Duration::from_millis(1000));
+    let to_attacker = bytes_arriving(&own_addr, Duration::from_millis(200));
+    let to_peer = bytes_arriving(&peer, Duration::from_millis(200));
+    eprintln!(
+        "forged {sent} B each way: the victim got {to_victim} B, the attacker {to_attacker} B, the control peer {to_peer} B"
+    );
+    assert_eq!(to_victim, 0, "the victim was sent {to_victim} bytes");
+    assert_eq!(
+        to_attacker, 0,
+        "the attacker was answered {to_attacker} bytes"
+    );
+    assert!(
+        to_peer > 0,
+        "the forged datagrams never reached the server (the test proves nothing)"
+    );
+    assert!(
+        to_peer <= 4 * sent,
+        "the control peer got {to_peer} bytes for {sent} forged ones"
+    );
+    drop(control);
+
+    // A good client still gets a full test.
+    let out = Command::new("ip")
+        .args(["netns", "exec", &lab.c, env!("CARGO_BIN_EXE_virtperf")])
+        .args([
+            "net",
+            &format!("--net-host={LAB_SERVER}:{LAB_PORT}"),
+            "--net-test=udp_rr",
+            "--time=1",
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
 }

@@ -15,19 +15,10 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 
 mod common;
-use common::{json_of, kernel_lacks, metric, skip, virtperf};
+use common::{json_of, kernel_lacks, metric, skip, succeeds as run, virtperf};
 
 fn bin() -> std::path::PathBuf {
     assert_cmd::cargo::cargo_bin("virtperf")
-}
-
-fn run(args: &[&str]) -> bool {
-    Std::new(args[0])
-        .args(&args[1..])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success())
 }
 
 /// A loopback port nothing listens on (TCP and UDP) right now.

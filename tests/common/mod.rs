@@ -25,6 +25,17 @@ pub fn json_of(out: &std::process::Output, what: &str) -> Value {
     serde_json::from_slice(&out.stdout).unwrap()
 }
 
+/// Runs a command quietly; whether it succeeded (set-up steps such as
+/// `ip netns add`).
+pub fn succeeds(args: &[&str]) -> bool {
+    std::process::Command::new(args[0])
+        .args(&args[1..])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
 /// The virtperf binary under test.
 pub fn virtperf() -> Command {
     Command::cargo_bin("virtperf").expect("binary built")

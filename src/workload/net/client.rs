@@ -60,39 +60,55 @@ impl Bound {
 
     /// One read: what arrived (0 at the server's close).
     fn read(&self, s: &mut TcpStream, buf: &mut [u8], doing: &str) -> Result<usize> {
+        self.check(doing)?;
+        self.read_unchecked(s, buf, doing)
+    }
+
+    /// One read, checking only when a read times out: for loops that
+    /// check on their own between calls.
+    fn read_unchecked(&self, s: &mut TcpStream, buf: &mut [u8], doing: &str) -> Result<usize> {
         loop {
-            self.check(doing)?;
             match s.read(buf) {
                 Ok(n) => return Ok(n),
-                Err(e) if sock_timeout(&e) || e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) if sock_timeout(&e) || e.kind() == io::ErrorKind::Interrupted => {
+                    self.check(doing)?
+                }
                 Err(e) => return Err(e).context(doing.to_string()),
             }
         }
     }
 
+    /// Fills `buf`; the clock is read only when one read does not (the
+    /// request/response loops' common case stays as it was).
     fn read_exact(&self, s: &mut TcpStream, buf: &mut [u8], doing: &str) -> Result<()> {
         let mut got = 0;
-        while got < buf.len() {
-            match self.read(s, &mut buf[got..], doing)? {
+        loop {
+            match self.read_unchecked(s, &mut buf[got..], doing)? {
                 0 => bail!("{doing}: the server at {} closed the connection", self.addr),
                 n => got += n,
             }
+            if got == buf.len() {
+                return Ok(());
+            }
+            self.check(doing)?;
         }
-        Ok(())
     }
 
+    /// Writes all of `buf`; the clock is read only when one write does not.
     fn write_all(&self, s: &mut TcpStream, buf: &[u8], doing: &str) -> Result<()> {
         let mut sent = 0;
-        while sent < buf.len() {
-            self.check(doing)?;
+        loop {
             match s.write(&buf[sent..]) {
                 Ok(0) => bail!("{doing}: the server at {} stopped reading", self.addr),
                 Ok(n) => sent += n,
                 Err(e) if sock_timeout(&e) || e.kind() == io::ErrorKind::Interrupted => {}
                 Err(e) => return Err(e).context(doing.to_string()),
             }
+            if sent == buf.len() {
+                return Ok(());
+            }
+            self.check(doing)?;
         }
-        Ok(())
     }
 }
 
@@ -422,6 +438,7 @@ fn tcp_send(p: &Params, mut s: TcpStream, barrier: &Barrier) -> Result<StreamRes
     let deadline = start + p.duration;
     let bound = Bound::new(p, p.duration + GRACE);
     loop {
+        signals::check()?;
         bound.write_all(&mut s, &buf, "sending (TCP_STREAM)")?;
         r.bytes_sent += buf.len() as u64;
         r.writes += 1;
@@ -476,6 +493,7 @@ fn tcp_rr(p: &Params, mut s: TcpStream, barrier: &Barrier) -> Result<StreamResul
     let bound = Bound::new(p, p.duration + GRACE);
     let mut t = start;
     while t < deadline {
+        signals::check()?;
         bound.write_all(&mut s, &req, "sending a request (TCP_RR)")?;
         bound.read_exact(&mut s, &mut resp, "reading a response (TCP_RR)")?;
         let done = Instant::now();
@@ -505,12 +523,11 @@ fn tcp_crr(p: &Params, cookie: u64, barrier: &Barrier) -> Result<StreamResult> {
     let bound = Bound::new(p, p.duration + GRACE);
     let mut t = start;
     while t < deadline {
-        bound.check("connecting (TCP_CRR)")?;
+        signals::check()?;
         let mut s = sock::connect_fast(&p.addr, p.bufs, TICK, p.connect_timeout, || {
             signals::interrupted() || Instant::now() >= bound.until
         })
         .with_context(|| format!("connecting to {} (TCP_CRR)", p.addr))?;
-        bound.check("connecting (TCP_CRR)")?;
         s.set_read_timeout(Some(TICK))?;
         s.set_nodelay(p.nodelay)?;
         bound.write_all(&mut s, &req, "sending a request (TCP_CRR)")?;

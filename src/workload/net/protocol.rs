@@ -131,6 +131,28 @@ pub struct Hello {
     pub proof: Option<Proof>,
 }
 
+#[cfg(test)]
+impl Hello {
+    /// A plain request for tests: 1 s, one stream, 1-byte requests and
+    /// responses, 16 KiB sends, system buffers, no proof.
+    pub(crate) fn for_test(test: Test) -> Hello {
+        Hello {
+            version: VERSION,
+            test,
+            duration_s: 1.0,
+            streams: 1,
+            bidir: false,
+            request_size: 1,
+            response_size: 1,
+            send_size: 16384,
+            sndbuf: 0,
+            rcvbuf: 0,
+            nodelay: false,
+            proof: None,
+        }
+    }
+}
+
 /// A client's proof that it holds the server's secret.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Proof {
@@ -343,18 +365,9 @@ mod tests {
     #[test]
     fn control_messages_round_trip() {
         let msg = Control::Hello(Hello {
-            version: VERSION,
-            test: Test::TcpRr,
             duration_s: 10.0,
             streams: 2,
-            bidir: false,
-            request_size: 1,
-            response_size: 1,
-            send_size: 16384,
-            sndbuf: 0,
-            rcvbuf: 0,
-            nodelay: false,
-            proof: None,
+            ..Hello::for_test(Test::TcpRr)
         });
         let mut buf = Vec::new();
         write_control(&mut buf, &msg).unwrap();
@@ -404,18 +417,8 @@ mod tests {
     #[test]
     fn a_proof_holds_only_for_its_secret_and_its_request() {
         let mut h = Hello {
-            version: VERSION,
-            test: Test::TcpStream,
             duration_s: 10.0,
-            streams: 1,
-            bidir: false,
-            request_size: 1,
-            response_size: 1,
-            send_size: 16384,
-            sndbuf: 0,
-            rcvbuf: 0,
-            nodelay: false,
-            proof: None,
+            ..Hello::for_test(Test::TcpStream)
         };
         assert!(verify(b"k", &h).unwrap_err().contains("needs the secret"));
         prove(b"k", &mut h).unwrap();

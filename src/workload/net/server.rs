@@ -61,9 +61,9 @@ pub const SERVE_OPTIONS: &[OptionSpec] = &[
     ),
     OptionSpec::new(
         "port",
-        OptKind::Int { min: 1, max: 65535 },
+        OptKind::Int { min: 0, max: 65535 },
         "12866",
-        "the one TCP and UDP port for control and data",
+        "the one TCP and UDP port for control and data (0: a free one, named in the first line on stderr)",
     ),
     OptionSpec::new(
         "secret-file",
@@ -628,16 +628,12 @@ pub fn validate(h: &Hello) -> Result<(), String> {
 }
 
 fn new_cookie() -> u64 {
-    let mut c = [0u8; 8];
-    // SAFETY: c is a valid 8-byte buffer.
-    let n = unsafe { libc::getrandom(c.as_mut_ptr() as *mut libc::c_void, 8, 0) };
-    if n == 8 {
-        u64::from_le_bytes(c)
-    } else {
-        std::time::SystemTime::now()
+    match protocol::random_bytes::<8>() {
+        Ok(c) => u64::from_le_bytes(c),
+        Err(_) => std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map(|d| d.as_nanos() as u64)
-            .unwrap_or(1)
+            .unwrap_or(1),
     }
 }
 
@@ -941,20 +937,7 @@ mod tests {
     use super::*;
 
     fn hello(test: Test) -> Hello {
-        Hello {
-            version: VERSION,
-            test,
-            duration_s: 1.0,
-            streams: 1,
-            bidir: false,
-            request_size: 1,
-            response_size: 1,
-            send_size: 16384,
-            sndbuf: 0,
-            rcvbuf: 0,
-            nodelay: false,
-            proof: None,
-        }
+        Hello::for_test(test)
     }
 
     fn control_conn(server: &Server) -> TcpStream {

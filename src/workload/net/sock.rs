@@ -133,37 +133,53 @@ fn tcp_socket(addr: &SocketAddr, b: Buffers) -> io::Result<TcpStream> {
     Ok(stream)
 }
 
+/// Starts connecting `fd` to `addr`: true when the connection is already
+/// made, false when it is in progress (a non-blocking socket, or a blocking
+/// one whose send timeout ran out).
+fn start_connect(fd: RawFd, addr: &SocketAddr) -> io::Result<bool> {
+    let (ss, len) = sockaddr(addr);
+    // SAFETY: ss/len describe a valid address.
+    if unsafe { libc::connect(fd, &ss as *const _ as *const libc::sockaddr, len) } == 0 {
+        return Ok(true);
+    }
+    let err = io::Error::last_os_error();
+    match err.raw_os_error() {
+        Some(libc::EINPROGRESS) => Ok(false),
+        _ => Err(err),
+    }
+}
+
+/// Waits at most `wait` for a connect in progress on `fd`: true once it is
+/// made, false if it is still in progress, its error if it failed.
+fn connected_within(fd: RawFd, wait: Duration) -> io::Result<bool> {
+    let n = poll_one(fd, libc::POLLOUT, wait.max(Duration::from_millis(1)));
+    if n < 0 {
+        let e = io::Error::last_os_error();
+        return match e.kind() {
+            io::ErrorKind::Interrupted => Ok(false),
+            _ => Err(e),
+        };
+    }
+    if n == 0 {
+        return Ok(false);
+    }
+    match getsockopt_int(fd, libc::SOL_SOCKET, libc::SO_ERROR)? as i32 {
+        0 => Ok(true),
+        so_error => Err(io::Error::from_raw_os_error(so_error)),
+    }
+}
+
+fn timed_out() -> io::Error {
+    io::Error::new(io::ErrorKind::TimedOut, "connection timed out")
+}
+
 /// Connects with buffers set first and a deadline on the handshake.
 pub fn connect(addr: &SocketAddr, b: Buffers, timeout: Duration) -> io::Result<TcpStream> {
     let stream = tcp_socket(addr, b)?;
     let fd = stream.as_raw_fd();
     stream.set_nonblocking(true)?;
-    let (ss, len) = sockaddr(addr);
-    // SAFETY: ss/len describe a valid address.
-    let rc = unsafe { libc::connect(fd, &ss as *const _ as *const libc::sockaddr, len) };
-    if rc < 0 {
-        let err = io::Error::last_os_error();
-        if err.raw_os_error() != Some(libc::EINPROGRESS) {
-            return Err(err);
-        }
-        let mut pfd = libc::pollfd {
-            fd,
-            events: libc::POLLOUT,
-            revents: 0,
-        };
-        let ms = timeout.as_millis().clamp(1, i32::MAX as u128) as i32;
-        // SAFETY: one valid pollfd.
-        let n = check(unsafe { libc::poll(&mut pfd, 1, ms) })?;
-        if n == 0 {
-            return Err(io::Error::new(
-                io::ErrorKind::TimedOut,
-                "connection timed out",
-            ));
-        }
-        let so_error = getsockopt_int(fd, libc::SOL_SOCKET, libc::SO_ERROR)? as i32;
-        if so_error != 0 {
-            return Err(io::Error::from_raw_os_error(so_error));
-        }
+    if !start_connect(fd, addr)? && !connected_within(fd, timeout)? {
+        return Err(timed_out());
     }
     stream.set_nonblocking(false)?;
     Ok(stream)
@@ -184,47 +200,16 @@ pub fn connect_fast(
     let stream = tcp_socket(addr, b)?;
     stream.set_write_timeout(Some(tick))?;
     let fd = stream.as_raw_fd();
-    let (ss, len) = sockaddr(addr);
-    // SAFETY: ss/len describe a valid address.
-    let rc = unsafe { libc::connect(fd, &ss as *const _ as *const libc::sockaddr, len) };
-    if rc == 0 {
+    if start_connect(fd, addr)? {
         return Ok(stream);
     }
-    let err = io::Error::last_os_error();
-    if err.raw_os_error() != Some(libc::EINPROGRESS) {
-        return Err(err);
-    }
     let started = std::time::Instant::now();
-    loop {
+    while !connected_within(fd, tick)? {
         if give_up() || started.elapsed() >= timeout {
-            return Err(io::Error::new(
-                io::ErrorKind::TimedOut,
-                "connection timed out",
-            ));
-        }
-        let mut pfd = libc::pollfd {
-            fd,
-            events: libc::POLLOUT,
-            revents: 0,
-        };
-        let ms = tick.as_millis().clamp(1, i32::MAX as u128) as i32;
-        // SAFETY: one valid pollfd.
-        let n = unsafe { libc::poll(&mut pfd, 1, ms) };
-        if n < 0 {
-            let e = io::Error::last_os_error();
-            if e.kind() == io::ErrorKind::Interrupted {
-                continue;
-            }
-            return Err(e);
-        }
-        if n > 0 {
-            let so_error = getsockopt_int(fd, libc::SOL_SOCKET, libc::SO_ERROR)? as i32;
-            if so_error != 0 {
-                return Err(io::Error::from_raw_os_error(so_error));
-            }
-            return Ok(stream);
+            return Err(timed_out());
         }
     }
+    Ok(stream)
 }
 
 /// SO_SNDBUF of a fresh socket of this kind after applying `b`: netperf's
@@ -315,15 +300,20 @@ pub fn retransmits(fd: RawFd) -> u64 {
 
 /// Waits until `fd` is readable or `timeout` passes; true when readable.
 pub fn wait_readable(fd: RawFd, timeout: Duration) -> bool {
+    poll_one(fd, libc::POLLIN, timeout) > 0
+}
+
+/// poll(2) on one descriptor for `events`, at most `timeout` (in whole
+/// milliseconds): its return value.
+fn poll_one(fd: RawFd, events: libc::c_short, timeout: Duration) -> libc::c_int {
     let mut pfd = libc::pollfd {
         fd,
-        events: libc::POLLIN,
+        events,
         revents: 0,
     };
-    let ms = timeout.as_millis().clamp(0, i32::MAX as u128) as i32;
+    let ms = timeout.as_millis().min(i32::MAX as u128) as i32;
     // SAFETY: one valid pollfd.
-    let n = unsafe { libc::poll(&mut pfd, 1, ms) };
-    n > 0
+    unsafe { libc::poll(&mut pfd, 1, ms) }
 }
 
 /// Whole-system CPU counters now.
