@@ -123,7 +123,10 @@ pub const DEF: WorkloadDef = WorkloadDef {
         MetricDef::new("*_latency_max_ms", "ms", false, false, None),
         MetricDef::new("*_latency_p50_ms", "ms", false, false, None),
         MetricDef::new("*_latency_p99_ms", "ms", false, false, None),
-        MetricDef::new("*_per_sec", "files/s", true, true, None),
+        // bonnie++'s file create/stat/delete rates: its second table, not
+        // seed 001's disk category (the block tests), and with few files
+        // a phase of milliseconds: shown in the detail, not the headline.
+        MetricDef::new("*_per_sec", "files/s", true, false, None),
     ],
     build,
 };
