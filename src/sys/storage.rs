@@ -106,7 +106,7 @@ mod tests {
     const PODMAN: &str = "79 51 0:40 / / rw,relatime - overlay overlay rw,lowerdir=/var/lib/containers/storage/overlay/l/4V6H,upperdir=/var/lib/containers/storage/overlay/3ddc/diff,workdir=/var/lib/containers/storage/overlay/3ddc/work,uuid=on,fsync=volatile
 80 79 254:0 /usr/lib /lib ro,relatime - ext4 /dev/vda rw,discard
 81 79 0:45 / /dev/shm rw,nosuid,nodev,noexec,relatime - tmpfs shm rw,size=64000k
-82 79 254:0 /var/lib/containers/storage/volumes/x/_data /work rw,relatime - ext4 /dev/vda rw,discard
+82 79 254:0 /var/lib/containers/storage/volumes/x/_data /data rw,relatime - ext4 /dev/vda rw,discard
 ";
 
     #[test]
@@ -114,7 +114,7 @@ mod tests {
         let root = from_mountinfo(PODMAN, Path::new("/tmp/virtperf-work")).unwrap();
         assert_eq!(root.fs, "overlay");
         assert!(root.fsync_ignored.unwrap().contains("volatile"));
-        let volume = from_mountinfo(PODMAN, Path::new("/work/db")).unwrap();
+        let volume = from_mountinfo(PODMAN, Path::new("/data/db")).unwrap();
         assert_eq!(
             (volume.fs.as_str(), volume.source.as_str()),
             ("ext4", "/dev/vda")
