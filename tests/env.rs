@@ -773,8 +773,19 @@ fn a_hung_container_engine_is_given_up_within_its_timeout() {
     // a hung daemon hung virtperf. A `docker` that never answers stands in.
     let dir = tempfile::tempdir().unwrap();
     let fake = dir.path().join("docker");
-    std::fs::write(&fake, "#!/bin/sh\nexec sleep 613\n").unwrap();
-    std::fs::set_permissions(&fake, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    // Written by a child process: a file this process held open for
+    // writing would be inherited by another test thread's fork, and
+    // running it would then fail with ETXTBSY ("Text file busy").
+    let made = std::process::Command::new("sh")
+        .args([
+            "-c",
+            "printf '#!/bin/sh\\nexec sleep 613\\n' > \"$1\" && chmod 755 \"$1\"",
+            "sh",
+        ])
+        .arg(&fake)
+        .status()
+        .unwrap();
+    assert!(made.success());
     let path = format!(
         "{}:{}",
         dir.path().display(),
