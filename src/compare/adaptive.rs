@@ -4,8 +4,12 @@
 //! undecided ones are ranked by expected progress per second — 1 / (the
 //! pairs its slowest undecided metric is projected to need × what a pair
 //! costs, the environment's run plus the baseline's, as measured) — and
-//! taken while the round and the pair's whole projected need fit in the
-//! budget left. A pair that cannot be projected (its mean sits where no
+//! taken while the round fits in the budget left and, once a pair has
+//! [`PLAN_AFTER`] pairs, the projected needs of the pairs taken so far, this
+//! one's included, fit in it too (within [`SLACK`] times, as projections are
+//! rough): a pair whose
+//! need does not fit beside those closer to a decision waits for the next
+//! round's plan, and when every open pair waits the comparison stops. A pair that cannot be projected (its mean sits where no
 //! amount of data decides at this noise) keeps running until
 //! [`PLAN_AFTER`] pairs, then is parked. The baseline runs every entry some
 //! environment runs in that round, so every run has its pair, and the
@@ -22,6 +26,11 @@ use crate::stats::{Outcome, VerdictSettings};
 
 /// Pairs after which a pair that cannot be projected is given up.
 pub const PLAN_AFTER: usize = 6;
+
+/// Projections are rough (a noisy mean, an outlier): work is given up for
+/// the budget only when it is projected to need this many times what is
+/// left.
+const SLACK: f64 = 2.0;
 
 /// Where one (entry, environment) pair stands.
 #[derive(Debug, Clone, PartialEq)]
@@ -152,6 +161,9 @@ pub fn next_round(
     ranked.sort_by(|a, b| rate(b.1 .0, b.2).total_cmp(&rate(a.1 .0, a.2)));
     let mut undecided = Vec::new();
     let mut round_s = 0.0;
+    // Seconds of runs the pairs taken so far are projected to need.
+    let mut committed_s = 0.0;
+    let mut waited = false;
     let mut eta_s = 0.0;
     let mut base_has = vec![false; entries];
     for (p, (need, need_all), c) in ranked {
@@ -169,11 +181,7 @@ pub fn next_round(
             } else {
                 cost(0, p.entry)
             };
-        // Projections are rough (a noisy mean, an outlier): a pair is given
-        // up for the budget only when it would need twice what is left.
-        // Before PLAN_AFTER pairs a projection is too rough to give up on.
-        let hopeless = p.have >= PLAN_AFTER && need as f64 * c > 2.0 * left_s.max(0.0);
-        if round_s + this > left_s || hopeless {
+        if round_s + this > left_s {
             undecided.push((
                 p.entry,
                 p.env,
@@ -185,6 +193,27 @@ pub fn next_round(
             ));
             continue;
         }
+        // The budget left goes to the pairs closest to a decision per
+        // second first: a pair whose projected need does not fit beside
+        // theirs waits (it is planned again next round, when some of them
+        // are decided), and when every open pair waits the comparison stops
+        // instead of spending the rest on verdicts it cannot reach. Before
+        // PLAN_AFTER pairs a projection is too rough to make a pair wait.
+        if p.have >= PLAN_AFTER && committed_s + need as f64 * c > SLACK * left_s.max(0.0) {
+            waited = true;
+            undecided.push((
+                p.entry,
+                p.env,
+                format!(
+                    "{}; ~{:.0} s of runs, more than the budget's {:.0} s left can give it beside pairs closer to a decision",
+                    p.why(),
+                    need as f64 * c,
+                    left_s.max(0.0)
+                ),
+            ));
+            continue;
+        }
+        committed_s += need as f64 * c;
         round_s += this;
         eta_s += need_all.max(need) as f64 * c;
         base_has[p.entry] = true;
@@ -199,6 +228,12 @@ pub fn next_round(
         } else if open.iter().all(|p| active[p.env] && p.need().0.is_none()) {
             format!(
                 "stopped after {round} rounds: {} pairs cannot be decided at their noise",
+                undecided.len()
+            )
+        } else if waited && left_s > 0.0 {
+            format!(
+                "stopped after {round} rounds with {:.0} s of --budget left: what the {} undecided pairs of entry and environment are projected to need does not fit in it",
+                left_s,
                 undecided.len()
             )
         } else {
@@ -509,6 +544,43 @@ mod tests {
                 assert_eq!(undecided.len(), 1);
                 assert!(undecided[0].2.contains("noise 5.0%"), "{undecided:?}");
             }
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_pair_whose_need_does_not_fit_beside_closer_ones_waits_and_alone_stops_the_run() {
+        let pair = |entry: usize, need: usize| PairState {
+            entry,
+            env: 1,
+            have: PLAN_AFTER,
+            open: vec![(format!("m{entry}"), 0.05, Some(need))],
+        };
+        // Each pair of runs costs 2 s; 100 s left (200 with the slack).
+        let cost = |_: usize, _: usize| 1.0;
+        let open = vec![pair(0, 30), pair(1, 60), pair(2, 200)];
+        match next_round(6, 3, &[true, true], &open, &cost, 100.0) {
+            // Entry 0 (24 more pairs, 48 s) and 1 (54, 108 s) fit in 200 s
+            // together; entry 2 (194 pairs, 388 s) does not, and waits.
+            Step::Run { want, .. } => assert_eq!(want, vec![vec![0, 1], vec![0, 1]]),
+            other => panic!("{other:?}"),
+        }
+        // Entries 0 and 1 decided: entry 2 alone still does not fit, and
+        // the comparison stops with budget left, saying so.
+        match next_round(7, 3, &[true, true], &[pair(2, 200)], &cost, 100.0) {
+            Step::Stop { why, undecided } => {
+                assert!(
+                    why.contains("after 7 rounds with 100 s of --budget left"),
+                    "{why}"
+                );
+                assert_eq!(undecided.len(), 1);
+                assert!(undecided[0].2.contains("~388 s of runs"), "{undecided:?}");
+            }
+            other => panic!("{other:?}"),
+        }
+        // With more budget left it runs again.
+        match next_round(7, 3, &[true, true], &[pair(2, 200)], &cost, 300.0) {
+            Step::Run { want, .. } => assert_eq!(want, vec![vec![2], vec![2]]),
             other => panic!("{other:?}"),
         }
     }
