@@ -205,7 +205,7 @@ pub fn next_round(
                 p.entry,
                 p.env,
                 format!(
-                    "{}; ~{:.0} s of runs, more than the budget's {:.0} s left can give it beside pairs closer to a decision",
+                    "{}; its next {need} pairs (~{:.0} s) do not fit in the budget's {:.0} s left beside pairs closer to a decision",
                     p.why(),
                     need as f64 * c,
                     left_s.max(0.0)
@@ -230,7 +230,7 @@ pub fn next_round(
                 "stopped after {round} rounds: {} pairs cannot be decided at their noise",
                 undecided.len()
             )
-        } else if waited && left_s > 0.0 {
+        } else if waited && left_s >= 10.0 {
             format!(
                 "stopped after {round} rounds with {:.0} s of --budget left: what the {} undecided pairs of entry and environment are projected to need does not fit in it",
                 left_s,
@@ -574,7 +574,10 @@ mod tests {
                     "{why}"
                 );
                 assert_eq!(undecided.len(), 1);
-                assert!(undecided[0].2.contains("~388 s of runs"), "{undecided:?}");
+                assert!(
+                    undecided[0].2.contains("next 194 pairs (~388 s)"),
+                    "{undecided:?}"
+                );
             }
             other => panic!("{other:?}"),
         }
