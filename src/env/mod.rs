@@ -24,7 +24,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, bail, Context, Result};
 
-use crate::agent::{Message, Plan, Served, ServerAnswer, PROTOCOL};
+use crate::agent::protocol::{Message, Plan, Served, ServerAnswer, BYE, GO, PROTOCOL};
 use crate::core::observer::Observer;
 use crate::core::result::{Metric, ResultDoc};
 use crate::core::signals;
@@ -706,7 +706,7 @@ impl Opened {
     /// its own, then a kill; the driver's cleanup either way.
     pub fn close(mut self) {
         for s in &mut self.sessions {
-            let _ = s.send_line(crate::agent::BYE);
+            let _ = s.send_line(BYE);
         }
         for s in &mut self.sessions {
             s.finish(Duration::from_secs(20));
@@ -771,7 +771,7 @@ impl Opened {
             }
             // All instances are waiting: release them at once.
             for s in sessions.iter_mut() {
-                s.send_line("go")?;
+                s.send_line(GO)?;
             }
         }
         let mut results: Vec<Vec<std::result::Result<ResultDoc, String>>> =
