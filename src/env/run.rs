@@ -92,51 +92,18 @@ impl Opened {
     pub fn start(env: &mut dyn Environment, need: NetNeed, obs: &dyn Observer) -> Result<Opened> {
         env.use_network(need);
         env.prepare(obs)?;
-        let spec = env.spec().clone();
-        let mut sessions = Vec::with_capacity(spec.count);
-        for i in 0..spec.count {
+        let count = env.spec().count;
+        let mut sessions = Vec::with_capacity(count);
+        for i in 0..count {
             let label = env.instance_label(i);
             let launched = env.launch(i).with_context(|| format!("starting {label}"))?;
             sessions.push(Session::start(launched, label)?);
         }
         let mut ready_after = Vec::new();
         for s in &mut sessions {
-            match s.next(env.boot_deadline())? {
-                Message::Hello {
-                    protocol,
-                    version,
-                    sha256,
-                } => {
-                    if protocol != PROTOCOL {
-                        bail!(
-                            "{}: the agent is virtperf {version} speaking protocol {protocol}, this is virtperf {} speaking {PROTOCOL}: use the same build on both sides",
-                            s.label,
-                            env!("CARGO_PKG_VERSION")
-                        );
-                    }
-                    let own_sha = match sha256.is_empty() {
-                        true => String::new(),
-                        false => crate::sys::fingerprint::binary_sha256().unwrap_or_default(),
-                    };
-                    if !own_sha.is_empty() && sha256 != own_sha {
-                        // The guest's text: cut by characters, never raw.
-                        let short =
-                            |s: &str| text::one_line(&s.chars().take(12).collect::<String>(), 12);
-                        obs.note(&format!(
-                            "note: {} runs a different virtperf build (sha256 {}…) than this one ({}…)",
-                            s.label,
-                            short(&sha256),
-                            short(&own_sha)
-                        ));
-                    }
-                    ready_after.push(s.launched_at.elapsed());
-                }
-                other => bail!(
-                    "{}: expected a hello from the agent, got {}",
-                    s.label,
-                    text::one_line(&format!("{other:?}"), 200)
-                ),
-            }
+            let first = s.next(env.boot_deadline())?;
+            check_hello(&s.label, first, obs)?;
+            ready_after.push(s.launched_at.elapsed());
         }
         Ok(Opened {
             sessions,
@@ -175,24 +142,71 @@ impl Opened {
         if !self.covers(need) {
             bail!("internal: these jobs need a network the instances were not started with");
         }
-        let spec = env.spec().clone();
-        let sessions = &mut self.sessions;
-        let ready_after = &self.ready_after;
-        let together = sessions.len() > 1;
-        // Network peers: servers on the host for clients inside, addresses to
-        // serve on for servers inside; each instance's own.
-        let mut nets = Vec::with_capacity(sessions.len());
-        for (i, s) in sessions.iter_mut().enumerate() {
+        let together = self.sessions.len() > 1;
+        let mut nets = self.send_plans(env, jobs, together)?;
+        if together {
+            self.release_together()?;
+        }
+        let mut results: Vec<Vec<std::result::Result<ResultDoc, String>>> =
+            vec![Vec::new(); self.sessions.len()];
+        let mut load = ForeignLoad::start(&self.sessions, need);
+        // Instances run concurrently; read each one's stream in turn, every
+        // message is buffered by its reader thread meanwhile.
+        for (i, s) in self.sessions.iter_mut().enumerate() {
+            let net = &mut nets[i];
+            for (want, job) in jobs.iter().enumerate() {
+                let msg = answer_until_result(env, i, s, net, want, job)?;
+                // The job is over: its host server, if any, stops now.
+                net.stop_for(want);
+                let mut outcome = outcome_of(msg, want, job, &s.label)?;
+                // What only the host knows: how long the instance took to
+                // be ready, the network path, other processes' load.
+                if let Ok(doc) = &mut outcome {
+                    doc.env.ready_s = Some(self.ready_after[i].as_secs_f64());
+                    if let Some(path) = net.path(want) {
+                        doc.env.net_path = Some(path.to_string());
+                    }
+                    if let Some(load) = &mut load {
+                        load.stamp(doc);
+                    }
+                }
+                on_result(i, results[i].len(), &outcome);
+                results[i].push(outcome);
+            }
+            await_done(env, s, jobs)?;
+        }
+        Ok(results
+            .into_iter()
+            .zip(self.ready_after.iter().copied())
+            .zip(self.sessions.iter())
+            .map(|((results, ready_after), s)| InstanceOutcome {
+                ready_after,
+                results,
+                forwarded: s.forwarded,
+            })
+            .collect())
+    }
+
+    /// Sends every instance its plan, with its own network peers: servers
+    /// on the host for clients inside, addresses to serve on for servers
+    /// inside. The peers are returned, one per instance.
+    fn send_plans(
+        &mut self,
+        env: &dyn Environment,
+        jobs: &[Job],
+        together: bool,
+    ) -> Result<Vec<net::InstanceNet>> {
+        let mut nets = Vec::with_capacity(self.sessions.len());
+        for (i, s) in self.sessions.iter_mut().enumerate() {
             let forwarded = s.forwarded;
-            let env_ref: &dyn Environment = env;
             // One instance's server starts when its job asks; simultaneous
             // instances are read one after the other, so theirs start with
             // the plan, for its length.
             let (own_jobs, net) = net::InstanceNet::plan(
                 jobs,
                 !together,
-                || env_ref.route_to_host(i),
-                || env_ref.route_to_env(i, forwarded),
+                || env.route_to_host(i),
+                || env.route_to_env(i, forwarded),
             )
             .with_context(|| format!("{}: setting up the network test's server", s.label))?;
             let plan = Plan {
@@ -207,137 +221,144 @@ impl Opened {
             s.send_line(&serde_json::to_string(&plan)?)?;
             nets.push(net);
         }
-        if together {
-            for s in sessions.iter_mut() {
-                match s.next(Duration::from_secs(60))? {
-                    Message::Ready => {}
-                    other => bail!(
-                        "{}: expected ready, got {}",
-                        s.label,
-                        text::one_line(&format!("{other:?}"), 200)
-                    ),
-                }
-            }
-            // All instances are waiting: release them at once.
-            for s in sessions.iter_mut() {
-                s.send_line(GO)?;
-            }
-        }
-        let mut results: Vec<Vec<std::result::Result<ResultDoc, String>>> =
-            vec![Vec::new(); sessions.len()];
-        // The host's check of each run's foreign load: with one instance,
-        // whose results arrive as its runs end; simultaneous instances' results
-        // are read one instance after the other, so intervals would not match.
-        // A host server or client runs in this process: its CPU is the run's
-        // own work, not other processes' load.
-        let roots = (sessions.len() == 1)
-            .then(|| host_roots(&sessions[0]))
-            .flatten()
-            .map(|(mut pids, cgroups)| {
-                if need.any() {
-                    pids.push(std::process::id());
-                }
-                (pids, cgroups)
-            });
-        let mut mark = roots
-            .as_ref()
-            .and_then(|(_, cgroups)| monitor::HostSnapshot::take(cgroups));
-        // Instances run concurrently; read each one's stream in turn, every
-        // message is buffered by its reader thread meanwhile.
-        for (i, s) in sessions.iter_mut().enumerate() {
-            for (want, job) in jobs.iter().enumerate() {
-                let mut served = false;
-                let msg = loop {
-                    let msg = match s.next(env.job_deadline(job)) {
-                        Ok(msg) => msg,
-                        Err(e) => {
-                            let status = s.exit_status();
-                            return Err(match env.explain_exit_status(i, status) {
-                                Some(why) => anyhow!("{e:#}: {why}"),
-                                None => e,
-                            });
-                        }
-                    };
-                    match msg {
-                        Message::Serving { index, port } if index == want && !served => {
-                            served = true;
-                            let answer = serve_client(&nets[i], want, job, port, &s.label, &spec);
-                            s.send_line(&serde_json::to_string(&answer)?)?;
-                        }
-                        Message::NeedServer { index } if index == want && !served => {
-                            served = true;
-                            let answer = match nets[i].start_for(want, job.def.name) {
-                                Ok((address, secret)) => ServerAnswer::Listening {
-                                    address: address.to_string(),
-                                    secret,
-                                },
-                                Err(e) => ServerAnswer::Failed {
-                                    message: format!("{e:#}"),
-                                },
-                            };
-                            s.send_line(&serde_json::to_string(&answer)?)?;
-                        }
-                        other => break other,
-                    }
-                };
-                // The job is over: its host server, if any, stops now.
-                nets[i].stop_for(want);
-                let outcome = match msg {
-                    Message::Result { index, mut doc } => {
-                        if let Some(why) = refuse_result(&doc, index, want, job, &s.label) {
-                            bail!("{}: protocol error: the agent sent {why}", s.label);
-                        }
-                        doc.env.ready_s = Some(ready_after[i].as_secs_f64());
-                        if let Some(path) = nets[i].path(want) {
-                            doc.env.net_path = Some(path.to_string());
-                        }
-                        if let (Some((roots, cgroups)), Some(start)) = (&roots, &mark) {
-                            if let Some(now) = monitor::HostSnapshot::take(cgroups) {
-                                let load = monitor::host_load(start, &now, roots);
-                                doc.monitor.foreign_busy_pct = load.foreign_pct;
-                                doc.monitor.env_busy_pct = Some(load.env_pct);
-                                mark = Some(now);
-                            }
-                        }
-                        Ok(*doc)
-                    }
-                    Message::Error { index, message } if index == want => {
-                        Err(text::terminal_safe(&message, 4000))
-                    }
-                    other => bail!(
-                        "{}: protocol error: expected the result of job {want}, got {}",
-                        s.label,
-                        text::one_line(&format!("{other:?}"), 200)
-                    ),
-                };
-                on_result(i, results[i].len(), &outcome);
-                results[i].push(outcome);
-            }
-            // The last job's cleanup comes before "done".
-            let cleanup = jobs
-                .last()
-                .filter(|j| j.def.needs.prepare)
-                .map_or(Duration::from_secs(30), |j| env.job_deadline(j));
-            match s.next(cleanup)? {
-                Message::Done => {}
-                other => bail!(
-                    "{}: expected done, got {}",
-                    s.label,
-                    text::one_line(&format!("{other:?}"), 200)
-                ),
-            }
-        }
-        Ok(results
-            .into_iter()
-            .zip(ready_after.iter().copied())
-            .zip(sessions.iter())
-            .map(|((results, ready_after), s)| InstanceOutcome {
-                ready_after,
-                results,
-                forwarded: s.forwarded,
-            })
-            .collect())
+        Ok(nets)
     }
+
+    /// Waits until every instance has said it is ready, then releases them
+    /// all at once.
+    fn release_together(&mut self) -> Result<()> {
+        for s in self.sessions.iter_mut() {
+            match s.next(Duration::from_secs(60))? {
+                Message::Ready => {}
+                other => bail!("{}: expected ready, got {}", s.label, shown(&other)),
+            }
+        }
+        // All instances are waiting: release them at once.
+        for s in self.sessions.iter_mut() {
+            s.send_line(GO)?;
+        }
+        Ok(())
+    }
+}
+
+/// An agent's first message must be a hello in this protocol; a build
+/// other than this one (by checksum) is worth a note, not a refusal.
+fn check_hello(label: &str, first: Message, obs: &dyn Observer) -> Result<()> {
+    let (protocol, version, sha256) = match first {
+        Message::Hello {
+            protocol,
+            version,
+            sha256,
+        } => (protocol, version, sha256),
+        other => bail!(
+            "{label}: expected a hello from the agent, got {}",
+            shown(&other)
+        ),
+    };
+    if protocol != PROTOCOL {
+        bail!(
+            "{label}: the agent is virtperf {version} speaking protocol {protocol}, this is virtperf {} speaking {PROTOCOL}: use the same build on both sides",
+            env!("CARGO_PKG_VERSION")
+        );
+    }
+    let own_sha = match sha256.is_empty() {
+        true => String::new(),
+        false => crate::sys::fingerprint::binary_sha256().unwrap_or_default(),
+    };
+    if !own_sha.is_empty() && sha256 != own_sha {
+        // The guest's text: cut by characters, never raw.
+        let short = |s: &str| text::one_line(&s.chars().take(12).collect::<String>(), 12);
+        obs.note(&format!(
+            "note: {label} runs a different virtperf build (sha256 {}…) than this one ({}…)",
+            short(&sha256),
+            short(&own_sha)
+        ));
+    }
+    Ok(())
+}
+
+/// Reads instance `i`'s messages until job `want`'s result or error, and
+/// returns that. On the way it answers the job's one request for its
+/// network peer: a client run here against a server inside (`Serving`), or
+/// a server started here (`NeedServer`).
+fn answer_until_result(
+    env: &dyn Environment,
+    i: usize,
+    s: &mut Session,
+    net: &mut net::InstanceNet,
+    want: usize,
+    job: &Job,
+) -> Result<Message> {
+    let mut served = false;
+    loop {
+        let msg = match s.next(env.job_deadline(job)) {
+            Ok(msg) => msg,
+            Err(e) => {
+                let status = s.exit_status();
+                return Err(match env.explain_exit_status(i, status) {
+                    Some(why) => anyhow!("{e:#}: {why}"),
+                    None => e,
+                });
+            }
+        };
+        match msg {
+            Message::Serving { index, port } if index == want && !served => {
+                served = true;
+                let answer = serve_client(net, want, job, port, &s.label, env.spec());
+                s.send_line(&serde_json::to_string(&answer)?)?;
+            }
+            Message::NeedServer { index } if index == want && !served => {
+                served = true;
+                let answer = start_server(net, want, job);
+                s.send_line(&serde_json::to_string(&answer)?)?;
+            }
+            other => return Ok(other),
+        }
+    }
+}
+
+/// Job `want`'s outcome from the message that ends it: its document, or
+/// the agent's error made safe to show. Anything else, and a document
+/// that cannot be this job's, is a protocol error.
+fn outcome_of(
+    msg: Message,
+    want: usize,
+    job: &Job,
+    label: &str,
+) -> Result<std::result::Result<ResultDoc, String>> {
+    match msg {
+        Message::Result { index, doc } => {
+            if let Some(why) = refuse_result(&doc, index, want, job, label) {
+                bail!("{label}: protocol error: the agent sent {why}");
+            }
+            Ok(Ok(*doc))
+        }
+        Message::Error { index, message } if index == want => {
+            Ok(Err(text::terminal_safe(&message, 4000)))
+        }
+        other => bail!(
+            "{label}: protocol error: expected the result of job {want}, got {}",
+            shown(&other)
+        ),
+    }
+}
+
+/// Waits for the agent's "done" after the plan's last result; the last
+/// job's cleanup comes before it.
+fn await_done(env: &dyn Environment, s: &mut Session, jobs: &[Job]) -> Result<()> {
+    let cleanup = jobs
+        .last()
+        .filter(|j| j.def.needs.prepare)
+        .map_or(Duration::from_secs(30), |j| env.job_deadline(j));
+    match s.next(cleanup)? {
+        Message::Done => Ok(()),
+        other => bail!("{}: expected done, got {}", s.label, shown(&other)),
+    }
+}
+
+/// A message the host did not expect, for an error: one line, bounded.
+fn shown(msg: &Message) -> String {
+    text::one_line(&format!("{msg:?}"), 200)
 }
 
 /// Runs the client of job `k` here against its server inside the instance
@@ -367,6 +388,20 @@ fn serve_client(
         },
         Err(e) => Served::Failed {
             message: format!("the client on the host: {e:#}"),
+        },
+    }
+}
+
+/// Starts job `k`'s server here, as the agent asked: where its client
+/// dials and the secret, or why there is no server.
+fn start_server(net: &mut net::InstanceNet, k: usize, job: &Job) -> ServerAnswer {
+    match net.start_for(k, job.def.name) {
+        Ok((address, secret)) => ServerAnswer::Listening {
+            address: address.to_string(),
+            secret,
+        },
+        Err(e) => ServerAnswer::Failed {
+            message: format!("{e:#}"),
         },
     }
 }
@@ -417,6 +452,50 @@ fn refuse_result(
         }
     }
     None
+}
+
+/// The host's check of each run's foreign load (`sys::monitor`): the
+/// processes and cgroups that do the instance's work, and the snapshot the
+/// next run's interval starts from.
+struct ForeignLoad {
+    roots: Vec<u32>,
+    cgroups: Vec<monitor::CgroupCpu>,
+    mark: monitor::HostSnapshot,
+}
+
+impl ForeignLoad {
+    /// Only with one instance, whose results arrive as its runs end:
+    /// simultaneous instances' results are read one instance after the
+    /// other, so intervals would not match. None also when the instance
+    /// runs elsewhere or the host cannot be read.
+    fn start(sessions: &[Session], need: NetNeed) -> Option<ForeignLoad> {
+        let [only] = sessions else {
+            return None;
+        };
+        let (mut roots, cgroups) = host_roots(only)?;
+        // A host server or client runs in this process: its CPU is the
+        // run's own work, not other processes' load.
+        if need.any() {
+            roots.push(std::process::id());
+        }
+        let mark = monitor::HostSnapshot::take(&cgroups)?;
+        Some(ForeignLoad {
+            roots,
+            cgroups,
+            mark,
+        })
+    }
+
+    /// Puts the load since the last run's end on `doc`, the run just ended
+    /// (unchanged, and the mark kept, when the host cannot be read now).
+    fn stamp(&mut self, doc: &mut ResultDoc) {
+        if let Some(now) = monitor::HostSnapshot::take(&self.cgroups) {
+            let load = monitor::host_load(&self.mark, &now, &self.roots);
+            doc.monitor.foreign_busy_pct = load.foreign_pct;
+            doc.monitor.env_busy_pct = Some(load.env_pct);
+            self.mark = now;
+        }
+    }
 }
 
 /// What works for a session on this machine: the launched process's tree
