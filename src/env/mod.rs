@@ -93,11 +93,6 @@ pub trait Environment {
         job.deadline()
     }
 
-    /// Why a failure happened, when the driver knows (an OOM kill).
-    fn explain_exit(&self, _index: usize) -> Option<String> {
-        None
-    }
-
     /// The name instance `index` reports under: the spec's label, numbered
     /// when there are several copies (a group's members have their own).
     fn instance_label(&self, index: usize) -> String {
@@ -133,9 +128,10 @@ pub trait Environment {
         Ok(Route::loopback("loopback"))
     }
 
-    /// As `explain_exit`, also given how the launched process ended, if it
-    /// has (a container engine's client exits with the container's code).
-    fn explain_exit_status(&self, index: usize, _status: Option<ExitStatus>) -> Option<String> {
-        self.explain_exit(index)
+    /// Why instance `index` failed, when the driver knows (an OOM kill),
+    /// given how the launched process ended if it has (a container
+    /// engine's client exits with the container's code).
+    fn explain_exit_status(&self, _index: usize, _status: Option<ExitStatus>) -> Option<String> {
+        None
     }
 }
