@@ -540,10 +540,6 @@ impl Environment for DockerEnvironment {
         })
     }
 
-    fn explain_exit(&self, index: usize) -> Option<String> {
-        self.explain_exit_status(index, None)
-    }
-
     fn explain_exit_status(&self, index: usize, status: Option<ExitStatus>) -> Option<String> {
         let memory = self.spec.opt("memory");
         if self.oom_killed(index) {

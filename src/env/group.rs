@@ -95,10 +95,6 @@ impl Environment for GroupEnvironment {
             .unwrap_or_else(|| job.deadline())
     }
 
-    fn explain_exit(&self, index: usize) -> Option<String> {
-        self.members.get(index)?.explain_exit(0)
-    }
-
     fn explain_exit_status(
         &self,
         index: usize,
