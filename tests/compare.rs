@@ -236,6 +236,49 @@ fn ctrl_c_keeps_what_was_measured_and_resume_finishes() {
 }
 
 #[test]
+fn a_store_from_before_typed_requests_resumes_from_its_arguments() {
+    // Builds before typed requests kept only compare's arguments; such an
+    // unfinished comparison still resumes, its arguments parsed as then.
+    let dir = tempfile::tempdir().unwrap();
+    let args = [
+        "--env",
+        "host:name=b",
+        "--repeat",
+        "2",
+        "cpu",
+        "--time=0.1",
+        "--cpu-max-prime=500",
+    ];
+    virtperf()
+        .arg("compare")
+        .args(&args[..4])
+        .arg("--out")
+        .arg(dir.path())
+        .args(&args[4..])
+        .assert()
+        .success();
+    {
+        let db = rusqlite::Connection::open(dir.path().join("results.db")).unwrap();
+        let old_args = serde_json::to_string(&args).unwrap();
+        db.execute_batch(&format!(
+            "DROP TABLE requests; DELETE FROM runs WHERE round = 1; \
+             UPDATE comparisons SET finished = 0, args = '{old_args}';"
+        ))
+        .unwrap();
+    }
+    virtperf()
+        .args(["compare", "--resume", "--out"])
+        .arg(dir.path())
+        .assert()
+        .success()
+        .stderr(predicate::str::contains("resuming comparison #1"));
+    let csv = report(dir.path(), "csv");
+    for line in csv.lines().skip(1) {
+        assert_eq!(line.split(',').nth(9), Some("2"), "{line}");
+    }
+}
+
+#[test]
 fn bad_input_names_the_option() {
     let dir = tempfile::tempdir().unwrap();
     for (args, needle) in [

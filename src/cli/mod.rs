@@ -3,12 +3,17 @@
 //! and the other commands — with help generated from the registries.
 //! Imported by nothing but `main.rs`.
 
+pub mod compare;
+pub mod report;
+pub mod serve;
 pub mod single;
 pub mod summary;
 
+use crate::compare::{CompareArgs, ReportArgs};
 use crate::core::options::{self, CliError, OptKind, OptionSpec};
 use crate::engine;
 use crate::env::Spec;
+use crate::workload::net::server::ServeArgs;
 use crate::workload::{self, Command, Job, WorkloadDef};
 
 /// Options of the command line itself, beside a workload's: how to show
@@ -69,12 +74,12 @@ pub enum Request {
     Agent,
     /// `virtperf envs [--env SPEC]...`
     Envs(Vec<Spec>),
-    /// `virtperf compare ...` (its own arguments)
-    Compare(Vec<String>),
+    /// `virtperf compare ...`
+    Compare(CompareArgs),
     /// `virtperf report ...`
-    Report(Vec<String>),
-    /// `virtperf serve ...` (its own arguments)
-    Serve(Vec<String>),
+    Report(ReportArgs),
+    /// `virtperf serve ...`
+    Serve(ServeArgs),
 }
 
 pub fn usage() -> String {
@@ -158,22 +163,21 @@ pub fn parse_request(args: &[String]) -> Result<Request, CliError> {
         "help" => return Ok(Request::Help(usage())),
         "version" => return Ok(Request::Version),
         "agent" => return Ok(Request::Agent),
-        "serve" => return Ok(Request::Serve(args)),
-        "compare" | "report" => {
+        "serve" | "compare" | "report" => {
             if args
                 .iter()
                 .any(|a| a == "--help" || a == "-h" || a == "help")
             {
-                return Ok(Request::Help(if word == "compare" {
-                    crate::compare::help()
-                } else {
-                    crate::compare::report_help()
+                return Ok(Request::Help(match word.as_str() {
+                    "serve" => workload::net::server::help(),
+                    "compare" => crate::compare::help(),
+                    _ => crate::compare::report_help(),
                 }));
             }
-            return Ok(if word == "compare" {
-                Request::Compare(args)
-            } else {
-                Request::Report(args)
+            return Ok(match word.as_str() {
+                "serve" => Request::Serve(serve::parse(&args)?),
+                "compare" => Request::Compare(compare::parse(&args)?),
+                _ => Request::Report(report::parse(&args)?),
             });
         }
         "envs" => {

@@ -4,87 +4,59 @@
 //! Also `virtperf report`, which renders a stored comparison.
 
 pub mod adaptive;
-mod plan;
+pub mod plan;
 mod report_cmd;
 pub mod schedule;
+
+use std::path::Path;
 
 use anyhow::{anyhow, bail, Context, Result};
 
 use crate::core::observer::{Observer, Terminal};
+use crate::core::options::CliError;
 use crate::core::signals;
 use crate::env;
 use crate::report;
 use crate::store::Store;
-pub use plan::{help, Plan};
-pub use report_cmd::{report_help, report_main};
+use plan::Plan;
+pub use plan::{help, ArgvParser, CompareArgs, PlanArgs, Resume, SuiteSource};
+pub use report_cmd::{report_help, report_main, ReportArgs, REPORT_OPTIONS};
 use schedule::{Drivers, EnvSlot, Repeat, Schedule};
 
-/// `virtperf compare ...`
-pub fn main(args: &[String]) -> Result<()> {
+/// `virtperf compare ...`. A resume takes its plan from the store; a store
+/// from before typed requests kept only the arguments, which `old_args`
+/// parses (`cli`'s parser: nothing here imports the command line).
+pub fn main(args: CompareArgs, old_args: ArgvParser) -> Result<()> {
     let observer = Terminal::new(true);
-    let (mut plan, resume) = plan::plan(args, &observer)?;
+    // A new comparison's plan is resolved before anything is written; a
+    // resumed one's is read from the store.
+    let fresh = match &args.resume {
+        None => Ok(plan::resolve(&args.plan, &observer)?),
+        Some(resume) => Err(resume),
+    };
     // Checked now, before anything is written: a moment already past is
     // refused.
-    let start_at = plan
+    let start_at = args
         .start_at
         .as_deref()
         .map(crate::core::start_at::check)
         .transpose()?;
-    let store = Store::open(&plan.out)?;
-    let id = if resume {
-        let last = store.latest()?.filter(|c| !c.finished).ok_or_else(|| {
-            anyhow!(
-                "--resume: no unfinished comparison in {}",
-                plan.out.display()
-            )
-        })?;
-        // The stored settings are the plan, so the resumed runs belong
-        // together: other settings on the command line are refused, not
-        // silently dropped, and so is a suite that changed since.
-        let ignored = plan::beyond_resume(args);
-        if !ignored.is_empty() {
-            return Err(crate::core::options::CliError::Usage(format!(
-                "--resume continues comparison #{} with the settings it started with: leave out {}",
-                last.id,
-                ignored.join(" ")
-            ))
-            .into());
+    let store = Store::open(&args.out)?;
+    let (plan, id) = match fresh {
+        Ok((plan, stored)) => {
+            let labels: Vec<String> = plan.specs.iter().map(|s| s.label.clone()).collect();
+            let id = store.begin(
+                &crate::core::time::now_rfc3339(),
+                &plan.suite.name,
+                &plan.specs[0].label,
+                &labels,
+                &stored.to_args(),
+            )?;
+            store.set_plan_digest(id, &plan::digest(&plan))?;
+            store.set_request(id, &serde_json::to_string(&stored)?)?;
+            (plan, id)
         }
-        let (p, _) = plan::plan(&last.args, &observer)?;
-        plan = Plan {
-            out: plan.out,
-            format: plan.format,
-            view: plan.view,
-            start_at: plan.start_at,
-            ..p
-        };
-        if let Some(stored) = store.plan_digest(last.id)? {
-            if stored != plan::digest(&plan) {
-                return Err(crate::core::options::CliError::Usage(format!(
-                    "--resume: the suite '{}' changed since comparison #{} started: start a new comparison (without --resume)",
-                    plan.suite.name, last.id
-                ))
-                .into());
-            }
-        }
-        observer.note(&format!(
-            "resuming comparison #{} started {}",
-            last.id, last.started_at
-        ));
-        last.id
-    } else {
-        let labels: Vec<String> = plan.specs.iter().map(|s| s.label.clone()).collect();
-        let id = store.begin(
-            &crate::core::time::now_rfc3339(),
-            &plan.suite.name,
-            &plan.specs[0].label,
-            &labels,
-            // Passwords never reach the store: a resume takes them again
-            // from PGPASSWORD, MYSQL_PWD or a file option.
-            &crate::core::text::without_secrets(args),
-        )?;
-        store.set_plan_digest(id, &plan::digest(&plan))?;
-        id
+        Err(resume) => resumed(&store, resume, &args.out, old_args, &observer)?,
     };
     observer.note(&format!(
         "comparison #{id}: suite {} ({} runs), environments {}, {} repetitions; results in {}",
@@ -142,20 +114,71 @@ pub fn main(args: &[String]) -> Result<()> {
         observer.note(&format!(
             "interrupted; everything measured so far is in {}. Continue with: virtperf compare --resume --out {}",
             store.path().display(),
-            plan.out.display()
+            args.out.display()
         ));
         return Err(signals::Interrupted.into());
     }
     store.finish(id)?;
     let cmp = store.comparison(id)?.expect("exists");
     let analysis = report::analyze(&cmp, &store.runs(id)?, &plan.settings);
-    let html = plan.out.join(format!("comparison-{id}.html"));
-    std::fs::write(&html, report::html().render(&analysis, plan.view))
+    let html = args.out.join(format!("comparison-{id}.html"));
+    std::fs::write(&html, report::html().render(&analysis, args.view))
         .with_context(|| format!("writing {}", html.display()))?;
-    print!("{}", plan.format.render(&analysis, plan.view));
+    print!("{}", args.format.render(&analysis, args.view));
     observer.note(&format!("report written to {}", html.display()));
     if !outcome.failed.is_empty() {
         bail!("some environments failed; their errors are in the report");
     }
     Ok(())
+}
+
+/// The comparison `--resume` continues (the newest unfinished one in the
+/// store) and the plan it started with, read from the store.
+fn resumed(
+    store: &Store,
+    resume: &Resume,
+    out: &Path,
+    old_args: ArgvParser,
+    observer: &dyn Observer,
+) -> Result<(Plan, i64)> {
+    let last = store
+        .latest()?
+        .filter(|c| !c.finished)
+        .ok_or_else(|| anyhow!("--resume: no unfinished comparison in {}", out.display()))?;
+    // The stored settings are the plan, so the resumed runs belong
+    // together: other settings on the command line are refused, not
+    // silently dropped, and so is a suite that changed since.
+    if !resume.ignored.is_empty() {
+        return Err(CliError::Usage(format!(
+            "--resume continues comparison #{} with the settings it started with: leave out {}",
+            last.id,
+            resume.ignored.join(" ")
+        ))
+        .into());
+    }
+    let request = match store.request(last.id)? {
+        Some(json) => serde_json::from_str::<PlanArgs>(&json).with_context(|| {
+            format!(
+                "--resume: the plan stored for comparison #{} does not read; start a new comparison (without --resume)",
+                last.id
+            )
+        })?,
+        // A store from before typed requests kept only the arguments.
+        None => old_args(&last.args)?.plan,
+    };
+    let (plan, _) = plan::resolve(&request, observer)?;
+    if let Some(stored) = store.plan_digest(last.id)? {
+        if stored != plan::digest(&plan) {
+            return Err(CliError::Usage(format!(
+                "--resume: the suite '{}' changed since comparison #{} started: start a new comparison (without --resume)",
+                plan.suite.name, last.id
+            ))
+            .into());
+        }
+    }
+    observer.note(&format!(
+        "resuming comparison #{} started {}",
+        last.id, last.started_at
+    ));
+    Ok((plan, last.id))
 }

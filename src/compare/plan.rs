@@ -5,7 +5,7 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use anyhow::Result;
+use serde::{Deserialize, Serialize};
 
 use super::schedule::Repeat;
 use crate::core::observer::Observer;
@@ -14,7 +14,6 @@ use crate::env::{self, probe, Spec};
 use crate::report::{self, Exporter, View};
 use crate::stats::VerdictSettings;
 use crate::suite::{self, Suite};
-use crate::workload;
 
 pub const OPTIONS: &[OptionSpec] = &[
     OptionSpec::new(
@@ -106,78 +105,148 @@ pub fn help() -> String {
     ) + &format!("\nFormats: {}\n\n{}", report::format_names(), env::help())
 }
 
+/// Where a comparison's jobs come from.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SuiteSource {
+    /// `--suite`: a built-in suite's name or a TOML file's path.
+    Suite(String),
+    /// One workload invocation given after compare's options
+    /// (`cpu --time=2`), its name first.
+    Invocation(Vec<String>),
+}
+
+impl SuiteSource {
+    /// Reads the suite; a suite that does not load is bad input.
+    pub fn load(&self) -> Result<Suite, CliError> {
+        match self {
+            SuiteSource::Suite(name) => suite::load(name),
+            SuiteSource::Invocation(args) => suite::from_args(args),
+        }
+        .map_err(|e| CliError::Usage(format!("{e:#}")))
+    }
+
+    /// The same source without secret options, as it may be stored.
+    fn without_secrets(&self) -> SuiteSource {
+        match self {
+            SuiteSource::Suite(name) => SuiteSource::Suite(name.clone()),
+            SuiteSource::Invocation(args) => {
+                SuiteSource::Invocation(crate::core::text::without_secrets(args))
+            }
+        }
+    }
+}
+
+/// What a comparison runs, as asked: the part of `virtperf compare`'s
+/// request that a `--resume` takes from the store (as JSON) rather than
+/// from its own command line.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PlanArgs {
+    pub suite: SuiteSource,
+    /// `--baseline`.
+    #[serde(with = "spec_text")]
+    pub baseline: Spec,
+    /// `--env`, in order; empty: every environment the probes find
+    /// available (a stored plan names the ones found).
+    #[serde(with = "spec_texts")]
+    pub envs: Vec<Spec>,
+    /// `--repeat`; `None`: the suite's own, else auto.
+    #[serde(with = "repeat_text")]
+    pub repeat: Option<Repeat>,
+    /// `--budget`.
+    #[serde(with = "seconds")]
+    pub budget: Duration,
+    /// `--margin`, in percent.
+    pub margin_pct: f64,
+}
+
+impl PlanArgs {
+    /// The same request as compare's options, for the store's `args`
+    /// column (which builds before typed requests resumed from) and for
+    /// people reading the store. Secret options of an invocation are left
+    /// out: a resume takes them again from PGPASSWORD, MYSQL_PWD or a file
+    /// option.
+    pub fn to_args(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        let mut opt = |name: &str, value: String| {
+            out.push(format!("--{name}"));
+            out.push(value);
+        };
+        if let SuiteSource::Suite(name) = &self.suite {
+            opt("suite", name.clone());
+        }
+        opt("baseline", self.baseline.text.clone());
+        for e in &self.envs {
+            opt("env", e.text.clone());
+        }
+        if let Some(r) = self.repeat {
+            opt("repeat", repeat_text::word(r));
+        }
+        opt("budget", self.budget.as_secs_f64().to_string());
+        opt("margin", self.margin_pct.to_string());
+        if let SuiteSource::Invocation(args) = &self.suite {
+            out.extend(args.iter().cloned());
+        }
+        crate::core::text::without_secrets(&out)
+    }
+}
+
+/// `virtperf compare`, parsed (by `cli`).
+#[derive(Clone)]
+pub struct CompareArgs {
+    /// What to run; with `resume`, what the command line said is unused.
+    pub plan: PlanArgs,
+    /// `--out`: the results directory.
+    pub out: PathBuf,
+    /// `--format`: what to print at the end.
+    pub format: &'static dyn Exporter,
+    pub view: View,
+    /// `--start-at`, as given (checked against the clock when the
+    /// comparison starts).
+    pub start_at: Option<String>,
+    /// `--resume`: continue the newest unfinished comparison in `out`.
+    pub resume: Option<Resume>,
+}
+
+/// What `--resume` was given beside it.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Resume {
+    /// The arguments a resume would not use (everything but `--resume`,
+    /// `--out` and `--start-at`), as typed: refused, never silently
+    /// dropped.
+    pub ignored: Vec<String>,
+}
+
+/// Parses the arguments a store from before typed requests kept for a
+/// comparison (compare's own, as `cli` parses them).
+pub type ArgvParser = fn(&[String]) -> Result<CompareArgs, CliError>;
+
+/// A comparison's plan, resolved: the suite read, the environments found.
 pub struct Plan {
     pub suite: Suite,
+    /// The baseline first; labels distinct.
     pub specs: Vec<Spec>,
     pub repeat: Repeat,
     pub budget: Duration,
-    pub out: PathBuf,
-    pub format: &'static dyn Exporter,
     pub settings: VerdictSettings,
-    pub view: View,
-    /// `--start-at` as given (checked against the clock when the
-    /// comparison starts, not when a resumed one is re-read).
-    pub start_at: Option<String>,
 }
 
-/// Splits compare's own options from a trailing workload invocation.
-pub fn split_args(args: &[String]) -> (Vec<String>, Vec<String>) {
-    let mut i = 0;
-    while i < args.len() {
-        let a = &args[i];
-        if workload::find(a).is_some() {
-            return (args[..i].to_vec(), args[i..].to_vec());
-        }
-        // An option taking the next word as its value.
-        if a.starts_with("--") && !a.contains('=') && !matches!(a.as_str(), "--resume" | "--detail")
-        {
-            i += 1;
-        }
-        i += 1;
-    }
-    (args.to_vec(), Vec::new())
-}
-
-pub fn plan(args: &[String], observer: &dyn Observer) -> Result<(Plan, bool)> {
-    let (own, workload) = split_args(args);
-    let (v, rest) = options::parse(&[OPTIONS], &own, "compare")?;
-    if let Some(extra) = rest.first() {
-        return Err(CliError::Usage(format!(
-            "compare: '{extra}' is neither an option nor a workload; workloads are {}",
-            workload::names()
-        ))
-        .into());
-    }
-    let suite = if workload.is_empty() {
-        suite::load(v.text("suite")).map_err(|e| CliError::Usage(format!("{e:#}")))?
-    } else {
-        suite::from_args(&workload).map_err(|e| CliError::Usage(format!("{e:#}")))?
-    };
-    let repeat = match v.text("repeat") {
+/// Reads the suite and finds the environments `args` ask for; also the
+/// request to store: the environments found named, secret options left
+/// out.
+pub fn resolve(args: &PlanArgs, observer: &dyn Observer) -> Result<(Plan, PlanArgs), CliError> {
+    let suite = args.suite.load()?;
+    let repeat = match args.repeat {
+        Some(r) => r,
         // The suite's own `repeat`, unless the command line says.
-        _ if !v.was_given("repeat") && suite.repeat.is_some() => {
-            Repeat::Fixed(suite.repeat.unwrap_or(1) as usize)
-        }
-        "auto" => Repeat::Auto,
-        n => match n.parse::<usize>() {
-            Ok(k) if (1..=1000).contains(&k) => Repeat::Fixed(k),
-            _ => {
-                return Err(CliError::InvalidValue {
-                    name: "repeat".into(),
-                    value: n.into(),
-                    allowed: "a whole number from 1 to 1000, or auto".into(),
-                }
-                .into())
-            }
+        None => match suite.repeat {
+            Some(n) => Repeat::Fixed(n as usize),
+            None => Repeat::Auto,
         },
     };
-    let baseline = Spec::parse(v.text("baseline"))?;
-    let mut others: Vec<Spec> = v
-        .list("env")
-        .iter()
-        .map(|s| Spec::parse(s))
-        .collect::<Result<_, _>>()?;
-    if v.list("env").is_empty() {
+    let baseline = args.baseline.clone();
+    let mut others = args.envs.clone();
+    if others.is_empty() {
         observer.note("looking for available environments (virtperf envs)...");
         others = probe::available()
             .into_iter()
@@ -187,6 +256,13 @@ pub fn plan(args: &[String], observer: &dyn Observer) -> Result<(Plan, bool)> {
     // The baseline named again among --env is the baseline itself; an A/A
     // check names the second one (host:name=host-b).
     others.retain(|s| s.label != baseline.label);
+    // Passwords never reach the store: a resume takes them again from
+    // PGPASSWORD, MYSQL_PWD or a file option.
+    let stored = PlanArgs {
+        suite: args.suite.without_secrets(),
+        envs: others.clone(),
+        ..args.clone()
+    };
     let mut specs = vec![baseline];
     for mut s in others {
         // Two environments may be the same kind (an A/A check): keep labels apart.
@@ -198,45 +274,97 @@ pub fn plan(args: &[String], observer: &dyn Observer) -> Result<(Plan, bool)> {
         }
         specs.push(s);
     }
-    Ok((
-        Plan {
-            suite,
-            specs,
-            repeat,
-            budget: Duration::from_secs_f64(v.float("budget")),
-            out: PathBuf::from(v.text("out")),
-            format: report::exporter(v.text("format"))?,
-            settings: settings(v.float("margin")),
-            view: View {
-                detail: v.flag("detail"),
-            },
-            start_at: Some(v.text("start-at").to_string()).filter(|t| !t.is_empty()),
-        },
-        v.flag("resume"),
-    ))
+    let plan = Plan {
+        suite,
+        specs,
+        repeat,
+        budget: args.budget,
+        settings: settings(args.margin_pct),
+    };
+    Ok((plan, stored))
 }
 
-/// The arguments that `--resume` would not use: everything but `--resume`,
-/// `--out DIR` and `--start-at TIME`.
-pub fn beyond_resume(args: &[String]) -> Vec<String> {
-    let mut out = Vec::new();
-    let mut it = args.iter();
-    while let Some(a) = it.next() {
-        match a.as_str() {
-            "--resume" | "--resume=on" => {}
-            "--out" => {
-                it.next();
-            }
-            a if a.starts_with("--out=") => {}
-            // A resumed comparison may wait for a common start again.
-            "--start-at" => {
-                it.next();
-            }
-            a if a.starts_with("--start-at=") => {}
-            other => out.push(other.to_string()),
+/// An environment spec stored as the text it was given as, parsed again
+/// when read.
+mod spec_text {
+    use serde::{de::Error, Deserialize, Deserializer, Serializer};
+
+    use crate::env::Spec;
+
+    pub fn serialize<S: Serializer>(spec: &Spec, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&spec.text)
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Spec, D::Error> {
+        Spec::parse(&String::deserialize(d)?).map_err(D::Error::custom)
+    }
+}
+
+/// A list of environment specs, each as its text.
+mod spec_texts {
+    use serde::{de::Error, Deserialize, Deserializer, Serializer};
+
+    use crate::env::Spec;
+
+    pub fn serialize<S: Serializer>(specs: &[Spec], s: S) -> Result<S::Ok, S::Error> {
+        s.collect_seq(specs.iter().map(|spec| spec.text.as_str()))
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<Spec>, D::Error> {
+        Vec::<String>::deserialize(d)?
+            .iter()
+            .map(|t| Spec::parse(t).map_err(D::Error::custom))
+            .collect()
+    }
+}
+
+/// `--repeat` as its word (`auto`, `3`), or null when not given.
+mod repeat_text {
+    use serde::{de::Error, Deserialize, Deserializer, Serializer};
+
+    use super::Repeat;
+
+    /// The word `--repeat` takes for `r`.
+    pub fn word(r: Repeat) -> String {
+        match r {
+            Repeat::Fixed(n) => n.to_string(),
+            Repeat::Auto => "auto".into(),
         }
     }
-    out
+
+    pub fn serialize<S: Serializer>(r: &Option<Repeat>, s: S) -> Result<S::Ok, S::Error> {
+        match r {
+            Some(r) => s.serialize_some(&word(*r)),
+            None => s.serialize_none(),
+        }
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Repeat>, D::Error> {
+        Option::<String>::deserialize(d)?
+            .map(|w| match w.as_str() {
+                "auto" => Ok(Repeat::Auto),
+                n => n
+                    .parse()
+                    .map(Repeat::Fixed)
+                    .map_err(|_| D::Error::custom(format!("repeat '{n}'"))),
+            })
+            .transpose()
+    }
+}
+
+/// A duration as seconds.
+mod seconds {
+    use std::time::Duration;
+
+    use serde::{de::Error, Deserialize, Deserializer, Serializer};
+
+    pub fn serialize<S: Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_f64(d.as_secs_f64())
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
+        Duration::try_from_secs_f64(f64::deserialize(d)?).map_err(D::Error::custom)
+    }
 }
 
 /// A digest of what a plan runs (every job's arguments, in order, and the
@@ -264,14 +392,6 @@ pub fn digest(plan: &Plan) -> String {
 mod tests {
     use super::*;
 
-    fn plan_quiet(args: &[String]) -> Result<(Plan, bool)> {
-        plan(args, &crate::core::observer::Silent)
-    }
-
-    fn s(v: &[&str]) -> Vec<String> {
-        v.iter().map(|x| x.to_string()).collect()
-    }
-
     #[test]
     fn the_suite_option_names_every_builtin_suite() {
         let help = OPTIONS.iter().find(|o| o.name == "suite").unwrap().help;
@@ -281,65 +401,31 @@ mod tests {
     }
 
     #[test]
-    fn a_suites_repeat_is_used_unless_the_command_line_says() {
-        // Issue 14, item 16: `repeat` was parsed and never used.
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("two.toml");
-        std::fs::write(&path, "repeat = 2\n[[run]]\nworkload = \"cpu\"\n").unwrap();
-        let p = path.display().to_string();
-        let (plan, _) = plan_quiet(&s(&["--env", "host", "--suite", &p])).unwrap();
-        assert_eq!(plan.repeat, Repeat::Fixed(2));
-        let (plan, _) = plan_quiet(&s(&["--env", "host", "--suite", &p, "--repeat", "3"])).unwrap();
-        assert_eq!(plan.repeat, Repeat::Fixed(3));
-    }
-
-    #[test]
-    fn resume_takes_no_other_settings_and_notices_a_changed_suite() {
-        // Issue 14, item 17.
-        assert!(beyond_resume(&s(&["--resume", "--out", "d"])).is_empty());
-        assert!(beyond_resume(&s(&["--out=d", "--resume"])).is_empty());
-        assert_eq!(
-            beyond_resume(&s(&["--resume", "--repeat", "9", "cpu"])),
-            s(&["--repeat", "9", "cpu"])
-        );
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("s.toml");
-        let p = path.display().to_string();
-        std::fs::write(&path, "[[run]]\nworkload = \"cpu\"\ntime = 1\n").unwrap();
-        let (a, _) = plan_quiet(&s(&["--env", "host", "--suite", &p])).unwrap();
-        let (same, _) = plan_quiet(&s(&["--env", "host", "--suite", &p])).unwrap();
-        assert_eq!(digest(&a), digest(&same));
-        std::fs::write(&path, "[[run]]\nworkload = \"cpu\"\ntime = 2\n").unwrap();
-        let (b, _) = plan_quiet(&s(&["--env", "host", "--suite", &p])).unwrap();
-        assert_ne!(digest(&a), digest(&b));
-    }
-
-    #[test]
-    fn a_trailing_workload_is_split_off() {
-        let (own, wl) = split_args(&s(&["--env", "host", "--repeat", "3", "cpu", "--time=2"]));
-        assert_eq!(own, s(&["--env", "host", "--repeat", "3"]));
-        assert_eq!(wl, s(&["cpu", "--time=2"]));
-        let (own, wl) = split_args(&s(&["--resume", "--out=x"]));
-        assert_eq!(own.len(), 2);
-        assert!(wl.is_empty());
-    }
-
-    #[test]
-    fn same_kind_twice_gets_distinct_labels() {
-        let (p, _) = plan_quiet(&s(&[
-            "--env",
-            "host",
-            "--env",
-            "host:name=host-b",
-            "cpu",
-            "--time=1",
-        ]))
-        .unwrap();
-        let labels: Vec<_> = p.specs.iter().map(|s| s.label.clone()).collect();
-        assert_eq!(labels, vec!["host", "host-b"]);
-        let (p, _) = plan_quiet(&s(&["--env", "docker", "--env", "docker", "cpu"])).unwrap();
-        let labels: Vec<_> = p.specs.iter().map(|s| s.label.clone()).collect();
-        assert_eq!(labels, vec!["host", "docker", "docker (2)"]);
-        assert!(plan_quiet(&s(&["--repeat", "zero", "--env", "host", "cpu"])).is_err());
+    fn a_plan_request_survives_the_store_without_its_secrets() {
+        let args = PlanArgs {
+            suite: SuiteSource::Invocation(
+                ["cpu", "--time=2", "--pgsql-password=hunter2"]
+                    .map(String::from)
+                    .to_vec(),
+            ),
+            baseline: Spec::parse("host").unwrap(),
+            envs: vec![Spec::parse("host:name=host-b").unwrap()],
+            repeat: Some(Repeat::Fixed(3)),
+            budget: Duration::from_secs_f64(12.5),
+            margin_pct: 2.5,
+        };
+        let json = serde_json::to_string(&args).unwrap();
+        let back: PlanArgs = serde_json::from_str(&json).unwrap();
+        assert_eq!(back, args);
+        let auto = PlanArgs {
+            repeat: None,
+            suite: SuiteSource::Suite("quick".into()),
+            ..args.clone()
+        };
+        let back: PlanArgs = serde_json::from_str(&serde_json::to_string(&auto).unwrap()).unwrap();
+        assert_eq!(back, auto);
+        assert!(!args.to_args().join(" ").contains("hunter2"));
+        let kept = args.suite.without_secrets();
+        assert!(!serde_json::to_string(&kept).unwrap().contains("hunter2"));
     }
 }

@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{anyhow, Context, Result};
 
 use crate::core::options::{self, CliError, OptKind, OptionSpec};
-use crate::report::{self, Fleet, HostAnalysis};
+use crate::report::{self, Exporter, Fleet, HostAnalysis, View};
 use crate::store::Store;
 
 pub const REPORT_OPTIONS: &[OptionSpec] = &[
@@ -88,42 +88,41 @@ fn load(target: &str, settings: &crate::stats::VerdictSettings) -> Result<HostAn
     read().with_context(|| format!("report: reading the results store in {}", dir.display()))
 }
 
+/// `virtperf report`, parsed (by `cli`).
+#[derive(Clone)]
+pub struct ReportArgs {
+    /// What to render, each RUN, DIR or DIR/N as given; never empty (the
+    /// default is `virtperf-results`), none given twice.
+    pub targets: Vec<String>,
+    /// `--format`.
+    pub format: &'static dyn Exporter,
+    /// `--out`: a file to write instead of standard output.
+    pub out: Option<PathBuf>,
+    /// `--margin`, in percent.
+    pub margin_pct: f64,
+    /// `--detail`.
+    pub view: View,
+}
+
 /// `virtperf report ...`
-pub fn report_main(args: &[String]) -> Result<()> {
-    let (v, rest) = options::parse(&[REPORT_OPTIONS], args, "report")?;
-    let targets: Vec<&str> = match rest.is_empty() {
-        true => vec!["virtperf-results"],
-        false => rest.iter().map(String::as_str).collect(),
-    };
-    for (i, t) in targets.iter().enumerate() {
-        if targets[..i]
-            .iter()
-            .any(|u| u.trim_end_matches('/') == t.trim_end_matches('/'))
-        {
-            return Err(CliError::Usage(format!(
-                "report: {t} is given twice: name each results store once"
-            ))
-            .into());
-        }
-    }
-    let settings = super::plan::settings(v.float("margin"));
-    let mut hosts = targets
+pub fn report_main(args: &ReportArgs) -> Result<()> {
+    let settings = super::plan::settings(args.margin_pct);
+    let mut hosts = args
+        .targets
         .iter()
         .map(|t| load(t, &settings))
         .collect::<Result<Vec<_>>>()?;
-    let view = report::View {
-        detail: v.flag("detail"),
-    };
-    let exporter = report::exporter(v.text("format"))?;
     let text = if hosts.len() == 1 {
-        exporter.render(&hosts.remove(0).analysis, view)
+        args.format.render(&hosts.remove(0).analysis, args.view)
     } else {
         let fleet = Fleet::build(hosts).map_err(|why| CliError::Usage(format!("report: {why}")))?;
-        exporter.render_fleet(&fleet, view)
+        args.format.render_fleet(&fleet, args.view)
     };
-    match v.text("out") {
-        "" => print!("{text}"),
-        path => std::fs::write(path, text).with_context(|| format!("--out {path}"))?,
+    match &args.out {
+        None => print!("{text}"),
+        Some(path) => {
+            std::fs::write(path, text).with_context(|| format!("--out {}", path.display()))?
+        }
     }
     Ok(())
 }

@@ -26,7 +26,9 @@ pub struct ComparisonRow {
     pub baseline: String,
     /// Environment labels, baseline first.
     pub envs: Vec<String>,
-    /// The arguments it was started with, to resume it.
+    /// compare's arguments it was started with (secret options left out);
+    /// a store from before typed requests (`Store::request`) resumes from
+    /// them.
     pub args: Vec<String>,
     pub finished: bool,
     /// Run in the adaptive design (`--repeat auto`): its headline verdicts
@@ -74,6 +76,10 @@ CREATE TABLE IF NOT EXISTS designs (
 CREATE TABLE IF NOT EXISTS plans (
     comparison INTEGER PRIMARY KEY REFERENCES comparisons(id),
     digest TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS requests (
+    comparison INTEGER PRIMARY KEY REFERENCES comparisons(id),
+    request TEXT NOT NULL
 );
 ";
 
@@ -323,6 +329,29 @@ impl Store {
         Ok(())
     }
 
+    /// Records what a comparison was asked to run, as the JSON of the typed
+    /// request (never a secret), for `--resume` to continue it from.
+    pub fn set_request(&self, comparison: i64, request: &str) -> Result<()> {
+        self.conn.execute(
+            "INSERT OR REPLACE INTO requests (comparison, request) VALUES (?1, ?2)",
+            params![comparison, request],
+        )?;
+        Ok(())
+    }
+
+    /// The request recorded by `set_request`; `None` for a comparison from
+    /// before requests were stored (its `args` are what it started with).
+    pub fn request(&self, comparison: i64) -> Result<Option<String>> {
+        Ok(self
+            .conn
+            .query_row(
+                "SELECT request FROM requests WHERE comparison = ?1",
+                params![comparison],
+                |r| r.get(0),
+            )
+            .optional()?)
+    }
+
     /// The digest recorded by `set_plan_digest`, if any.
     pub fn plan_digest(&self, comparison: i64) -> Result<Option<String>> {
         Ok(self
@@ -361,6 +390,9 @@ mod tests {
         assert_eq!(s.plan_digest(id).unwrap(), None);
         s.set_plan_digest(id, "abc").unwrap();
         assert_eq!(s.plan_digest(id).unwrap().as_deref(), Some("abc"));
+        assert_eq!(s.request(id).unwrap(), None);
+        s.set_request(id, "{}").unwrap();
+        assert_eq!(s.request(id).unwrap().as_deref(), Some("{}"));
     }
 
     #[test]

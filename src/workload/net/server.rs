@@ -885,31 +885,24 @@ pub fn read_secret(file: &str, option: &str) -> Result<Option<Vec<u8>>, CliError
     Ok(Some(text.as_bytes().to_vec()))
 }
 
-pub fn main(args: &[String]) -> Result<()> {
-    if args
-        .iter()
-        .any(|a| a == "--help" || a == "-h" || a == "help")
-    {
-        print!("{}", help());
-        return Ok(());
-    }
-    let (values, rest) = options::parse(&[SERVE_OPTIONS], args, "serve")?;
-    if let Some(extra) = rest.first() {
-        return Err(CliError::Usage(format!(
-            "serve takes no argument '{extra}': use --bind ADDR and --port N"
-        ))
-        .into());
-    }
-    let ip: IpAddr = values
-        .text("bind")
-        .parse()
-        .map_err(|_| CliError::InvalidValue {
-            name: "bind".into(),
-            value: values.text("bind").into(),
-            allowed: "an IP address such as 127.0.0.1 or ::1".into(),
-        })?;
-    let addr = SocketAddr::new(ip, values.int("port") as u16);
-    let secret = read_secret(values.text("secret-file"), "secret-file")?;
+/// `virtperf serve`, parsed (by `cli`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct ServeArgs {
+    /// `--bind` and `--port` (0: a free one).
+    pub addr: SocketAddr,
+    /// `--secret-file`; without one, [`SECRET_ENV`] may give the secret.
+    pub secret_file: Option<std::path::PathBuf>,
+}
+
+/// `virtperf serve`: serves until Ctrl-C.
+pub fn main(args: &ServeArgs) -> Result<()> {
+    let file = args
+        .secret_file
+        .as_ref()
+        .map(|p| p.display().to_string())
+        .unwrap_or_default();
+    let secret = read_secret(&file, "secret-file")?;
+    let addr = args.addr;
     let guarded = secret.is_some();
     let server = Server::start_with_secret(addr, secret).map_err(|e| match e {
         StartError::InUse { .. } => anyhow::Error::new(CliError::Usage(e.to_string())),

@@ -1,0 +1,62 @@
+//! `virtperf report`'s arguments into a typed `ReportArgs`.
+
+use std::path::PathBuf;
+
+use crate::compare::{ReportArgs, REPORT_OPTIONS};
+use crate::core::options::{self, CliError};
+use crate::report::{self, View};
+
+/// Parses report's arguments (without the word `report`).
+pub fn parse(args: &[String]) -> Result<ReportArgs, CliError> {
+    let (v, rest) = options::parse(&[REPORT_OPTIONS], args, "report")?;
+    let targets = match rest.is_empty() {
+        true => vec!["virtperf-results".to_string()],
+        false => rest,
+    };
+    for (i, t) in targets.iter().enumerate() {
+        if targets[..i]
+            .iter()
+            .any(|u| u.trim_end_matches('/') == t.trim_end_matches('/'))
+        {
+            return Err(CliError::Usage(format!(
+                "report: {t} is given twice: name each results store once"
+            )));
+        }
+    }
+    Ok(ReportArgs {
+        targets,
+        format: report::exporter(v.text("format"))?,
+        out: Some(v.text("out"))
+            .filter(|p| !p.is_empty())
+            .map(PathBuf::from),
+        margin_pct: v.float("margin"),
+        view: View {
+            detail: v.flag("detail"),
+        },
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn s(v: &[&str]) -> Vec<String> {
+        v.iter().map(|x| x.to_string()).collect()
+    }
+
+    #[test]
+    fn targets_default_and_are_named_once() {
+        let a = parse(&[]).unwrap();
+        assert_eq!(a.targets, s(&["virtperf-results"]));
+        assert_eq!(a.format.name(), "table");
+        assert!(a.out.is_none() && !a.view.detail);
+        let a = parse(&s(&["a", "b/", "--format=md", "--out", "r.md", "--detail"])).unwrap();
+        assert_eq!(a.targets, s(&["a", "b/"]));
+        assert_eq!(a.format.name(), "markdown");
+        assert_eq!(a.out, Some(PathBuf::from("r.md")));
+        assert!(a.view.detail);
+        let err = parse(&s(&["a/", "a"])).err().unwrap().to_string();
+        assert!(err.contains("given twice"), "{err}");
+        assert!(parse(&s(&["--format=nope"])).is_err());
+    }
+}
