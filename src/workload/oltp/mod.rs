@@ -23,6 +23,7 @@ use crate::core::options::{CliError, OptKind, OptionSpec, Values};
 use crate::core::result::Metric;
 use crate::core::signals;
 use crate::engine::{self, EngineOptions, FastRng, Worker};
+use crate::sys::storage;
 use crate::workload::{Measurement, MetricDef, Needs, Workload, WorkloadDef};
 use driver::{Conn, Dialect, ErrorClass, Param, Target};
 use rand::{digits, Dist, Unique, C_TEMPLATE, PAD_TEMPLATE};
@@ -858,7 +859,7 @@ impl OltpWorkload {
     /// Refuses a load that would not fit in the file system of the SQLite file.
     fn check_free_space(&self, path: &Path) -> Result<()> {
         let dir = path.parent().unwrap_or(Path::new("."));
-        let free = free_bytes(dir)
+        let free = storage::free_bytes(dir)
             .map_err(|e| anyhow!("checking free space in {}: {e}", dir.display()))?;
         let need = self.cfg.tables * self.cfg.rows_to_load() * SQLITE_ROW_BYTES;
         if need > free {
@@ -988,20 +989,6 @@ fn table_names(from: u64, to: u64) -> String {
     } else {
         format!("sbtest{from} to sbtest{to}")
     }
-}
-
-/// Bytes available to an unprivileged writer in the file system of `dir`.
-fn free_bytes(dir: &Path) -> std::io::Result<u64> {
-    use std::os::unix::ffi::OsStrExt;
-    let c = std::ffi::CString::new(dir.as_os_str().as_bytes())
-        .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidInput, e))?;
-    // SAFETY: statvfs writes into the zeroed struct we own; the path is a
-    // valid NUL-terminated string.
-    let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
-    if unsafe { libc::statvfs(c.as_ptr(), &mut st) } != 0 {
-        return Err(std::io::Error::last_os_error());
-    }
-    Ok(st.f_bavail as u64 * st.f_frsize as u64)
 }
 
 impl Workload for OltpWorkload {
