@@ -6,6 +6,7 @@
 //! One event is one transaction; deadlocks and serialization failures roll
 //! back, are counted and restart it, as sysbench does.
 
+mod connect;
 mod cut;
 pub mod driver;
 mod mysql;
@@ -25,7 +26,8 @@ use crate::core::signals;
 use crate::engine::{self, EngineOptions, FastRng, Worker};
 use crate::sys::storage;
 use crate::workload::{Measurement, MetricDef, Needs, Workload, WorkloadDef};
-use driver::{Conn, Dialect, ErrorClass, Param, Target};
+pub use connect::Target;
+use driver::{Conn, Dialect, ErrorClass, Param};
 use rand::{digits, Dist, Unique, C_TEMPLATE, PAD_TEMPLATE};
 
 /// The eight tests, each a workload of its own name.
