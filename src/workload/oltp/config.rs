@@ -126,7 +126,7 @@ impl Config {
         Ok(c)
     }
 
-    pub(super) fn dialect(&self) -> Dialect {
+    pub(super) fn dialect(&self) -> &'static dyn Dialect {
         self.target.dialect()
     }
 

@@ -1,7 +1,8 @@
 //! Where the tables live (`Target`, from `--db-driver` and its options) and
 //! the one place a concrete driver is chosen: `Target::connect` opens a
-//! SQLite, PostgreSQL or MySQL connection behind the `Conn` trait, which is
-//! all the rest of the workload talks to.
+//! SQLite, PostgreSQL or MySQL connection behind the `Conn` trait, and
+//! `Target::dialect` gives that driver's `Dialect`: the rest of the
+//! workload talks to these two traits only.
 
 use std::path::PathBuf;
 
@@ -35,11 +36,12 @@ pub enum Target {
 }
 
 impl Target {
-    pub fn dialect(&self) -> Dialect {
+    /// The driver's differences in SQL and in how it is loaded.
+    pub fn dialect(&self) -> &'static dyn Dialect {
         match self {
-            Target::Sqlite { .. } => Dialect::Sqlite,
-            Target::Pgsql { .. } => Dialect::Pgsql,
-            Target::Mysql { .. } => Dialect::Mysql,
+            Target::Sqlite { .. } => &sqlite::SqliteDialect,
+            Target::Pgsql { .. } => &pgsql::PgDialect,
+            Target::Mysql { .. } => &mysql::MyDialect,
         }
     }
 
@@ -86,6 +88,73 @@ impl Target {
                 ..
             } if socket.is_empty() => format!("MySQL database '{db}' at {host}:{port}"),
             Target::Mysql { socket, db, .. } => format!("MySQL database '{db}' at {socket}"),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn targets() -> [Target; 3] {
+        let (host, user, password, db) = (
+            "h".to_string(),
+            "u".to_string(),
+            String::new(),
+            "d".to_string(),
+        );
+        [
+            Target::Sqlite {
+                path: PathBuf::from("x.sqlite"),
+            },
+            Target::Pgsql {
+                host: host.clone(),
+                port: 5432,
+                user: user.clone(),
+                password: password.clone(),
+                db: db.clone(),
+                auth: pgsql::Auth::Md5,
+            },
+            Target::Mysql {
+                host,
+                port: 3306,
+                socket: String::new(),
+                user,
+                password,
+                db,
+            },
+        ]
+    }
+
+    /// oltp_insert's statement with a generated id, and how each database
+    /// is loaded: MySQL sends id 0, the others leave id out; only SQLite
+    /// sends its own ids, loads in one transaction and one table at a time.
+    #[test]
+    fn each_target_has_its_drivers_dialect() {
+        let expected = [
+            (
+                "sqlite",
+                "INSERT INTO sbtest7 (k, c, pad) VALUES (5, 'c', 'p')",
+                true,
+            ),
+            (
+                "pgsql",
+                "INSERT INTO sbtest7 (k, c, pad) VALUES (5, 'c', 'p')",
+                false,
+            ),
+            (
+                "mysql",
+                "INSERT INTO sbtest7 (id, k, c, pad) VALUES (0, 5, 'c', 'p')",
+                false,
+            ),
+        ];
+        for (target, (name, insert, sqlite)) in targets().iter().zip(expected) {
+            let d = target.dialect();
+            assert_eq!(d.name(), name);
+            assert_eq!(d.insert_generated_id(7, 5, "c", "p"), insert, "{name}");
+            assert_eq!(d.load_sends_ids(), sqlite, "{name}");
+            assert_eq!(d.load_in_one_transaction(), sqlite, "{name}");
+            assert_eq!(d.one_writer(), sqlite, "{name}");
         }
     }
 }

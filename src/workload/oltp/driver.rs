@@ -69,12 +69,54 @@ pub trait Conn: Send {
     }
 }
 
-/// The SQL dialect, for the few statements that differ.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Dialect {
-    Sqlite,
-    Pgsql,
-    Mysql,
+/// What differs between the databases for the OLTP tests: a few words of
+/// CREATE TABLE and of oltp_insert's INSERT, and how the load and the
+/// report treat a database that takes one writer at a time. Each driver
+/// implements it; `Target::dialect` gives the one in use. The defaults are
+/// standard SQL on a server that takes many writers.
+pub trait Dialect: Sync {
+    /// The `--db-driver` name, as the result's details give it.
+    fn name(&self) -> &'static str;
+
+    /// The type of the `id` column: with `auto_inc` (`--auto-inc`) the
+    /// database's own id generator where it has one; `secondary`
+    /// (`--secondary`): id is not the primary key.
+    fn id_column(&self, auto_inc: bool, secondary: bool) -> &'static str;
+
+    /// `--secondary`'s plain key on id as CREATE TABLE declares it; None:
+    /// it is an index built after the load.
+    fn secondary_key(&self) -> Option<&'static str> {
+        None
+    }
+
+    /// What follows CREATE TABLE's column list.
+    fn table_options(&self, _storage_engine: &str) -> String {
+        String::new()
+    }
+
+    /// oltp_insert's INSERT into `sbtest{table}` with the id left to the
+    /// table's generator.
+    fn insert_generated_id(&self, table: usize, k: i64, c: &str, pad: &str) -> String {
+        format!("INSERT INTO sbtest{table} (k, c, pad) VALUES ({k}, '{c}', '{pad}')")
+    }
+
+    /// Whether the bulk load sends the ids 1..n itself even where the table
+    /// would generate them.
+    fn load_sends_ids(&self) -> bool {
+        false
+    }
+
+    /// Whether a table's bulk load goes in one transaction rather than a
+    /// commit per statement.
+    fn load_in_one_transaction(&self) -> bool {
+        false
+    }
+
+    /// One writer at a time on the whole database: tables load in turn,
+    /// not one per thread, and the run reports the waits for the lock.
+    fn one_writer(&self) -> bool {
+        false
+    }
 }
 
 /// `sql` with its `?` placeholders replaced by literals, for

@@ -18,7 +18,7 @@ use crate::workload::{Measurement, Workload};
 
 use super::config::Config;
 use super::connect::Target;
-use super::driver::{Conn, Dialect};
+use super::driver::Conn;
 use super::rand::Unique;
 use super::transaction::{Counts, OltpWorker, Statements};
 use super::{load, sqlite, Test, METRICS};
@@ -199,11 +199,7 @@ impl Workload for OltpWorkload {
         };
         m.details = serde_json::json!({
             "test": self.cfg.test.name(),
-            "db_driver": match self.cfg.dialect() {
-                Dialect::Sqlite => "sqlite",
-                Dialect::Pgsql => "pgsql",
-                Dialect::Mysql => "mysql",
-            },
+            "db_driver": self.cfg.dialect().name(),
             "database": self.cfg.target.describe(),
             "reads": total.reads,
             "writes": total.writes,
@@ -231,7 +227,7 @@ impl Workload for OltpWorkload {
             total.reconnects,
             per_sec(total.reconnects),
         );
-        if self.cfg.dialect() == Dialect::Sqlite {
+        if self.cfg.dialect().one_writer() {
             m.text.push_str(&format!(
                 "    busy waits (SQLite write lock):      {}\n",
                 total.busy_waits

@@ -14,7 +14,7 @@ use crate::engine::FastRng;
 use crate::sys::storage;
 
 use super::config::Config;
-use super::driver::{self, Conn, Dialect};
+use super::driver::{self, Conn};
 use super::rand::{digits, C_TEMPLATE, PAD_TEMPLATE};
 
 /// Approximate bytes per row on disk in SQLite (id, k, 120 + 60 characters,
@@ -47,7 +47,7 @@ pub(super) fn check_free_space(cfg: &Config, path: &Path) -> Result<()> {
 pub(super) fn load_tables(cfg: &Config, conn: &mut dyn Conn, obs: &dyn Observer) -> Result<()> {
     // sysbench loads tables in parallel, one per thread; SQLite has one
     // writer at a time, so it loads them in turn.
-    let parallel = if cfg.dialect() == Dialect::Sqlite {
+    let parallel = if cfg.dialect().one_writer() {
         1
     } else {
         cfg.threads.clamp(1, cfg.tables)
@@ -102,19 +102,18 @@ fn load_table(
         obs.chatter(&format!("Inserting {rows} records into 'sbtest{n}'"));
     }
     let mut rng = FastRng::new(seed);
-    // Client ids where the table has no generator: SQLite's rowid
-    // would give the same 1..n.
-    let with_id = !cfg.auto_inc || cfg.dialect() == Dialect::Sqlite || cfg.secondary;
+    // Client ids where the table has no generator, and where the dialect
+    // sends them anyway.
+    let with_id = !cfg.auto_inc || cfg.dialect().load_sends_ids() || cfg.secondary;
     let head = if with_id {
         format!("INSERT INTO sbtest{n}(id, k, c, pad) VALUES")
     } else {
         format!("INSERT INTO sbtest{n}(k, c, pad) VALUES")
     };
     // As sysbench's bulk inserts: multi-row statements of about 512 KiB,
-    // all in one transaction on SQLite (a commit per statement would be
-    // an fsync per statement).
-    let sqlite = cfg.dialect() == Dialect::Sqlite;
-    if sqlite {
+    // on SQLite all in one transaction.
+    let one_transaction = cfg.dialect().load_in_one_transaction();
+    if one_transaction {
         conn.begin(true).map_err(|e| fail(e, "BEGIN"))?;
     }
     let mut sql = head.clone();
@@ -142,7 +141,7 @@ fn load_table(
             pending = 0;
         }
     }
-    if sqlite {
+    if one_transaction {
         conn.commit().map_err(|e| fail(e, "COMMIT"))?;
     }
     if let Some(sql) = cfg.id_index_sql(n) {

@@ -3,48 +3,22 @@
 //! after the bulk load.
 
 use super::config::Config;
-use super::driver::Dialect;
 
 impl Config {
     /// sysbench's `CREATE TABLE sbtest{n}` in the target's dialect: the
     /// primary key on id (with `--secondary` a plain key, declared here
     /// where the dialect can, else an index built after the load).
     pub(super) fn create_table_sql(&self, n: u64) -> String {
+        let dialect = self.dialect();
         let key = if self.secondary {
-            match self.dialect() {
-                Dialect::Mysql => "KEY xid (id)".to_string(),
-                // Elsewhere a plain index, created after the load.
-                _ => String::new(),
-            }
+            // Where CREATE TABLE cannot say it, a plain index after the load.
+            dialect.secondary_key()
         } else {
-            "PRIMARY KEY (id)".to_string()
+            Some("PRIMARY KEY (id)")
         };
-        let (id, suffix) = match self.dialect() {
-            Dialect::Mysql => (
-                if self.auto_inc {
-                    "INTEGER NOT NULL AUTO_INCREMENT"
-                } else {
-                    "INTEGER NOT NULL"
-                },
-                format!("/*! ENGINE = {} */", self.storage_engine),
-            ),
-            Dialect::Pgsql => (
-                if self.auto_inc && !self.secondary {
-                    "SERIAL"
-                } else {
-                    "INTEGER NOT NULL"
-                },
-                String::new(),
-            ),
-            // The rowid alias: SQLite's AUTO_INCREMENT.
-            Dialect::Sqlite if !self.secondary => ("INTEGER", String::new()),
-            Dialect::Sqlite => ("INTEGER NOT NULL", String::new()),
-        };
-        let key = if key.is_empty() {
-            String::new()
-        } else {
-            format!(",\n  {key}")
-        };
+        let key = key.map(|k| format!(",\n  {k}")).unwrap_or_default();
+        let id = dialect.id_column(self.auto_inc, self.secondary);
+        let suffix = dialect.table_options(&self.storage_engine);
         format!(
             "CREATE TABLE sbtest{n}(\n  id {id},\n  k INTEGER DEFAULT '0' NOT NULL,\n  c CHAR(120) DEFAULT '' NOT NULL,\n  pad CHAR(60) DEFAULT '' NOT NULL{key}\n) {suffix}"
         )
@@ -53,7 +27,7 @@ impl Config {
     /// With `--secondary`, the plain index on id that stands in for the
     /// primary key where CREATE TABLE did not declare it; built after the load.
     pub(super) fn id_index_sql(&self, n: u64) -> Option<String> {
-        (self.secondary && self.dialect() != Dialect::Mysql)
+        (self.secondary && self.dialect().secondary_key().is_none())
             .then(|| format!("CREATE INDEX xid_{n} ON sbtest{n}(id)"))
     }
 

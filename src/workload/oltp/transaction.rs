@@ -13,7 +13,7 @@ use crate::core::signals;
 use crate::engine::{FastRng, Worker};
 
 use super::config::Config;
-use super::driver::{self, Conn, Dialect, ErrorClass, Param};
+use super::driver::{self, Conn, ErrorClass, Param};
 use super::rand::{digits, Unique, C_TEMPLATE, PAD_TEMPLATE};
 use super::Test;
 
@@ -234,15 +234,11 @@ impl OltpWorker {
         let k = self.id();
         let c = digits(&mut self.rng, C_TEMPLATE);
         let pad = digits(&mut self.rng, PAD_TEMPLATE);
-        let sql = match (self.cfg.auto_inc, self.cfg.dialect()) {
-            (true, Dialect::Mysql) => {
-                format!("INSERT INTO sbtest{t} (id, k, c, pad) VALUES (0, {k}, '{c}', '{pad}')")
-            }
-            (true, _) => format!("INSERT INTO sbtest{t} (k, c, pad) VALUES ({k}, '{c}', '{pad}')"),
-            (false, _) => {
-                let id = self.unique.next() as i64 - 2_147_483_648;
-                format!("INSERT INTO sbtest{t} (id, k, c, pad) VALUES ({id}, {k}, '{c}', '{pad}')")
-            }
+        let sql = if self.cfg.auto_inc {
+            self.cfg.dialect().insert_generated_id(t, k, &c, &pad)
+        } else {
+            let id = self.unique.next() as i64 - 2_147_483_648;
+            format!("INSERT INTO sbtest{t} (id, k, c, pad) VALUES ({id}, {k}, '{c}', '{pad}')")
         };
         let r = self.conn.batch(&sql);
         match r {
