@@ -4,7 +4,7 @@
 //! `Target::dialect` gives that driver's `Dialect`: the rest of the
 //! workload talks to these two traits only.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use anyhow::Result;
 
@@ -36,6 +36,31 @@ pub enum Target {
 }
 
 impl Target {
+    /// The database file, where the target is SQLite's; a server's files
+    /// are the server's business.
+    pub fn sqlite_path(&self) -> Option<&Path> {
+        match self {
+            Target::Sqlite { path } => Some(path),
+            _ => None,
+        }
+    }
+
+    /// After the tables are dropped: SQLite's file (with its WAL and
+    /// shared-memory files) goes when nothing but sysbench's tables was in
+    /// it. Nothing to do on a server.
+    pub fn remove_if_empty(&self) -> Result<()> {
+        if let Some(path) = self.sqlite_path() {
+            if sqlite::table_count(path)? == 0 {
+                for suffix in ["", "-wal", "-shm"] {
+                    let mut p = path.as_os_str().to_owned();
+                    p.push(suffix);
+                    let _ = std::fs::remove_file(PathBuf::from(p));
+                }
+            }
+        }
+        Ok(())
+    }
+
     /// The driver's differences in SQL and in how it is loaded.
     pub fn dialect(&self) -> &'static dyn Dialect {
         match self {

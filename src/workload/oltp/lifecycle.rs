@@ -4,7 +4,7 @@
 //! into sysbench's rates and summary, and `cleanup` drops the tables (and
 //! SQLite's file when nothing else is in it).
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 
 use anyhow::{anyhow, bail, Result};
@@ -17,11 +17,10 @@ use crate::engine::{self, EngineOptions, FastRng};
 use crate::workload::{Measurement, Workload};
 
 use super::config::Config;
-use super::connect::Target;
 use super::driver::Conn;
 use super::rand::Unique;
 use super::transaction::{Counts, OltpWorker, Statements};
-use super::{load, sqlite, Test, METRICS};
+use super::{load, Test, METRICS};
 
 fn metric(name: &str, value: f64) -> Metric {
     crate::workload::metric_from(METRICS, name, value)
@@ -39,10 +38,7 @@ impl OltpWorkload {
     }
 
     fn sqlite_path(&self) -> Option<&Path> {
-        match &self.cfg.target {
-            Target::Sqlite { path } => Some(path),
-            _ => None,
-        }
+        self.cfg.target.sqlite_path()
     }
 
     /// The first of sysbench's tables that exists (or, `missing`, does not).
@@ -263,17 +259,7 @@ impl Workload for OltpWorkload {
             }
         }
         drop(conn);
-        if let Some(path) = self.sqlite_path() {
-            // The file goes when nothing but sysbench's tables was in it.
-            if sqlite::table_count(path)? == 0 {
-                for suffix in ["", "-wal", "-shm"] {
-                    let mut p = path.as_os_str().to_owned();
-                    p.push(suffix);
-                    let _ = std::fs::remove_file(PathBuf::from(p));
-                }
-            }
-        }
-        Ok(())
+        self.cfg.target.remove_if_empty()
     }
 }
 
