@@ -1,7 +1,8 @@
-//! The one small interface the OLTP tests need from a database (`Conn`), the
-//! error classes that decide what a failed statement does to the run, and
-//! the statement text helpers the drivers share. It names no concrete
-//! driver: they import it, and `connect` picks one.
+//! What the OLTP tests need from a database driver: a connection (`Conn`)
+//! and the few ways its SQL and loading differ (`Dialect`), the error
+//! classes that decide what a failed statement does to the run, and the
+//! statement text helpers the drivers share. It names no concrete driver:
+//! they import it, and `connect` picks one.
 
 use std::fmt;
 

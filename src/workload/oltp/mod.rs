@@ -9,8 +9,9 @@
 //! The parts: `options` (the option table) and `config` (the validated
 //! `Config`), `schema` (the `sbtestN` tables), `load` (prepare's bulk load),
 //! `transaction` (the event mix and its counting), `lifecycle` (prepare,
-//! run, cleanup); `driver` is the `Conn` trait the three drivers implement,
-//! and `connect` the one place that picks a driver.
+//! run, cleanup); `driver` holds the `Conn` and `Dialect` traits that
+//! `sqlite`, `pgsql` and `mysql` implement, and `connect` is the one place
+//! that picks a driver.
 
 mod config;
 mod connect;
