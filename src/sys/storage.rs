@@ -3,8 +3,12 @@
 //! source, and whether an fsync there reaches a disk at all. A Podman `--rm`
 //! container's overlay is mounted `volatile` (fsync returns at once) and a
 //! tmpfs has no disk: durable commits and fsyncs cost nothing there, which
-//! a comparison must say rather than report as speed.
+//! a comparison must say rather than report as speed. Also the free space
+//! there, which workloads check before they write.
 
+use std::ffi::CString;
+use std::io;
+use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
 use crate::core::result::Storage;
@@ -99,6 +103,23 @@ fn fsync_ignored(fs: &str, options: &str) -> Option<String> {
     }
 }
 
+/// Bytes available to an unprivileged writer on the file system holding
+/// `dir` (statvfs's `f_bavail` blocks of `f_frsize` bytes). A name with a
+/// NUL byte is an `InvalidInput` error carrying the `NulError`.
+pub fn free_bytes(dir: &Path) -> io::Result<u64> {
+    let c = CString::new(dir.as_os_str().as_bytes())
+        .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?;
+    // SAFETY: `libc::statvfs` is a C struct of integers only, for which all
+    // zero bytes are a valid value.
+    let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
+    // SAFETY: `c` is a NUL-terminated string alive across the call, and `st`
+    // is a struct of ours that statvfs only writes into.
+    if unsafe { libc::statvfs(c.as_ptr(), &mut st) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(st.f_bavail as u64 * st.f_frsize as u64)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -165,5 +186,16 @@ garbage without a separator
     fn this_machines_working_directory_has_a_file_system() {
         let s = of(Path::new(".")).expect("mountinfo readable here");
         assert!(!s.fs.is_empty());
+    }
+
+    #[test]
+    fn free_bytes_reads_the_file_system_and_names_what_went_wrong() {
+        let dir = tempfile::tempdir().unwrap();
+        assert!(free_bytes(dir.path()).unwrap() > 0);
+        let missing = free_bytes(&dir.path().join("missing")).unwrap_err();
+        assert_eq!(missing.kind(), io::ErrorKind::NotFound);
+        let nul = free_bytes(Path::new("a\0b")).unwrap_err();
+        assert_eq!(nul.kind(), io::ErrorKind::InvalidInput);
+        assert!(nul.to_string().contains("nul byte"), "{nul}");
     }
 }

@@ -3,13 +3,13 @@
 //! anything is written, and a guard that removes what was created when a
 //! run is interrupted or fails.
 
-use std::ffi::CString;
-use std::os::unix::ffi::OsStrExt;
+use std::ffi::NulError;
 use std::path::{Path, PathBuf};
 
-use anyhow::{bail, Context, Result};
+use anyhow::{anyhow, bail, Context, Result};
 
 use crate::core::units::Bytes;
+use crate::sys::storage;
 
 /// `test_file.N`, as sysbench names them.
 pub fn file_name(i: usize) -> String {
@@ -37,24 +37,15 @@ pub fn test_dir(dir: &str, option: &str) -> Result<PathBuf> {
     Ok(path)
 }
 
-/// Bytes available to us on the file system holding `dir`.
-pub fn free_bytes(dir: &Path) -> Result<u64> {
-    let c = CString::new(dir.as_os_str().as_bytes()).context("directory name has a NUL byte")?;
-    // SAFETY: statvfs writes into the struct we pass.
-    let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
-    if unsafe { libc::statvfs(c.as_ptr(), &mut st) } != 0 {
-        bail!(
-            "statvfs {}: {}",
-            dir.display(),
-            std::io::Error::last_os_error()
-        );
-    }
-    Ok(st.f_bavail as u64 * st.f_frsize as u64)
-}
-
 /// Refuses to start when `needed` bytes will not fit, giving the numbers.
 pub fn check_space(dir: &Path, needed: u64, option: &str) -> Result<()> {
-    let free = free_bytes(dir)?;
+    let free = storage::free_bytes(dir).map_err(|e| {
+        if e.get_ref().is_some_and(|inner| inner.is::<NulError>()) {
+            anyhow::Error::new(e).context("directory name has a NUL byte")
+        } else {
+            anyhow!("statvfs {}: {e}", dir.display())
+        }
+    })?;
     if needed > free {
         bail!(
             "--{option} needs {:.1} MiB more in {} but only {:.1} MiB is free: choose a smaller --{option} or another directory",
@@ -164,6 +155,8 @@ pub fn io_context(err: std::io::Error, what: &str, path: &Path) -> anyhow::Error
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::ffi::CString;
+    use std::os::unix::ffi::OsStrExt;
 
     #[test]
     fn recognises_only_its_own_files() {

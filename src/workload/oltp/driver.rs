@@ -1,13 +1,12 @@
-//! The one small interface the OLTP tests need from a database (`Conn`), the
-//! error classes that decide what a failed statement does to the run, and
-//! where to connect (`Target`, from `--db-driver` and its options).
+//! What the OLTP tests need from a database driver: a connection (`Conn`)
+//! and the few ways its SQL and loading differ (`Dialect`), the error
+//! classes that decide what a failed statement does to the run, and the
+//! statement text helpers the drivers share. It names no concrete driver:
+//! they import it, and `connect` picks one.
 
 use std::fmt;
-use std::path::PathBuf;
 
 use anyhow::Result;
-
-use super::{mysql, pgsql, sqlite};
 
 /// A statement parameter: the OLTP tests bind only integers and strings.
 #[derive(Debug, Clone, PartialEq)]
@@ -71,91 +70,53 @@ pub trait Conn: Send {
     }
 }
 
-/// The SQL dialect, for the few statements that differ.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Dialect {
-    Sqlite,
-    Pgsql,
-    Mysql,
-}
+/// What differs between the databases for the OLTP tests: a few words of
+/// CREATE TABLE and of oltp_insert's INSERT, and how the load and the
+/// report treat a database that takes one writer at a time. Each driver
+/// implements it; `Target::dialect` gives the one in use. The defaults are
+/// standard SQL on a server that takes many writers.
+pub trait Dialect: Sync {
+    /// The `--db-driver` name, as the result's details give it.
+    fn name(&self) -> &'static str;
 
-/// Where the tables live.
-#[derive(Debug, Clone)]
-pub enum Target {
-    Sqlite {
-        path: PathBuf,
-    },
-    Pgsql {
-        host: String,
-        port: u16,
-        user: String,
-        password: String,
-        db: String,
-        auth: pgsql::Auth,
-    },
-    Mysql {
-        host: String,
-        port: u16,
-        socket: String,
-        user: String,
-        password: String,
-        db: String,
-    },
-}
+    /// The type of the `id` column: with `auto_inc` (`--auto-inc`) the
+    /// database's own id generator where it has one; `secondary`
+    /// (`--secondary`): id is not the primary key.
+    fn id_column(&self, auto_inc: bool, secondary: bool) -> &'static str;
 
-impl Target {
-    pub fn dialect(&self) -> Dialect {
-        match self {
-            Target::Sqlite { .. } => Dialect::Sqlite,
-            Target::Pgsql { .. } => Dialect::Pgsql,
-            Target::Mysql { .. } => Dialect::Mysql,
-        }
+    /// `--secondary`'s plain key on id as CREATE TABLE declares it; None:
+    /// it is an index built after the load.
+    fn secondary_key(&self) -> Option<&'static str> {
+        None
     }
 
-    /// Opens one connection; `create`: SQLite may create the file.
-    /// `prepared`: `--db-ps-mode=auto` (server-side prepared statements).
-    pub fn connect(&self, prepared: bool, create: bool) -> Result<Box<dyn Conn>> {
-        Ok(match self {
-            Target::Sqlite { path } => Box::new(sqlite::Sqlite::open(path, prepared, create)?),
-            Target::Pgsql {
-                host,
-                port,
-                user,
-                password,
-                db,
-                auth,
-            } => Box::new(pgsql::Pg::connect(
-                host, *port, user, password, db, prepared, *auth,
-            )?),
-            Target::Mysql {
-                host,
-                port,
-                socket,
-                user,
-                password,
-                db,
-            } => Box::new(mysql::My::connect(
-                host, *port, socket, user, password, db, prepared,
-            )?),
-        })
+    /// What follows CREATE TABLE's column list.
+    fn table_options(&self, _storage_engine: &str) -> String {
+        String::new()
     }
 
-    /// For messages: where the tables are.
-    pub fn describe(&self) -> String {
-        match self {
-            Target::Sqlite { path } => format!("SQLite database {}", path.display()),
-            Target::Pgsql { host, port, db, .. } => {
-                format!("PostgreSQL database '{db}' at {host}:{port}")
-            }
-            Target::Mysql {
-                host,
-                port,
-                socket,
-                db,
-                ..
-            } if socket.is_empty() => format!("MySQL database '{db}' at {host}:{port}"),
-            Target::Mysql { socket, db, .. } => format!("MySQL database '{db}' at {socket}"),
-        }
+    /// oltp_insert's INSERT into `sbtest{table}` with the id left to the
+    /// table's generator.
+    fn insert_generated_id(&self, table: usize, k: i64, c: &str, pad: &str) -> String {
+        format!("INSERT INTO sbtest{table} (k, c, pad) VALUES ({k}, '{c}', '{pad}')")
+    }
+
+    /// Whether the bulk load sends the ids 1..n itself even where the table
+    /// would generate them.
+    fn load_sends_ids(&self) -> bool {
+        false
+    }
+
+    /// Whether a table's bulk load goes in one transaction rather than a
+    /// commit per statement.
+    fn load_in_one_transaction(&self) -> bool {
+        false
+    }
+
+    /// One writer at a time on the whole database: tables load in turn,
+    /// not one per thread, and the run reports the waits for the lock.
+    fn one_writer(&self) -> bool {
+        false
     }
 }
 

@@ -16,7 +16,7 @@ use mysql::prelude::Queryable;
 use mysql::{OptsBuilder, Params, Statement, Value};
 
 use super::cut;
-use super::driver::{inline, Conn, DbError, ErrorClass, Param};
+use super::driver::{inline, Conn, DbError, Dialect, ErrorClass, Param};
 use crate::core::options::CliError;
 use crate::core::signals;
 
@@ -315,6 +315,36 @@ impl Conn for My {
             .exec_first(&stmt, (name,))
             .map_err(|e| self.link.error(e))?;
         Ok(n.unwrap_or(0) > 0)
+    }
+}
+
+/// MySQL's words: AUTO_INCREMENT, `KEY xid (id)` for `--secondary`, the
+/// storage engine, and id 0 for "generate one".
+pub struct MyDialect;
+
+impl Dialect for MyDialect {
+    fn name(&self) -> &'static str {
+        "mysql"
+    }
+
+    fn id_column(&self, auto_inc: bool, _secondary: bool) -> &'static str {
+        if auto_inc {
+            "INTEGER NOT NULL AUTO_INCREMENT"
+        } else {
+            "INTEGER NOT NULL"
+        }
+    }
+
+    fn secondary_key(&self) -> Option<&'static str> {
+        Some("KEY xid (id)")
+    }
+
+    fn table_options(&self, storage_engine: &str) -> String {
+        format!("/*! ENGINE = {storage_engine} */")
+    }
+
+    fn insert_generated_id(&self, table: usize, k: i64, c: &str, pad: &str) -> String {
+        format!("INSERT INTO sbtest{table} (id, k, c, pad) VALUES (0, {k}, '{c}', '{pad}')")
     }
 }
 

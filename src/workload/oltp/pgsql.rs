@@ -24,7 +24,7 @@ use postgres_protocol::message::backend::{ErrorResponseBody, Message};
 use postgres_protocol::message::frontend;
 use postgres_protocol::IsNull;
 
-use super::driver::{inline, numbered, Conn, DbError, ErrorClass, Param};
+use super::driver::{inline, numbered, Conn, DbError, Dialect, ErrorClass, Param};
 use crate::core::options::CliError;
 use crate::core::signals;
 
@@ -487,6 +487,23 @@ impl Conn for Pg {
             &[Param::Text(name.to_string())],
         );
         Ok(self.simple(&sql)? > 0)
+    }
+}
+
+/// PostgreSQL's words: SERIAL for a generated primary key.
+pub struct PgDialect;
+
+impl Dialect for PgDialect {
+    fn name(&self) -> &'static str {
+        "pgsql"
+    }
+
+    fn id_column(&self, auto_inc: bool, secondary: bool) -> &'static str {
+        if auto_inc && !secondary {
+            "SERIAL"
+        } else {
+            "INTEGER NOT NULL"
+        }
     }
 }
 

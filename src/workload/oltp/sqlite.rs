@@ -11,7 +11,7 @@ use anyhow::{Context, Result};
 use rusqlite::types::{ToSqlOutput, ValueRef};
 use rusqlite::{Connection, ErrorCode, OpenFlags, ToSql};
 
-use super::driver::{inline, Conn, DbError, ErrorClass, Param};
+use super::driver::{inline, Conn, DbError, Dialect, ErrorClass, Param};
 
 thread_local! {
     static BUSY_WAITS: Cell<u64> = const { Cell::new(0) };
@@ -126,6 +126,38 @@ impl Conn for Sqlite {
 
     fn take_busy_waits(&mut self) -> u64 {
         BUSY_WAITS.with(|w| w.replace(0))
+    }
+}
+
+/// SQLite's words: the rowid alias for id, and one writer at a time.
+pub struct SqliteDialect;
+
+impl Dialect for SqliteDialect {
+    fn name(&self) -> &'static str {
+        "sqlite"
+    }
+
+    fn id_column(&self, _auto_inc: bool, secondary: bool) -> &'static str {
+        if secondary {
+            "INTEGER NOT NULL"
+        } else {
+            // The rowid alias: SQLite's AUTO_INCREMENT.
+            "INTEGER"
+        }
+    }
+
+    /// The rowid would give the same 1..n.
+    fn load_sends_ids(&self) -> bool {
+        true
+    }
+
+    /// A commit per statement would be an fsync per statement.
+    fn load_in_one_transaction(&self) -> bool {
+        true
+    }
+
+    fn one_writer(&self) -> bool {
+        true
     }
 }
 
