@@ -40,8 +40,9 @@ pub fn test_dir(dir: &str, option: &str) -> Result<PathBuf> {
 /// Bytes available to us on the file system holding `dir`.
 pub fn free_bytes(dir: &Path) -> Result<u64> {
     let c = CString::new(dir.as_os_str().as_bytes()).context("directory name has a NUL byte")?;
-    // SAFETY: statvfs writes into the struct we pass.
+    // SAFETY: an all-zero statvfs (plain integers) is a valid value.
     let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
+    // SAFETY: c is NUL-terminated; statvfs writes into the struct we pass.
     if unsafe { libc::statvfs(c.as_ptr(), &mut st) } != 0 {
         bail!(
             "statvfs {}: {}",

@@ -998,6 +998,7 @@ fn free_bytes(dir: &Path) -> std::io::Result<u64> {
     // SAFETY: statvfs writes into the zeroed struct we own; the path is a
     // valid NUL-terminated string.
     let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
+    // SAFETY: c is NUL-terminated; statvfs writes into the struct we pass.
     if unsafe { libc::statvfs(c.as_ptr(), &mut st) } != 0 {
         return Err(std::io::Error::last_os_error());
     }
