@@ -857,6 +857,7 @@ fn ssh_a_failed_upload_leaves_no_remote_directory() {
     // small for the binary (a 1 MiB tmpfs, mounted before sshd starts so
     // its namespace has it): mktemp works, the copy fails for real.
     let _serial = serial();
+    // SAFETY: geteuid has no preconditions.
     if unsafe { libc::geteuid() } != 0 {
         skip("needs root to mount a tmpfs and run a namespaced sshd");
         return;
@@ -886,6 +887,7 @@ fn ssh_an_interrupted_upload_leaves_no_remote_directory() {
     // wrapper, as a slow link would), so the signal lands in the upload.
     use std::os::unix::process::CommandExt;
     let _serial = serial();
+    // SAFETY: geteuid has no preconditions.
     if unsafe { libc::geteuid() } != 0 {
         skip("needs root to run a namespaced sshd");
         return;

@@ -873,9 +873,10 @@ impl Deletions {
     fn watch(dir: &Path) -> Deletions {
         use std::os::fd::FromRawFd;
         use std::os::unix::ffi::OsStrExt;
-        // SAFETY: plain syscalls; the fd is owned from here on.
+        // SAFETY: a plain syscall with no pointers.
         let fd = unsafe { libc::inotify_init1(libc::IN_CLOEXEC) };
         assert!(fd >= 0, "{}", std::io::Error::last_os_error());
+        // SAFETY: fd is a fresh descriptor nothing else owns.
         let fd = unsafe { std::os::fd::OwnedFd::from_raw_fd(fd) };
         let path = std::ffi::CString::new(dir.as_os_str().as_bytes()).unwrap();
         use std::os::fd::AsRawFd;
@@ -901,11 +902,12 @@ impl Deletions {
                 events: libc::POLLIN,
                 revents: 0,
             };
-            // SAFETY: one pollfd; a buffer of its own length.
+            // SAFETY: one pollfd, and a count of 1.
             let ready = unsafe { libc::poll(&mut poll, 1, left.as_millis().max(1) as i32) };
             if ready <= 0 {
                 continue;
             }
+            // SAFETY: a buffer of its own length.
             let n = unsafe { libc::read(self.0.as_raw_fd(), buf.as_mut_ptr().cast(), buf.len()) };
             let mut at = 0;
             // struct inotify_event: wd, mask, cookie, len, then the name.

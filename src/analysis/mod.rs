@@ -509,16 +509,6 @@ impl Analysis {
                 _ => None,
             })
     }
-
-    /// The smallest number of runs behind any environment's figure.
-    pub fn min_n(&self) -> Option<usize> {
-        self.entries
-            .iter()
-            .flat_map(|e| e.metrics.iter())
-            .flat_map(|m| m.per_env.iter())
-            .filter_map(|s| s.summary.as_ref().map(|x| x.n))
-            .min()
-    }
 }
 
 /// What the workload declares about a metric it produced.

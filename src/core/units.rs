@@ -72,11 +72,6 @@ impl fmt::Display for Seconds {
     }
 }
 
-/// Nanoseconds to milliseconds, the unit latencies are reported in.
-pub fn ns_to_ms(ns: f64) -> f64 {
-    ns / 1e6
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -1,6 +1,8 @@
 //! A small, fast, seeded PRNG (xoshiro256**) for event loops, where a
 //! cryptographic generator would dominate the work being measured.
 
+use crate::stats::SplitMix64;
+
 #[derive(Debug, Clone)]
 pub struct FastRng {
     s: [u64; 4],
@@ -9,16 +11,9 @@ pub struct FastRng {
 impl FastRng {
     pub fn new(seed: u64) -> FastRng {
         // SplitMix64 spreads one seed over the state.
-        let mut x = seed;
-        let mut next = || {
-            x = x.wrapping_add(0x9E37_79B9_7F4A_7C15);
-            let mut z = x;
-            z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-            z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-            z ^ (z >> 31)
-        };
+        let mut x = SplitMix64(seed);
         FastRng {
-            s: [next(), next(), next(), next()],
+            s: [x.next_u64(), x.next_u64(), x.next_u64(), x.next_u64()],
         }
     }
 

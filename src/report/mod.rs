@@ -15,6 +15,7 @@ use std::fmt::Write as _;
 use crate::analysis::{EnvStat, HeadlineRow};
 use crate::core::options::CliError;
 use crate::core::result::Storage;
+use crate::env::def::Check;
 use crate::stats::{Assessment, Goal, Outcome};
 
 /// Each environment whose results name their storage, in the report's
@@ -33,14 +34,23 @@ pub fn storages(a: &Analysis) -> Vec<(&str, &str, &Storage)> {
 /// durable commits and fsyncs cost nothing, which is not a disk's speed.
 pub fn fsync_warning(env: &str, kind: &str, s: &Storage) -> String {
     let why = s.fsync_ignored.as_deref().unwrap_or("");
-    let fix = match kind {
-        "docker" | "podman" => format!("{kind}:storage=volume puts them on a disk"),
-        _ => "--file-dir, --disk-dir or --oltp-dir on a disk's file system measure one".into(),
+    let fix = if has_storage_volume(kind) {
+        format!("{kind}:storage=volume puts them on a disk")
+    } else {
+        "--file-dir, --disk-dir or --oltp-dir on a disk's file system measure one".into()
     };
     format!(
         "⚠ {env}: fsync reaches no disk there ({} {why}), so fsyncs and durable commits cost nothing: figures that include them (fileio's fsyncs, OLTP's commits) are not a disk's; {fix}.",
         s.fs
     )
+}
+
+/// Whether the driver of that kind takes `storage=volume` (files on a disk
+/// the engine manages), as its own option table says.
+fn has_storage_volume(kind: &str) -> bool {
+    crate::env::find_driver(kind)
+        .and_then(|d| d.option("storage"))
+        .is_some_and(|o| matches!(o.check, Check::Choice(words) if words.contains(&"volume")))
 }
 
 /// What a report shows besides the headline summary.

@@ -7,6 +7,7 @@
 mod mannwhitney;
 pub mod ranking;
 pub mod sequential;
+pub mod splitmix;
 pub mod spread;
 mod tdist;
 mod verdict;
@@ -14,6 +15,7 @@ mod welch;
 
 pub use mannwhitney::mann_whitney_p;
 pub use ranking::{ranking, Category, CategoryValue, Ranking};
+pub use splitmix::SplitMix64;
 pub use tdist::{
     regularized_incomplete_beta, student_t_cdf, student_t_quantile, student_t_upper_tail,
 };
@@ -113,21 +115,6 @@ pub fn summarize(xs: &[f64]) -> Summary {
             lower: m - half,
             upper: m + half,
         },
-    }
-}
-
-/// A small seeded generator for the simulations in the tests.
-#[cfg(test)]
-struct SplitMix(u64);
-
-#[cfg(test)]
-impl SplitMix {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
     }
 }
 

@@ -345,18 +345,12 @@ impl Pairs {
 
 #[cfg(test)]
 mod tests {
+    use super::super::SplitMix64;
     use super::*;
 
-    fn normal(seed: &mut u64) -> f64 {
+    fn normal(rng: &mut SplitMix64) -> f64 {
         // Box–Muller over a SplitMix64 stream: enough for these tests.
-        let mut u = || {
-            *seed = seed.wrapping_add(0x9E37_79B9_7F4A_7C15);
-            let mut z = *seed;
-            z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-            z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-            ((z ^ (z >> 31)) >> 11) as f64 / (1u64 << 53) as f64
-        };
-        let (a, b) = (u().max(1e-300), u());
+        let (a, b) = (rng.unit().max(1e-300), rng.unit());
         (-2.0 * a.ln()).sqrt() * (std::f64::consts::TAU * b).cos()
     }
 
@@ -387,10 +381,10 @@ mod tests {
 
     #[test]
     fn tight_values_around_zero_are_equivalent_and_wide_ones_are_not() {
-        let mut seed = 7;
-        let tight: Vec<f64> = (0..12).map(|_| 0.005 * normal(&mut seed)).collect();
+        let mut rng = SplitMix64(7);
+        let tight: Vec<f64> = (0..12).map(|_| 0.005 * normal(&mut rng)).collect();
         assert_eq!(Pairs::new(&tight).call(0.05, 0.05).0, Call::Within);
-        let wide: Vec<f64> = (0..12).map(|_| 0.2 * normal(&mut seed)).collect();
+        let wide: Vec<f64> = (0..12).map(|_| 0.2 * normal(&mut rng)).collect();
         assert_eq!(Pairs::new(&wide).call(0.05, 0.05).0, Call::Open);
     }
 
@@ -411,13 +405,13 @@ mod tests {
     fn coverage_holds_at_every_look_not_just_the_last() {
         // Under "no effect" with normal noise: the share of sequences whose
         // interval ever excludes 0 within 40 looks stays below α.
-        let mut seed = 11;
+        let mut rng = SplitMix64(11);
         let trials = 1000;
         let mut missed = 0;
         for _ in 0..trials {
             let mut d = Vec::new();
             for _ in 0..40 {
-                d.push(0.05 * normal(&mut seed));
+                d.push(0.05 * normal(&mut rng));
                 if d.len() >= MIN_PAIRS {
                     let iv = Pairs::new(&d).interval(0.05);
                     if iv.lower > 0.0 || iv.upper < 0.0 {
@@ -434,10 +428,10 @@ mod tests {
 
     #[test]
     fn excludes_agrees_with_the_interval() {
-        let mut seed = 5;
+        let mut rng = SplitMix64(5);
         for k in 0..200 {
             let n = 3 + k % 10;
-            let d: Vec<f64> = (0..n).map(|_| 0.03 + 0.05 * normal(&mut seed)).collect();
+            let d: Vec<f64> = (0..n).map(|_| 0.03 + 0.05 * normal(&mut rng)).collect();
             let p = Pairs::new(&d);
             let iv = p.interval(0.05);
             for theta in [-0.05, 0.0, 0.0488, 0.1] {
@@ -465,8 +459,8 @@ mod tests {
 
     #[test]
     fn projections_shrink_with_a_larger_effect_and_grow_with_noise() {
-        let mut seed = 3;
-        let small: Vec<f64> = (0..5).map(|_| 0.1 + 0.05 * normal(&mut seed)).collect();
+        let mut rng = SplitMix64(3);
+        let small: Vec<f64> = (0..5).map(|_| 0.1 + 0.05 * normal(&mut rng)).collect();
         let large: Vec<f64> = small.iter().map(|x| x * 4.0).collect();
         let (a, b) = (
             Pairs::new(&small).pairs_to_decide(0.05, 0.05),
@@ -474,7 +468,7 @@ mod tests {
         );
         assert!(b.unwrap() <= a.unwrap(), "{a:?} {b:?}");
         // At the margin's edge nothing decides it.
-        let edge: Vec<f64> = (0..5).map(|_| 0.0244 + 0.3 * normal(&mut seed)).collect();
+        let edge: Vec<f64> = (0..5).map(|_| 0.0244 + 0.3 * normal(&mut rng)).collect();
         let p = Pairs::new(&edge).pairs_to_decide(0.05, 0.05);
         assert!(p.is_none() || p.unwrap() > 20, "{p:?}");
     }

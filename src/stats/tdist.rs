@@ -147,8 +147,9 @@ fn gamma_q(a: f64, x: f64) -> f64 {
     }
 }
 
-/// P(Z > z) for a standard normal variable.
-fn normal_upper_tail(z: f64) -> f64 {
+/// P(Z > z) for a standard normal variable (the one normal tail of the
+/// crate: Student's t at infinite df and the rank test's approximation).
+pub(crate) fn normal_upper_tail(z: f64) -> f64 {
     // erfc(u) = Q(1/2, u²) for u ≥ 0.
     let q = 0.5 * gamma_q(0.5, z * z / 2.0);
     if z >= 0.0 {

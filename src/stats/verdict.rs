@@ -474,26 +474,26 @@ fn smallest_n(power: &dyn Fn(usize) -> f64, guess: usize, target: f64) -> Option
 
 #[cfg(test)]
 mod tests {
-    use super::super::SplitMix;
+    use super::super::SplitMix64;
     use super::*;
 
-    /// Lognormal samples from a seeded generator (Box–Muller on SplitMix).
+    /// Lognormal samples from a seeded generator (Box–Muller on SplitMix64).
     struct Lognormal {
-        rng: SplitMix,
+        rng: SplitMix64,
         spare: Option<f64>,
     }
 
     impl Lognormal {
         fn new(seed: u64) -> Self {
             Lognormal {
-                rng: SplitMix(seed),
+                rng: SplitMix64(seed),
                 spare: None,
             }
         }
 
         /// Uniform on (0, 1), never 0 so its log is finite.
         fn uniform(&mut self) -> f64 {
-            ((self.rng.next() >> 11) as f64 + 0.5) / (1u64 << 53) as f64
+            ((self.rng.next_u64() >> 11) as f64 + 0.5) / (1u64 << 53) as f64
         }
 
         fn normal(&mut self) -> f64 {

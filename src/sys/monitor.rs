@@ -94,8 +94,9 @@ pub struct Sampler {
 }
 
 fn own_cpu_seconds() -> f64 {
-    // SAFETY: getrusage only writes into the struct we pass.
+    // SAFETY: an all-zero rusage (integers and timevals) is a valid value.
     let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: getrusage only writes into the struct we pass.
     unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut usage) };
     let tv = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
     tv(usage.ru_utime) + tv(usage.ru_stime)

@@ -372,6 +372,11 @@ impl StreamWorker {
 
 /// The same loops compiled for AVX2, chosen at run time: the binary must
 /// also run on CPUs without it (QEMU's qemu64 model).
+///
+/// # Safety
+///
+/// The CPU must support AVX2 (`is_x86_feature_detected!("avx2")`); on one
+/// without it the AVX2 instructions are undefined behaviour.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2")]
 unsafe fn stream_kernel_avx2(k: Kernel, q: f64, a: &mut [f64], b: &mut [f64], c: &mut [f64]) {

@@ -18,6 +18,7 @@ pub struct AlignedBuf {
 
 // SAFETY: the buffer is owned and only reached through &/&mut.
 unsafe impl Send for AlignedBuf {}
+// SAFETY: as for Send: shared access is through &, which only reads.
 unsafe impl Sync for AlignedBuf {}
 
 impl AlignedBuf {

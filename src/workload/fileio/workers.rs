@@ -60,6 +60,7 @@ pub struct TestFile {
 // SAFETY: the mapping is shared memory of the file; threads write disjoint
 // or racing blocks exactly as with pwrite, and it is unmapped on drop.
 unsafe impl Send for TestFile {}
+// SAFETY: as for Send: shared use writes blocks as pwrite would.
 unsafe impl Sync for TestFile {}
 
 impl Drop for TestFile {

@@ -1,9 +1,27 @@
 //! Intel's `lininput` data file, read line by line as seed 001 prints it:
 //! a title, a subtitle, the number of tests, then one line each of problem
 //! sizes, leading dimensions, trials and alignments (KiB); `#` starts a
-//! comment. An error names the line and what it should hold.
+//! comment. An error names the line and what it should hold. `Test` is one
+//! column of that table, wherever a run's tests come from.
 
-use super::Test;
+/// One line of Intel's parameter table: a size, run `trials` times.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Test {
+    pub size: usize,
+    pub lda: usize,
+    pub trials: usize,
+    /// Alignment of the matrix's first element, in KiB (0: none).
+    pub align_kib: usize,
+}
+
+impl Test {
+    /// Bytes a trial holds at once: the matrix, its alignment slack, and
+    /// the O(N) vectors (b/x, pivots, residual scratch).
+    pub fn bytes(&self) -> u64 {
+        let elements = super::solve::Matrix::elements(self.size, self.lda, self.align_kib * 1024);
+        8 * elements as u64 + 64 * self.size as u64
+    }
+}
 
 /// A parsed data file.
 #[derive(Debug, Clone, PartialEq)]

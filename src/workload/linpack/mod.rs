@@ -21,7 +21,7 @@ use crate::engine::EngineOptions;
 use crate::sys::fingerprint;
 use crate::workload::{Category, Measurement, MetricDef, Needs, Workload, WorkloadDef};
 
-pub use plan::Test;
+pub use input::Test;
 
 pub const OPTIONS: &[OptionSpec] = &[
     OptionSpec::new(

@@ -5,26 +5,7 @@
 use crate::core::options::{CliError, Values};
 use crate::core::units::Bytes;
 
-use super::input;
-
-/// One line of Intel's parameter table: a size, run `trials` times.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Test {
-    pub size: usize,
-    pub lda: usize,
-    pub trials: usize,
-    /// Alignment of the matrix's first element, in KiB (0: none).
-    pub align_kib: usize,
-}
-
-impl Test {
-    /// Bytes a trial holds at once: the matrix, its alignment slack, and
-    /// the O(N) vectors (b/x, pivots, residual scratch).
-    pub fn bytes(&self) -> u64 {
-        let elements = super::solve::Matrix::elements(self.size, self.lda, self.align_kib * 1024);
-        8 * elements as u64 + 64 * self.size as u64
-    }
-}
+use super::input::{self, Test};
 
 /// The share of the environment's memory a matrix may take: the rest is for
 /// the kernel, page cache, the binary and (in a VM) the guest's own needs.

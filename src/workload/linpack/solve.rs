@@ -11,6 +11,7 @@ use faer::reborrow::{Reborrow, ReborrowMut};
 use faer::{MatMut, MatRef, Par};
 
 use super::lu;
+use crate::stats::SplitMix64;
 
 /// HPL's machine epsilon: LAPACK's dlamch('E'), the unit roundoff 2⁻⁵³.
 pub const EPS: f64 = f64::EPSILON / 2.0;
@@ -18,37 +19,15 @@ pub const EPS: f64 = f64::EPSILON / 2.0;
 /// HPL's pass mark for the scaled residual.
 pub const THRESHOLD: f64 = 16.0;
 
-/// SplitMix64: one independent stream per column, so a column can be
-/// regenerated on its own for the residual without keeping a copy of A.
-struct Stream(u64);
-
-impl Stream {
-    fn new(seed: u64, column: usize) -> Stream {
-        // Decorrelates neighbouring (seed, column) pairs before the first draw.
-        let mut s = Stream(seed ^ (column as u64).wrapping_mul(0xD1B5_4A32_D192_ED03));
-        s.next();
-        s
-    }
-
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-
-    /// Uniform in [−0.5, 0.5).
-    fn uniform(&mut self) -> f64 {
-        (self.next() >> 11) as f64 * (1.0 / (1u64 << 53) as f64) - 0.5
-    }
-}
-
-/// Fills column `j` of A (`j < n`) or b (`j == n`).
+/// Fills column `j` of A (`j < n`) or b (`j == n`), uniform in [−0.5, 0.5),
+/// from a SplitMix64 stream of its own, so a column can be regenerated on
+/// its own for the residual without keeping a copy of A.
 pub fn generate_column(seed: u64, j: usize, out: &mut [f64]) {
-    let mut s = Stream::new(seed, j);
+    // Decorrelates neighbouring (seed, column) pairs before the first draw.
+    let mut s = SplitMix64(seed ^ (j as u64).wrapping_mul(0xD1B5_4A32_D192_ED03));
+    s.next_u64();
     for v in out {
-        *v = s.uniform();
+        *v = s.unit() - 0.5;
     }
 }
 

@@ -311,6 +311,8 @@ fn pipe_echo(timer: &Timer, batch: u64) -> Result<u64> {
             bail!("fork: {}", std::io::Error::last_os_error());
         }
         if pid == 0 {
+            // SAFETY: the forked child makes only async-signal-safe calls
+            // on the pipe ends it inherited, into a byte it owns, then _exit.
             unsafe {
                 libc::close(to_child[1]);
                 libc::close(to_parent[0]);

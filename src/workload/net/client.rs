@@ -9,7 +9,6 @@
 
 use std::io::{self, Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpStream, UdpSocket};
-use std::os::fd::AsRawFd;
 use std::sync::Barrier;
 use std::time::{Duration, Instant};
 
@@ -277,7 +276,7 @@ fn prepare_udp(p: &Params, cookie: u64) -> Result<UdpSocket> {
         "[::]:0".parse().unwrap()
     };
     let s = UdpSocket::bind(local)?;
-    sock::set_buffers(s.as_raw_fd(), p.bufs)?;
+    sock::set_buffers(&s, p.bufs)?;
     s.connect(p.addr)?;
     s.set_read_timeout(Some(Duration::from_millis(300)))?;
     s.set_write_timeout(Some(Duration::from_secs(1)))?;
@@ -345,8 +344,8 @@ pub fn run(p: &Params, mut control: TcpStream, cookie: u64) -> Result<Outcome> {
         }
     }
     let (sndbuf, rcvbuf) = match prepared.first() {
-        Some(Prepared::Tcp(s, _)) => sock::buffer_sizes(s.as_raw_fd()),
-        Some(Prepared::Udp(s)) => sock::buffer_sizes(s.as_raw_fd()),
+        Some(Prepared::Tcp(s, _)) => sock::buffer_sizes(s),
+        Some(Prepared::Udp(s)) => sock::buffer_sizes(s),
         _ => (0, 0),
     };
     let barrier = Barrier::new(prepared.len());
@@ -454,14 +453,14 @@ fn tcp_send(p: &Params, mut s: TcpStream, barrier: &Barrier) -> Result<StreamRes
         "waiting for the server's count of received bytes",
     )?;
     r.elapsed = start.elapsed();
-    r.retransmits = sock::retransmits(s.as_raw_fd());
+    r.retransmits = sock::retransmits(&s);
     Ok(r)
 }
 
 /// TCP_MAERTS: count what the server sends until it closes, then
 /// acknowledge (which ends the server's clock).
 fn tcp_receive(p: &Params, mut s: TcpStream, barrier: &Barrier) -> Result<StreamResult> {
-    sock::set_receive_lowat(s.as_raw_fd(), sock::STREAM_READ)?;
+    sock::set_receive_lowat(&s, sock::STREAM_READ)?;
     let mut buf = vec![0u8; sock::STREAM_READ];
     let mut r = StreamResult::default();
     barrier.wait();
@@ -502,7 +501,7 @@ fn tcp_rr(p: &Params, mut s: TcpStream, barrier: &Barrier) -> Result<StreamResul
         t = done;
     }
     r.elapsed = t - start;
-    r.retransmits = sock::retransmits(s.as_raw_fd());
+    r.retransmits = sock::retransmits(&s);
     let _ = s.shutdown(Shutdown::Both);
     r.histogram = Some(hist);
     Ok(r)

@@ -13,7 +13,6 @@
 use std::collections::{HashMap, HashSet};
 use std::io::{self, Read, Write};
 use std::net::{IpAddr, Shutdown, SocketAddr, TcpListener, TcpStream, UdpSocket};
-use std::os::fd::AsRawFd;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
@@ -269,9 +268,8 @@ fn bind_both(addr: SocketAddr) -> Result<(TcpListener, UdpSocket), StartError> {
 }
 
 fn accept_loop(listener: TcpListener, shared: Arc<Shared>) {
-    let fd = listener.as_raw_fd();
     while !shared.stop.load(Ordering::Relaxed) {
-        if !sock::wait_readable(fd, TICK) {
+        if !sock::wait_readable(&listener, TICK) {
             continue;
         }
         let s = match listener.accept() {
@@ -518,7 +516,7 @@ fn serve_data(
     s.set_write_timeout(Some(TICK))?;
     s.set_nodelay(h.nodelay)?;
     sock::set_buffers(
-        s.as_raw_fd(),
+        &s,
         Buffers {
             sndbuf: h.sndbuf,
             rcvbuf: h.rcvbuf,
@@ -527,7 +525,7 @@ fn serve_data(
     let until = session.until();
     match dir {
         Direction::ToServer => {
-            sock::set_receive_lowat(s.as_raw_fd(), sock::STREAM_READ)?;
+            sock::set_receive_lowat(&s, sock::STREAM_READ)?;
             let mut buf = vec![0u8; (h.send_size as usize).clamp(sock::STREAM_READ, MAX_READ)];
             let mut total = 0u64;
             let mut idle_since = Instant::now();
@@ -568,7 +566,7 @@ fn serve_data(
             session.maerts_elapsed_s.lock().unwrap()[stream] = start.elapsed().as_secs_f64();
             session
                 .retransmits
-                .fetch_add(sock::retransmits(s.as_raw_fd()), Ordering::Relaxed);
+                .fetch_add(sock::retransmits(&s), Ordering::Relaxed);
             Ok(())
         }
         Direction::RequestResponse => {
@@ -772,7 +770,7 @@ fn wait_finish(s: &mut TcpStream, session: &Session, stop: &AtomicBool) -> bool 
     let welcomed = Instant::now();
     let deadline = welcomed + Duration::from_secs_f64(session.hello.duration_s) + IDLE;
     while Instant::now() < deadline && !stop.load(Ordering::Relaxed) {
-        if sock::wait_readable(s.as_raw_fd(), TICK) {
+        if sock::wait_readable(s, TICK) {
             let mut r = Until {
                 s,
                 until: Instant::now() + HANDSHAKE,

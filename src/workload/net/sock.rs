@@ -2,57 +2,40 @@
 //! (so the window scale follows them), a connect with a deadline, the
 //! kernel's default send buffer (netperf's default send size), a stream
 //! receiver's wake-up threshold, TCP_INFO's retransmission count, and
-//! whole-system CPU busy time.
+//! whole-system CPU busy time. `socket2` makes the calls it offers; the
+//! rest (SO_RCVLOWAT, TCP_INFO, poll) are libc calls here.
 
 use std::io;
 use std::mem::size_of;
 use std::net::{SocketAddr, TcpStream};
-use std::os::fd::{AsRawFd, FromRawFd, RawFd};
+use std::os::fd::{AsFd, AsRawFd, RawFd};
 use std::time::Duration;
+
+use socket2::{Domain, SockAddr, SockRef, Socket, Type};
 
 use crate::sys::monitor::CpuTimes;
 
-fn check(rc: libc::c_int) -> io::Result<libc::c_int> {
-    if rc < 0 {
-        Err(io::Error::last_os_error())
-    } else {
-        Ok(rc)
-    }
-}
-
 fn setsockopt_int(
-    fd: RawFd,
+    socket: &impl AsFd,
     level: libc::c_int,
     name: libc::c_int,
     v: libc::c_int,
 ) -> io::Result<()> {
-    // SAFETY: fd is a socket we own; the value is a plain int.
-    check(unsafe {
+    // SAFETY: the descriptor is borrowed for the call; the value is a plain
+    // int whose size is passed with it.
+    let rc = unsafe {
         libc::setsockopt(
-            fd,
+            socket.as_fd().as_raw_fd(),
             level,
             name,
             &v as *const libc::c_int as *const libc::c_void,
             size_of::<libc::c_int>() as libc::socklen_t,
         )
-    })
-    .map(|_| ())
-}
-
-fn getsockopt_int(fd: RawFd, level: libc::c_int, name: libc::c_int) -> io::Result<u64> {
-    let mut v: libc::c_int = 0;
-    let mut len = size_of::<libc::c_int>() as libc::socklen_t;
-    // SAFETY: v and len are valid for the call.
-    check(unsafe {
-        libc::getsockopt(
-            fd,
-            level,
-            name,
-            &mut v as *mut _ as *mut libc::c_void,
-            &mut len,
-        )
-    })?;
-    Ok(v.max(0) as u64)
+    };
+    if rc < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
 }
 
 /// Socket buffer sizes to request; 0 keeps the system default.
@@ -63,96 +46,44 @@ pub struct Buffers {
 }
 
 /// Applies buffer sizes to a socket (before connect or listen where it matters).
-pub fn set_buffers(fd: RawFd, b: Buffers) -> io::Result<()> {
+pub fn set_buffers(socket: &impl AsFd, b: Buffers) -> io::Result<()> {
+    let s = SockRef::from(socket);
     if b.sndbuf > 0 {
-        setsockopt_int(
-            fd,
-            libc::SOL_SOCKET,
-            libc::SO_SNDBUF,
-            b.sndbuf.min(i32::MAX as u64) as i32,
-        )?;
+        s.set_send_buffer_size(b.sndbuf.min(i32::MAX as u64) as usize)?;
     }
     if b.rcvbuf > 0 {
-        setsockopt_int(
-            fd,
-            libc::SOL_SOCKET,
-            libc::SO_RCVBUF,
-            b.rcvbuf.min(i32::MAX as u64) as i32,
-        )?;
+        s.set_recv_buffer_size(b.rcvbuf.min(i32::MAX as u64) as usize)?;
     }
     Ok(())
 }
 
-fn sockaddr(addr: &SocketAddr) -> (libc::sockaddr_storage, libc::socklen_t) {
-    // SAFETY: an all-zero sockaddr_storage is valid.
-    let mut ss: libc::sockaddr_storage = unsafe { std::mem::zeroed() };
-    let len = match addr {
-        SocketAddr::V4(a) => {
-            let sin = libc::sockaddr_in {
-                sin_family: libc::AF_INET as libc::sa_family_t,
-                sin_port: a.port().to_be(),
-                sin_addr: libc::in_addr {
-                    s_addr: u32::from_ne_bytes(a.ip().octets()),
-                },
-                sin_zero: [0; 8],
-            };
-            // SAFETY: sockaddr_storage is larger than sockaddr_in.
-            unsafe { std::ptr::write(&mut ss as *mut _ as *mut libc::sockaddr_in, sin) };
-            size_of::<libc::sockaddr_in>()
-        }
-        SocketAddr::V6(a) => {
-            let sin6 = libc::sockaddr_in6 {
-                sin6_family: libc::AF_INET6 as libc::sa_family_t,
-                sin6_port: a.port().to_be(),
-                sin6_flowinfo: a.flowinfo(),
-                sin6_addr: libc::in6_addr {
-                    s6_addr: a.ip().octets(),
-                },
-                sin6_scope_id: a.scope_id(),
-            };
-            // SAFETY: sockaddr_storage is larger than sockaddr_in6.
-            unsafe { std::ptr::write(&mut ss as *mut _ as *mut libc::sockaddr_in6, sin6) };
-            size_of::<libc::sockaddr_in6>()
-        }
-    };
-    (ss, len as libc::socklen_t)
-}
-
 /// A TCP socket of `addr`'s family with buffers set, not yet connected.
 fn tcp_socket(addr: &SocketAddr, b: Buffers) -> io::Result<TcpStream> {
-    let family = if addr.is_ipv4() {
-        libc::AF_INET
-    } else {
-        libc::AF_INET6
-    };
-    // SAFETY: plain socket(2); the fd is owned by the TcpStream at once.
-    let fd = check(unsafe { libc::socket(family, libc::SOCK_STREAM | libc::SOCK_CLOEXEC, 0) })?;
-    // SAFETY: fd is a fresh socket nobody else owns.
-    let stream = unsafe { TcpStream::from_raw_fd(fd) };
-    set_buffers(fd, b)?;
-    Ok(stream)
+    // Close-on-exec, as socket2 makes every socket.
+    let socket = Socket::new(Domain::for_address(*addr), Type::STREAM, None)?;
+    set_buffers(&socket, b)?;
+    Ok(socket.into())
 }
 
-/// Starts connecting `fd` to `addr`: true when the connection is already
-/// made, false when it is in progress (a non-blocking socket, or a blocking
-/// one whose send timeout ran out).
-fn start_connect(fd: RawFd, addr: &SocketAddr) -> io::Result<bool> {
-    let (ss, len) = sockaddr(addr);
-    // SAFETY: ss/len describe a valid address.
-    if unsafe { libc::connect(fd, &ss as *const _ as *const libc::sockaddr, len) } == 0 {
-        return Ok(true);
-    }
-    let err = io::Error::last_os_error();
-    match err.raw_os_error() {
-        Some(libc::EINPROGRESS) => Ok(false),
-        _ => Err(err),
+/// Starts connecting `stream` to `addr`: true when the connection is
+/// already made, false when it is in progress (a non-blocking socket, or a
+/// blocking one whose send timeout ran out).
+fn start_connect(stream: &TcpStream, addr: &SocketAddr) -> io::Result<bool> {
+    match SockRef::from(stream).connect(&SockAddr::from(*addr)) {
+        Ok(()) => Ok(true),
+        Err(e) if e.raw_os_error() == Some(libc::EINPROGRESS) => Ok(false),
+        Err(e) => Err(e),
     }
 }
 
-/// Waits at most `wait` for a connect in progress on `fd`: true once it is
-/// made, false if it is still in progress, its error if it failed.
-fn connected_within(fd: RawFd, wait: Duration) -> io::Result<bool> {
-    let n = poll_one(fd, libc::POLLOUT, wait.max(Duration::from_millis(1)));
+/// Waits at most `wait` for a connect in progress on `stream`: true once it
+/// is made, false if it is still in progress, its error if it failed.
+fn connected_within(stream: &TcpStream, wait: Duration) -> io::Result<bool> {
+    let n = poll_one(
+        stream.as_raw_fd(),
+        libc::POLLOUT,
+        wait.max(Duration::from_millis(1)),
+    );
     if n < 0 {
         let e = io::Error::last_os_error();
         return match e.kind() {
@@ -163,9 +94,9 @@ fn connected_within(fd: RawFd, wait: Duration) -> io::Result<bool> {
     if n == 0 {
         return Ok(false);
     }
-    match getsockopt_int(fd, libc::SOL_SOCKET, libc::SO_ERROR)? as i32 {
-        0 => Ok(true),
-        so_error => Err(io::Error::from_raw_os_error(so_error)),
+    match SockRef::from(stream).take_error()? {
+        None => Ok(true),
+        Some(so_error) => Err(so_error),
     }
 }
 
@@ -176,9 +107,8 @@ fn timed_out() -> io::Error {
 /// Connects with buffers set first and a deadline on the handshake.
 pub fn connect(addr: &SocketAddr, b: Buffers, timeout: Duration) -> io::Result<TcpStream> {
     let stream = tcp_socket(addr, b)?;
-    let fd = stream.as_raw_fd();
     stream.set_nonblocking(true)?;
-    if !start_connect(fd, addr)? && !connected_within(fd, timeout)? {
+    if !start_connect(&stream, addr)? && !connected_within(&stream, timeout)? {
         return Err(timed_out());
     }
     stream.set_nonblocking(false)?;
@@ -199,12 +129,11 @@ pub fn connect_fast(
 ) -> io::Result<TcpStream> {
     let stream = tcp_socket(addr, b)?;
     stream.set_write_timeout(Some(tick))?;
-    let fd = stream.as_raw_fd();
-    if start_connect(fd, addr)? {
+    if start_connect(&stream, addr)? {
         return Ok(stream);
     }
     let started = std::time::Instant::now();
-    while !connected_within(fd, tick)? {
+    while !connected_within(&stream, tick)? {
         if give_up() || started.elapsed() >= timeout {
             return Err(timed_out());
         }
@@ -215,18 +144,10 @@ pub fn connect_fast(
 /// SO_SNDBUF of a fresh socket of this kind after applying `b`: netperf's
 /// default send size.
 pub fn send_buffer(udp: bool, b: Buffers) -> io::Result<u64> {
-    let kind = if udp {
-        libc::SOCK_DGRAM
-    } else {
-        libc::SOCK_STREAM
-    };
-    // SAFETY: plain socket(2), closed below.
-    let fd = check(unsafe { libc::socket(libc::AF_INET, kind | libc::SOCK_CLOEXEC, 0) })?;
-    let result =
-        set_buffers(fd, b).and_then(|_| getsockopt_int(fd, libc::SOL_SOCKET, libc::SO_SNDBUF));
-    // SAFETY: fd is ours.
-    unsafe { libc::close(fd) };
-    result
+    let kind = if udp { Type::DGRAM } else { Type::STREAM };
+    let socket = Socket::new(Domain::IPV4, kind, None)?;
+    set_buffers(&socket, b)?;
+    Ok(socket.send_buffer_size()? as u64)
 }
 
 /// How a stream test's receiver reads: in chunks of this size, woken only
@@ -243,13 +164,13 @@ pub const STREAM_READ: usize = 256 << 10;
 /// when receive memory runs short). Kernels before 5.7 lack that last
 /// wake-up and can stall a reader on fat buffers, so there it is left at
 /// the default (one byte).
-pub fn set_receive_lowat(fd: RawFd, bytes: usize) -> io::Result<()> {
+pub fn set_receive_lowat(socket: &impl AsFd, bytes: usize) -> io::Result<()> {
     let release = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default();
     if !lowat_is_safe(&release) {
         return Ok(());
     }
     setsockopt_int(
-        fd,
+        socket,
         libc::SOL_SOCKET,
         libc::SO_RCVLOWAT,
         bytes.min(i32::MAX as usize) as i32,
@@ -269,22 +190,24 @@ fn lowat_is_safe(release: &str) -> bool {
 }
 
 /// SO_SNDBUF and SO_RCVBUF of a socket, as the kernel reports them.
-pub fn buffer_sizes(fd: RawFd) -> (u64, u64) {
+pub fn buffer_sizes(socket: &impl AsFd) -> (u64, u64) {
+    let s = SockRef::from(socket);
     (
-        getsockopt_int(fd, libc::SOL_SOCKET, libc::SO_SNDBUF).unwrap_or(0),
-        getsockopt_int(fd, libc::SOL_SOCKET, libc::SO_RCVBUF).unwrap_or(0),
+        s.send_buffer_size().map_or(0, |n| n as u64),
+        s.recv_buffer_size().map_or(0, |n| n as u64),
     )
 }
 
 /// Total retransmitted segments of a TCP connection (TCP_INFO).
-pub fn retransmits(fd: RawFd) -> u64 {
+pub fn retransmits(socket: &impl AsFd) -> u64 {
     // SAFETY: an all-zero tcp_info is valid; the kernel fills what it knows.
     let mut info: libc::tcp_info = unsafe { std::mem::zeroed() };
     let mut len = size_of::<libc::tcp_info>() as libc::socklen_t;
-    // SAFETY: info and len are valid for the call.
+    // SAFETY: the descriptor is borrowed for the call; info and len are
+    // valid for writes, and len says how much of info the kernel may fill.
     let rc = unsafe {
         libc::getsockopt(
-            fd,
+            socket.as_fd().as_raw_fd(),
             libc::IPPROTO_TCP,
             libc::TCP_INFO,
             &mut info as *mut _ as *mut libc::c_void,
@@ -298,9 +221,9 @@ pub fn retransmits(fd: RawFd) -> u64 {
     }
 }
 
-/// Waits until `fd` is readable or `timeout` passes; true when readable.
-pub fn wait_readable(fd: RawFd, timeout: Duration) -> bool {
-    poll_one(fd, libc::POLLIN, timeout) > 0
+/// Waits until `socket` is readable or `timeout` passes; true when readable.
+pub fn wait_readable(socket: &impl AsFd, timeout: Duration) -> bool {
+    poll_one(socket.as_fd().as_raw_fd(), libc::POLLIN, timeout) > 0
 }
 
 /// poll(2) on one descriptor for `events`, at most `timeout` (in whole
@@ -312,7 +235,7 @@ fn poll_one(fd: RawFd, events: libc::c_short, timeout: Duration) -> libc::c_int 
         revents: 0,
     };
     let ms = timeout.as_millis().min(i32::MAX as u128) as i32;
-    // SAFETY: one valid pollfd.
+    // SAFETY: pfd is one valid pollfd, and the count passed is 1.
     unsafe { libc::poll(&mut pfd, 1, ms) }
 }
 
@@ -368,17 +291,27 @@ mod tests {
         // Where it is set, the kernel reports it back.
         let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         let s = TcpStream::connect(l.local_addr().unwrap()).unwrap();
-        set_receive_lowat(s.as_raw_fd(), STREAM_READ).unwrap();
+        set_receive_lowat(&s, STREAM_READ).unwrap();
         let release = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap();
         let want = if lowat_is_safe(&release) {
             STREAM_READ
         } else {
             1
         };
-        assert_eq!(
-            getsockopt_int(s.as_raw_fd(), libc::SOL_SOCKET, libc::SO_RCVLOWAT).unwrap(),
-            want as u64
-        );
+        let mut lowat: libc::c_int = 0;
+        let mut len = size_of::<libc::c_int>() as libc::socklen_t;
+        // SAFETY: lowat and len are valid for writes, len says lowat's size.
+        let rc = unsafe {
+            libc::getsockopt(
+                s.as_raw_fd(),
+                libc::SOL_SOCKET,
+                libc::SO_RCVLOWAT,
+                &mut lowat as *mut libc::c_int as *mut libc::c_void,
+                &mut len,
+            )
+        };
+        assert_eq!(rc, 0);
+        assert_eq!(lowat as usize, want);
     }
 
     #[test]
