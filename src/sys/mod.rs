@@ -4,6 +4,7 @@
 //! file system under a workload's files.
 
 pub mod fingerprint;
+pub mod malloc;
 pub mod monitor;
 pub mod owner;
 pub mod settle;
