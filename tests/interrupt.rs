@@ -16,7 +16,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 mod common;
-use common::{entries, signal_and_wait, skip, wait_until};
+use common::{engine_ok, entries, qemu_ok, signal_and_wait, wait_until};
 
 /// Processes whose command line mentions `marker` (our private TMPDIR).
 fn processes_with(marker: &str) -> Vec<String> {
@@ -229,14 +229,6 @@ fn assert_nothing_left(tmp: &Path, what: &str) {
         "{what}: left {:?}",
         Run::leftovers(tmp)
     );
-}
-
-fn engine_ok(cli: &str) -> bool {
-    let ok = Command::new(cli)
-        .args(["version", "--format", "{{.Server.Version}}"])
-        .output()
-        .is_ok_and(|o| o.status.success());
-    ok || !skip(&format!("no reachable {cli} engine"))
 }
 
 fn engine(cli: &str, args: &[&str]) -> String {
@@ -490,19 +482,6 @@ fn docker_a_killed_runs_stuck_container_is_swept_by_the_next_run() {
 #[test]
 fn podman_a_killed_runs_stuck_container_is_swept_by_the_next_run() {
     a_killed_runs_stuck_container_is_swept_by_the_next_run("podman");
-}
-
-fn qemu_ok() -> bool {
-    let has_qemu = Command::new("qemu-system-x86_64")
-        .arg("--version")
-        .output()
-        .is_ok_and(|o| o.status.success());
-    let has_kernel = std::fs::read_dir("/boot").is_ok_and(|d| {
-        d.flatten()
-            .any(|e| e.file_name().to_string_lossy().starts_with("vmlinuz-"))
-    });
-    (has_qemu && has_kernel)
-        || !skip("qemu-system-x86_64 or a guest kernel (linux-image-cloud-amd64) is missing")
 }
 
 /// A small TCG guest: one vCPU, a small disk, no NIC (boots in seconds).

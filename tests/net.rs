@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 
 mod common;
-use common::{json_of, kernel_lacks, metric, skip, succeeds as run, virtperf};
+use common::{engine_ok, json_of, kernel_lacks, metric, qemu_ok, skip, succeeds as run, virtperf};
 
 fn bin() -> std::path::PathBuf {
     assert_cmd::cargo::cargo_bin("virtperf")
@@ -463,15 +463,6 @@ fn serve_and_net_on_loopback_and_a_clean_stop_on_ctrl_c() {
     assert!(TcpListener::bind(("127.0.0.1", port)).is_ok());
 }
 
-/// Whether a container engine answers (skips, printing why, otherwise).
-fn engine_ok(cli: &str) -> bool {
-    let ok = Std::new(cli)
-        .args(["version", "--format", "{{.Server.Version}}"])
-        .output()
-        .is_ok_and(|o| o.status.success());
-    ok || !skip(&format!("no reachable {cli} engine"))
-}
-
 const SIX: [&str; 6] = [
     "tcp_stream",
     "tcp_maerts",
@@ -487,19 +478,6 @@ fn headline(test: &str) -> String {
         "tcp_stream" | "tcp_maerts" | "udp_stream" => format!("{test}_mbit_per_sec"),
         _ => format!("{test}_trans_per_sec"),
     }
-}
-
-fn qemu_ok() -> bool {
-    let has_qemu = Std::new("qemu-system-x86_64")
-        .arg("--version")
-        .output()
-        .is_ok_and(|o| o.status.success());
-    let has_kernel = std::fs::read_dir("/boot").is_ok_and(|d| {
-        d.filter_map(|e| e.ok())
-            .any(|e| e.file_name().to_string_lossy().starts_with("vmlinuz-"))
-    });
-    (has_qemu && has_kernel)
-        || !skip("qemu-system-x86_64 or a guest kernel (linux-image-cloud-amd64) is missing")
 }
 
 /// `virtperf compare` of the host and `envs` on the six tests, `secs` each,

@@ -101,3 +101,34 @@ pub fn signal_and_wait(
     }
     ended
 }
+
+/// Whether the `docker` or `podman` engine answers; otherwise prints why the
+/// test skips (see `skip`) and returns false.
+pub fn engine_ok(cli: &str) -> bool {
+    let ok = std::process::Command::new(cli)
+        .args(["version", "--format", "{{.Server.Version}}"])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    ok || !skip(&format!("no reachable {cli} engine"))
+}
+
+/// Whether `qemu-system-x86_64` runs and /boot has a guest kernel;
+/// otherwise prints why the test skips (see `skip`) and returns false.
+pub fn qemu_ok() -> bool {
+    let has_qemu = std::process::Command::new("qemu-system-x86_64")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    let has_kernel = std::fs::read_dir("/boot").is_ok_and(|d| {
+        d.flatten()
+            .any(|e| e.file_name().to_string_lossy().starts_with("vmlinuz-"))
+    });
+    (has_qemu && has_kernel)
+        || !skip("qemu-system-x86_64 or a guest kernel (linux-image-cloud-amd64) is missing")
+}
+
+/// Whether the tests run as root (effective uid 0).
+pub fn is_root() -> bool {
+    // SAFETY: geteuid has no preconditions.
+    unsafe { libc::geteuid() == 0 }
+}
