@@ -10,7 +10,7 @@ use predicates::prelude::*;
 use serde_json::Value;
 
 mod common;
-use common::{metric, qemu_ok, skip, virtperf};
+use common::{metric, output_ok, qemu_ok, skip, virtperf};
 
 /// These tests share one engine and check for leftovers (and one measures
 /// a CPU quota), so they run one at a time.
@@ -38,12 +38,7 @@ fn docs(args: &[&str]) -> Vec<Value> {
 
 /// As `docs`, with a prepared command (its own TMPDIR, say).
 fn docs_in(mut cmd: Command, args: &[&str]) -> Vec<Value> {
-    let out = cmd.args(args).arg("--json").output().unwrap();
-    assert!(
-        out.status.success(),
-        "{args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let out = output_ok(cmd.args(args).arg("--json"));
     String::from_utf8_lossy(&out.stdout)
         .lines()
         .map(|l| serde_json::from_str(l).expect("a JSON document per line"))

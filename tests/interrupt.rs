@@ -16,7 +16,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 mod common;
-use common::{engine_ok, entries, qemu_ok, signal_and_wait, wait_until};
+use common::{engine_ok, entries, output_ok, qemu_ok, signal_and_wait, wait_until};
 
 /// Processes whose command line mentions `marker` (our private TMPDIR).
 fn processes_with(marker: &str) -> Vec<String> {
@@ -403,15 +403,10 @@ fn sigkill_leaves_no_container(cli: &str) {
         "{:?}",
         processes_with(&marker)
     );
-    let next = Command::new(assert_cmd::cargo::cargo_bin("virtperf"))
-        .args(["cpu", "--events=1", "--env", cli])
-        .env("TMPDIR", tmp.path())
-        .output()
-        .unwrap();
-    assert!(
-        next.status.success(),
-        "{}",
-        String::from_utf8_lossy(&next.stderr)
+    output_ok(
+        Command::new(assert_cmd::cargo::cargo_bin("virtperf"))
+            .args(["cpu", "--events=1", "--env", cli])
+            .env("TMPDIR", tmp.path()),
     );
     assert_nothing_left(tmp.path(), &format!("{cli}, SIGKILL, then a run"));
 }
@@ -455,12 +450,15 @@ fn a_killed_runs_stuck_container_is_swept_by_the_next_run(cli: &str) {
         !containers_of(cli, pid, false).is_empty(),
         "the stuck container is there until a sweep"
     );
-    let next = Command::new(assert_cmd::cargo::cargo_bin("virtperf"))
-        .args(["cpu", "--events=1", "--env", cli])
-        .output()
-        .unwrap();
+    let next = output_ok(
+        Command::new(assert_cmd::cargo::cargo_bin("virtperf")).args([
+            "cpu",
+            "--events=1",
+            "--env",
+            cli,
+        ]),
+    );
     let err = String::from_utf8_lossy(&next.stderr);
-    assert!(next.status.success(), "{err}");
     assert!(
         err.contains("left by virtperf runs that were killed"),
         "{err}"
@@ -676,15 +674,10 @@ fn qemu_sigkill_leaves_no_vm_and_the_next_run_sweeps_its_files() {
         "{left:?}"
     );
     // The next run (its prepare) finds the owner dead and removes it.
-    let next = Command::new(assert_cmd::cargo::cargo_bin("virtperf"))
-        .args(["cpu", "--events=1", "--cpu-max-prime=100", "--env", QEMU])
-        .env("TMPDIR", tmp.path())
-        .output()
-        .unwrap();
-    assert!(
-        next.status.success(),
-        "{}",
-        String::from_utf8_lossy(&next.stderr)
+    output_ok(
+        Command::new(assert_cmd::cargo::cargo_bin("virtperf"))
+            .args(["cpu", "--events=1", "--cpu-max-prime=100", "--env", QEMU])
+            .env("TMPDIR", tmp.path()),
     );
     assert_nothing_left(tmp.path(), "qemu after the sweep");
 }

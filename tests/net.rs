@@ -15,7 +15,9 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 
 mod common;
-use common::{engine_ok, json_of, kernel_lacks, metric, qemu_ok, skip, succeeds as run, virtperf};
+use common::{
+    engine_ok, json_of, kernel_lacks, metric, output_ok, qemu_ok, skip, succeeds as run, virtperf,
+};
 
 fn bin() -> std::path::PathBuf {
     assert_cmd::cargo::cargo_bin("virtperf")
@@ -431,15 +433,10 @@ fn serve_and_net_on_loopback_and_a_clean_stop_on_ctrl_c() {
     }
     // As fast as it can: loss may happen on loopback, the run still ends on time.
     let t = Instant::now();
-    let out = virtperf()
-        .args(["net", &host, "--net-test=udp_stream", "--time=1", "--json"])
-        .timeout(Duration::from_secs(30))
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    let out = output_ok(
+        virtperf()
+            .args(["net", &host, "--net-test=udp_stream", "--time=1", "--json"])
+            .timeout(Duration::from_secs(30)),
     );
     assert!(t.elapsed() < Duration::from_secs(10));
     let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
@@ -502,12 +499,7 @@ fn compare_six(envs: &[&str], secs: &str) -> Value {
     for e in envs {
         cmd.args(["--env", e]);
     }
-    let out = cmd.timeout(Duration::from_secs(600)).output().unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let out = output_ok(cmd.timeout(Duration::from_secs(600)));
     serde_json::from_slice(&out.stdout).unwrap()
 }
 
@@ -586,21 +578,19 @@ fn a_server_inside_a_container_is_reached_from_the_host() {
             continue;
         }
         for test in ["tcp_rr", "udp_stream", "tcp_maerts"] {
-            let out = virtperf()
-                .args([
-                    "net",
-                    &format!("--net-test={test}"),
-                    "--net-server=env",
-                    "--time=0.5",
-                    "--json",
-                    "--env",
-                    cli,
-                ])
-                .timeout(Duration::from_secs(300))
-                .output()
-                .unwrap();
-            let err = String::from_utf8_lossy(&out.stderr);
-            assert!(out.status.success(), "{cli} {test}: {err}");
+            let out = output_ok(
+                virtperf()
+                    .args([
+                        "net",
+                        &format!("--net-test={test}"),
+                        "--net-server=env",
+                        "--time=0.5",
+                        "--json",
+                        "--env",
+                        cli,
+                    ])
+                    .timeout(Duration::from_secs(300)),
+            );
             let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
             assert_eq!(doc["env"]["name"], cli);
             assert_eq!(
@@ -630,21 +620,19 @@ fn all_six_tests_run_in_a_qemu_guest_both_ways() {
     // The server in the guest, the client on the host through the port
     // QEMU forwards, TCP and UDP.
     for test in ["tcp_rr", "udp_rr"] {
-        let out = virtperf()
-            .args([
-                "net",
-                &format!("--net-test={test}"),
-                "--net-server=env",
-                "--time=1",
-                "--json",
-                "--env",
-                env,
-            ])
-            .timeout(Duration::from_secs(300))
-            .output()
-            .unwrap();
-        let err = String::from_utf8_lossy(&out.stderr);
-        assert!(out.status.success(), "{test}: {err}");
+        let out = output_ok(
+            virtperf()
+                .args([
+                    "net",
+                    &format!("--net-test={test}"),
+                    "--net-server=env",
+                    "--time=1",
+                    "--json",
+                    "--env",
+                    env,
+                ])
+                .timeout(Duration::from_secs(300)),
+        );
         let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
         assert_eq!(doc["env"]["hypervisor"], "TCGTCGTCGTCG", "{doc}");
         assert_eq!(

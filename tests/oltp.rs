@@ -19,7 +19,9 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{engine_ok, is_root, metric, qemu_ok, signal_and_wait, skip, virtperf, wait_until};
+use common::{
+    engine_ok, is_root, metric, output_ok, qemu_ok, signal_and_wait, skip, virtperf, wait_until,
+};
 use serde_json::Value;
 
 fn free_port() -> u16 {
@@ -981,25 +983,21 @@ fn sqlite_in_a_qemu_guest() {
     // A TMPDIR of the test's own: a VM directory left there is this test's.
     let tmp = tempfile::tempdir().unwrap();
     let env = "qemu:accel=tcg,memory=512m,smp=1,disk=256m,net=none";
-    let out = virtperf()
-        .env("TMPDIR", tmp.path())
-        .args([
-            "oltp_read_write",
-            "--tables=1",
-            "--table-size=300",
-            "--time=1",
-            "--env",
-            env,
-            "--json",
-        ])
-        .timeout(Duration::from_secs(300))
-        .output()
-        .unwrap();
-    let (stdout, stderr) = (
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr),
+    let out = output_ok(
+        virtperf()
+            .env("TMPDIR", tmp.path())
+            .args([
+                "oltp_read_write",
+                "--tables=1",
+                "--table-size=300",
+                "--time=1",
+                "--env",
+                env,
+                "--json",
+            ])
+            .timeout(Duration::from_secs(300)),
     );
-    assert!(out.status.success(), "{env}: {stderr}");
+    let stdout = String::from_utf8_lossy(&out.stdout);
     let d = docs(&stdout);
     assert_eq!(d.len(), 1, "{stdout}");
     assert_eq!(d[0]["env"]["hypervisor"], "TCGTCGTCGTCG");
