@@ -10,18 +10,10 @@ use std::time::{Duration, Instant};
 use predicates::prelude::*;
 
 mod common;
-use common::{skip, virtperf};
+use common::{output_ok, skip, virtperf};
 
 fn report(dir: &Path, format: &str) -> String {
-    let out = virtperf()
-        .args(["report", dir.to_str().unwrap(), "--format", format])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let out = output_ok(virtperf().args(["report", dir.to_str().unwrap(), "--format", format]));
     String::from_utf8(out.stdout).unwrap()
 }
 
@@ -108,25 +100,20 @@ fn half_a_cpu_is_found_slower() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
-    let out = virtperf()
-        .args([
-            "compare",
-            "--env",
-            "docker:cpus=0.5",
-            "--repeat",
-            "5",
-            "--format",
-            "csv",
-            "--out",
-        ])
-        .arg(dir.path())
-        .args(["cpu", "--time=0.5"])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    let out = output_ok(
+        virtperf()
+            .args([
+                "compare",
+                "--env",
+                "docker:cpus=0.5",
+                "--repeat",
+                "5",
+                "--format",
+                "csv",
+                "--out",
+            ])
+            .arg(dir.path())
+            .args(["cpu", "--time=0.5"]),
     );
     let csv = String::from_utf8_lossy(&out.stdout);
     let row = csv.lines().find(|l| l.contains("docker:cpus=0.5")).unwrap();
@@ -177,20 +164,19 @@ fn a_failing_environment_is_reported_and_the_others_carry_on() {
 #[test]
 fn file_workloads_keep_their_prepare_chatter_off_the_progress_line() {
     let dir = tempfile::tempdir().unwrap();
-    let out = virtperf()
-        .args(["compare", "--env", "host", "--repeat", "1", "--out"])
-        .arg(dir.path())
-        .args([
-            "fileio",
-            "--file-num=2",
-            "--file-total-size=2M",
-            "--file-test-mode=rndrw",
-            "--time=0.3",
-        ])
-        .output()
-        .unwrap();
+    let out = output_ok(
+        virtperf()
+            .args(["compare", "--env", "host", "--repeat", "1", "--out"])
+            .arg(dir.path())
+            .args([
+                "fileio",
+                "--file-num=2",
+                "--file-total-size=2M",
+                "--file-test-mode=rndrw",
+                "--time=0.3",
+            ]),
+    );
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "{stderr}");
     for chatter in ["Creating files", "bytes written", "Removing test files"] {
         assert!(!stderr.contains(chatter), "{chatter:?} in {stderr}");
     }

@@ -10,7 +10,7 @@ use predicates::prelude::*;
 use serde_json::Value;
 
 mod common;
-use common::{metric, skip, virtperf};
+use common::{metric, output_ok, qemu_ok, skip, virtperf};
 
 /// These tests share one engine and check for leftovers (and one measures
 /// a CPU quota), so they run one at a time.
@@ -20,31 +20,15 @@ fn serial() -> std::sync::MutexGuard<'static, ()> {
     SERIAL.lock().unwrap_or_else(|p| p.into_inner())
 }
 
-/// Whether the `docker` or `podman` engine answers (skips otherwise).
+/// Whether the `docker` or `podman` engine answers (skips otherwise, see
+/// `common::engine_ok`); the first time it does, notes the virtperf
+/// containers already there.
 fn engine_ok(cli: &str) -> bool {
-    let ok = Std::new(cli)
-        .args(["version", "--format", "{{.Server.Version}}"])
-        .output()
-        .is_ok_and(|o| o.status.success());
+    let ok = common::engine_ok(cli);
     if ok {
         before(cli).get_or_init(|| virtperf_containers(cli));
     }
-    ok || !skip(&format!("no reachable {cli} engine"))
-}
-
-fn qemu_ok() -> bool {
-    let has_qemu = Std::new("qemu-system-x86_64")
-        .arg("--version")
-        .output()
-        .is_ok_and(|o| o.status.success());
-    let has_kernel = std::fs::read_dir("/boot")
-        .map(|d| {
-            d.filter_map(|e| e.ok())
-                .any(|e| e.file_name().to_string_lossy().starts_with("vmlinuz-"))
-        })
-        .unwrap_or(false);
-    (has_qemu && has_kernel)
-        || !skip("qemu-system-x86_64 or a guest kernel (linux-image-cloud-amd64) is missing")
+    ok
 }
 
 /// Runs virtperf with --json and returns one document per stdout line.
@@ -54,12 +38,7 @@ fn docs(args: &[&str]) -> Vec<Value> {
 
 /// As `docs`, with a prepared command (its own TMPDIR, say).
 fn docs_in(mut cmd: Command, args: &[&str]) -> Vec<Value> {
-    let out = cmd.args(args).arg("--json").output().unwrap();
-    assert!(
-        out.status.success(),
-        "{args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let out = output_ok(cmd.args(args).arg("--json"));
     String::from_utf8_lossy(&out.stdout)
         .lines()
         .map(|l| serde_json::from_str(l).expect("a JSON document per line"))

@@ -12,7 +12,7 @@ use virtperf::core::result::{EnvInfo, Metric, ResultDoc, SCHEMA};
 use virtperf::store::Store;
 
 mod common;
-use common::virtperf;
+use common::{output_ok, virtperf};
 
 /// A results store in `dir` as `compare` leaves it: `host` at 1000
 /// events/s and `docker` at `docker` of that, three rounds of `label` in
@@ -193,12 +193,7 @@ fn a_missing_or_broken_store_is_named() {
 
 /// Every JSON document a single-workload run printed.
 fn docs(args: &[&str]) -> Vec<Value> {
-    let out = virtperf().args(args).output().unwrap();
-    assert!(
-        out.status.success(),
-        "{args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let out = output_ok(virtperf().args(args));
     String::from_utf8(out.stdout)
         .unwrap()
         .lines()

@@ -12,7 +12,7 @@ use serde_json::{json, Value};
 
 mod common;
 mod fleet_support;
-use common::{skip, virtperf};
+use common::{output_ok, skip, virtperf};
 use fleet_support::{leftovers_in, Fleet};
 
 /// The tests make namespaces and run several virtperf at once on a small
@@ -554,22 +554,17 @@ fn a_group_of_two_ssh_hosts_starts_together() {
         return;
     };
     let group = format!("group:{}+{}", fleet.spec(0, "g1"), fleet.spec(1, "g2"));
-    let out = virtperf()
-        .args([
-            "cpu",
-            "--time=0.5",
-            "--cpu-max-prime=2000",
-            "--json",
-            "--env",
-            &group,
-        ])
-        .timeout(Duration::from_secs(120))
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    let out = output_ok(
+        virtperf()
+            .args([
+                "cpu",
+                "--time=0.5",
+                "--cpu-max-prime=2000",
+                "--json",
+                "--env",
+                &group,
+            ])
+            .timeout(Duration::from_secs(120)),
     );
     let docs: Vec<Value> = String::from_utf8_lossy(&out.stdout)
         .lines()

@@ -13,7 +13,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use common::{signal_and_wait, succeeds as quiet};
+use common::{output_ok, signal_and_wait, succeeds as quiet};
 
 /// A fake server: answers the hello with a welcome, then on each data
 /// connection either trickles a byte every 300 ms (what the client
@@ -192,20 +192,12 @@ fn serve_under_hundreds_of_silent_and_trickling_connections_still_answers_a_good
         server.id()
     ) <= 8));
     let t = Instant::now();
-    let out = Command::new(env!("CARGO_BIN_EXE_virtperf"))
-        .args([
-            "net",
-            &format!("--net-host=127.0.0.1:{port}"),
-            "--net-test=tcp_rr",
-            "--time=1",
-        ])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    output_ok(Command::new(env!("CARGO_BIN_EXE_virtperf")).args([
+        "net",
+        &format!("--net-host=127.0.0.1:{port}"),
+        "--net-test=tcp_rr",
+        "--time=1",
+    ]));
     assert!(t.elapsed() < Duration::from_secs(5), "{:?}", t.elapsed());
     assert!(signal_and_wait(
         &mut server,
@@ -584,19 +576,14 @@ fn spoofed_udp_from_another_namespace_reaches_no_one_but_the_control_peer_and_se
     drop(control);
 
     // A good client still gets a full test.
-    let out = Command::new("ip")
-        .args(["netns", "exec", &lab.c, env!("CARGO_BIN_EXE_virtperf")])
-        .args([
-            "net",
-            &format!("--net-host={LAB_SERVER}:{LAB_PORT}"),
-            "--net-test=udp_rr",
-            "--time=1",
-        ])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    output_ok(
+        Command::new("ip")
+            .args(["netns", "exec", &lab.c, env!("CARGO_BIN_EXE_virtperf")])
+            .args([
+                "net",
+                &format!("--net-host={LAB_SERVER}:{LAB_PORT}"),
+                "--net-test=udp_rr",
+                "--time=1",
+            ]),
     );
 }

@@ -16,7 +16,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 mod common;
-use common::{entries, signal_and_wait, skip, wait_until};
+use common::{engine_ok, entries, output_ok, qemu_ok, signal_and_wait, wait_until};
 
 /// Processes whose command line mentions `marker` (our private TMPDIR).
 fn processes_with(marker: &str) -> Vec<String> {
@@ -231,14 +231,6 @@ fn assert_nothing_left(tmp: &Path, what: &str) {
     );
 }
 
-fn engine_ok(cli: &str) -> bool {
-    let ok = Command::new(cli)
-        .args(["version", "--format", "{{.Server.Version}}"])
-        .output()
-        .is_ok_and(|o| o.status.success());
-    ok || !skip(&format!("no reachable {cli} engine"))
-}
-
 fn engine(cli: &str, args: &[&str]) -> String {
     let out = Command::new(cli)
         .args(args)
@@ -411,15 +403,10 @@ fn sigkill_leaves_no_container(cli: &str) {
         "{:?}",
         processes_with(&marker)
     );
-    let next = Command::new(assert_cmd::cargo::cargo_bin("virtperf"))
-        .args(["cpu", "--events=1", "--env", cli])
-        .env("TMPDIR", tmp.path())
-        .output()
-        .unwrap();
-    assert!(
-        next.status.success(),
-        "{}",
-        String::from_utf8_lossy(&next.stderr)
+    output_ok(
+        Command::new(assert_cmd::cargo::cargo_bin("virtperf"))
+            .args(["cpu", "--events=1", "--env", cli])
+            .env("TMPDIR", tmp.path()),
     );
     assert_nothing_left(tmp.path(), &format!("{cli}, SIGKILL, then a run"));
 }
@@ -463,12 +450,15 @@ fn a_killed_runs_stuck_container_is_swept_by_the_next_run(cli: &str) {
         !containers_of(cli, pid, false).is_empty(),
         "the stuck container is there until a sweep"
     );
-    let next = Command::new(assert_cmd::cargo::cargo_bin("virtperf"))
-        .args(["cpu", "--events=1", "--env", cli])
-        .output()
-        .unwrap();
+    let next = output_ok(
+        Command::new(assert_cmd::cargo::cargo_bin("virtperf")).args([
+            "cpu",
+            "--events=1",
+            "--env",
+            cli,
+        ]),
+    );
     let err = String::from_utf8_lossy(&next.stderr);
-    assert!(next.status.success(), "{err}");
     assert!(
         err.contains("left by virtperf runs that were killed"),
         "{err}"
@@ -490,19 +480,6 @@ fn docker_a_killed_runs_stuck_container_is_swept_by_the_next_run() {
 #[test]
 fn podman_a_killed_runs_stuck_container_is_swept_by_the_next_run() {
     a_killed_runs_stuck_container_is_swept_by_the_next_run("podman");
-}
-
-fn qemu_ok() -> bool {
-    let has_qemu = Command::new("qemu-system-x86_64")
-        .arg("--version")
-        .output()
-        .is_ok_and(|o| o.status.success());
-    let has_kernel = std::fs::read_dir("/boot").is_ok_and(|d| {
-        d.flatten()
-            .any(|e| e.file_name().to_string_lossy().starts_with("vmlinuz-"))
-    });
-    (has_qemu && has_kernel)
-        || !skip("qemu-system-x86_64 or a guest kernel (linux-image-cloud-amd64) is missing")
 }
 
 /// A small TCG guest: one vCPU, a small disk, no NIC (boots in seconds).
@@ -697,15 +674,10 @@ fn qemu_sigkill_leaves_no_vm_and_the_next_run_sweeps_its_files() {
         "{left:?}"
     );
     // The next run (its prepare) finds the owner dead and removes it.
-    let next = Command::new(assert_cmd::cargo::cargo_bin("virtperf"))
-        .args(["cpu", "--events=1", "--cpu-max-prime=100", "--env", QEMU])
-        .env("TMPDIR", tmp.path())
-        .output()
-        .unwrap();
-    assert!(
-        next.status.success(),
-        "{}",
-        String::from_utf8_lossy(&next.stderr)
+    output_ok(
+        Command::new(assert_cmd::cargo::cargo_bin("virtperf"))
+            .args(["cpu", "--events=1", "--cpu-max-prime=100", "--env", QEMU])
+            .env("TMPDIR", tmp.path()),
     );
     assert_nothing_left(tmp.path(), "qemu after the sweep");
 }

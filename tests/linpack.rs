@@ -5,7 +5,7 @@
 use serde_json::Value;
 
 mod common;
-use common::{json_of, metric, virtperf};
+use common::{json_of, metric, output_ok, virtperf};
 
 fn fixture(name: &str) -> String {
     format!(
@@ -172,22 +172,14 @@ fn json_lines(stdout: &[u8]) -> Vec<Value> {
 fn simultaneous_instances_sum_gflops_and_keep_the_worst_check() {
     // Seed 001's 2 and 4 VMs at once: count=N runs N solves together and
     // reports their summed GFLOPS; the residual check is not an amount.
-    let out = virtperf()
-        .args([
-            "linpack",
-            "--linpack-sizes=150,200",
-            "--linpack-trials=1",
-            "--json",
-            "--env",
-            "host:count=2,name=pair",
-        ])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let out = output_ok(virtperf().args([
+        "linpack",
+        "--linpack-sizes=150,200",
+        "--linpack-trials=1",
+        "--json",
+        "--env",
+        "host:count=2,name=pair",
+    ]));
     let d = json_lines(&out.stdout);
     assert_eq!(d.len(), 3, "two instances and their sum");
     let sum = &d[2];
@@ -206,23 +198,18 @@ fn simultaneous_instances_sum_gflops_and_keep_the_worst_check() {
 fn compare_reports_the_summed_gflops_of_simultaneous_instances() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("r");
-    let run = virtperf()
-        .args([
-            "compare",
-            "--env",
-            "host:count=2,name=pair",
-            "--repeat",
-            "2",
-            "--out",
-        ])
-        .arg(&out)
-        .args(["linpack", "--linpack-sizes=200", "--linpack-trials=1"])
-        .output()
-        .unwrap();
-    assert!(
-        run.status.success(),
-        "{}",
-        String::from_utf8_lossy(&run.stderr)
+    output_ok(
+        virtperf()
+            .args([
+                "compare",
+                "--env",
+                "host:count=2,name=pair",
+                "--repeat",
+                "2",
+                "--out",
+            ])
+            .arg(&out)
+            .args(["linpack", "--linpack-sizes=200", "--linpack-trials=1"]),
     );
     // What the store kept for each round of the pair: the sum of its two
     // instances' figures, each instance kept beside it.

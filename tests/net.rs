@@ -15,7 +15,9 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 
 mod common;
-use common::{json_of, kernel_lacks, metric, skip, succeeds as run, virtperf};
+use common::{
+    engine_ok, json_of, kernel_lacks, metric, output_ok, qemu_ok, skip, succeeds as run, virtperf,
+};
 
 fn bin() -> std::path::PathBuf {
     assert_cmd::cargo::cargo_bin("virtperf")
@@ -431,15 +433,10 @@ fn serve_and_net_on_loopback_and_a_clean_stop_on_ctrl_c() {
     }
     // As fast as it can: loss may happen on loopback, the run still ends on time.
     let t = Instant::now();
-    let out = virtperf()
-        .args(["net", &host, "--net-test=udp_stream", "--time=1", "--json"])
-        .timeout(Duration::from_secs(30))
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    let out = output_ok(
+        virtperf()
+            .args(["net", &host, "--net-test=udp_stream", "--time=1", "--json"])
+            .timeout(Duration::from_secs(30)),
     );
     assert!(t.elapsed() < Duration::from_secs(10));
     let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
@@ -463,15 +460,6 @@ fn serve_and_net_on_loopback_and_a_clean_stop_on_ctrl_c() {
     assert!(TcpListener::bind(("127.0.0.1", port)).is_ok());
 }
 
-/// Whether a container engine answers (skips, printing why, otherwise).
-fn engine_ok(cli: &str) -> bool {
-    let ok = Std::new(cli)
-        .args(["version", "--format", "{{.Server.Version}}"])
-        .output()
-        .is_ok_and(|o| o.status.success());
-    ok || !skip(&format!("no reachable {cli} engine"))
-}
-
 const SIX: [&str; 6] = [
     "tcp_stream",
     "tcp_maerts",
@@ -487,19 +475,6 @@ fn headline(test: &str) -> String {
         "tcp_stream" | "tcp_maerts" | "udp_stream" => format!("{test}_mbit_per_sec"),
         _ => format!("{test}_trans_per_sec"),
     }
-}
-
-fn qemu_ok() -> bool {
-    let has_qemu = Std::new("qemu-system-x86_64")
-        .arg("--version")
-        .output()
-        .is_ok_and(|o| o.status.success());
-    let has_kernel = std::fs::read_dir("/boot").is_ok_and(|d| {
-        d.filter_map(|e| e.ok())
-            .any(|e| e.file_name().to_string_lossy().starts_with("vmlinuz-"))
-    });
-    (has_qemu && has_kernel)
-        || !skip("qemu-system-x86_64 or a guest kernel (linux-image-cloud-amd64) is missing")
 }
 
 /// `virtperf compare` of the host and `envs` on the six tests, `secs` each,
@@ -524,12 +499,7 @@ fn compare_six(envs: &[&str], secs: &str) -> Value {
     for e in envs {
         cmd.args(["--env", e]);
     }
-    let out = cmd.timeout(Duration::from_secs(600)).output().unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let out = output_ok(cmd.timeout(Duration::from_secs(600)));
     serde_json::from_slice(&out.stdout).unwrap()
 }
 
@@ -608,21 +578,19 @@ fn a_server_inside_a_container_is_reached_from_the_host() {
             continue;
         }
         for test in ["tcp_rr", "udp_stream", "tcp_maerts"] {
-            let out = virtperf()
-                .args([
-                    "net",
-                    &format!("--net-test={test}"),
-                    "--net-server=env",
-                    "--time=0.5",
-                    "--json",
-                    "--env",
-                    cli,
-                ])
-                .timeout(Duration::from_secs(300))
-                .output()
-                .unwrap();
-            let err = String::from_utf8_lossy(&out.stderr);
-            assert!(out.status.success(), "{cli} {test}: {err}");
+            let out = output_ok(
+                virtperf()
+                    .args([
+                        "net",
+                        &format!("--net-test={test}"),
+                        "--net-server=env",
+                        "--time=0.5",
+                        "--json",
+                        "--env",
+                        cli,
+                    ])
+                    .timeout(Duration::from_secs(300)),
+            );
             let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
             assert_eq!(doc["env"]["name"], cli);
             assert_eq!(
@@ -652,21 +620,19 @@ fn all_six_tests_run_in_a_qemu_guest_both_ways() {
     // The server in the guest, the client on the host through the port
     // QEMU forwards, TCP and UDP.
     for test in ["tcp_rr", "udp_rr"] {
-        let out = virtperf()
-            .args([
-                "net",
-                &format!("--net-test={test}"),
-                "--net-server=env",
-                "--time=1",
-                "--json",
-                "--env",
-                env,
-            ])
-            .timeout(Duration::from_secs(300))
-            .output()
-            .unwrap();
-        let err = String::from_utf8_lossy(&out.stderr);
-        assert!(out.status.success(), "{test}: {err}");
+        let out = output_ok(
+            virtperf()
+                .args([
+                    "net",
+                    &format!("--net-test={test}"),
+                    "--net-server=env",
+                    "--time=1",
+                    "--json",
+                    "--env",
+                    env,
+                ])
+                .timeout(Duration::from_secs(300)),
+        );
         let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
         assert_eq!(doc["env"]["hypervisor"], "TCGTCGTCGTCG", "{doc}");
         assert_eq!(

@@ -19,7 +19,9 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{metric, signal_and_wait, skip, virtperf, wait_until};
+use common::{
+    engine_ok, is_root, metric, output_ok, qemu_ok, signal_and_wait, skip, virtperf, wait_until,
+};
 use serde_json::Value;
 
 fn free_port() -> u16 {
@@ -28,11 +30,6 @@ fn free_port() -> u16 {
         .local_addr()
         .unwrap()
         .port()
-}
-
-fn is_root() -> bool {
-    // SAFETY: geteuid has no preconditions.
-    unsafe { libc::geteuid() == 0 }
 }
 
 /// Runs `cmd`, panicking with its output if it fails.
@@ -910,15 +907,6 @@ fn the_result_names_the_file_system_under_the_database() {
     }
 }
 
-/// Whether the `docker` or `podman` engine answers (skips otherwise).
-fn engine_ok(cli: &str) -> bool {
-    let ok = Command::new(cli)
-        .args(["version", "--format", "{{.Server.Version}}"])
-        .output()
-        .is_ok_and(|o| o.status.success());
-    ok || !skip(&format!("no reachable {cli} engine"))
-}
-
 /// One `virtperf.result/1` document per stdout line.
 fn docs(out: &str) -> Vec<Value> {
     out.lines()
@@ -989,40 +977,27 @@ fn sqlite_in_podman_count_two_sums_tps() {
 
 #[test]
 fn sqlite_in_a_qemu_guest() {
-    let has_qemu = Command::new("qemu-system-x86_64")
-        .arg("--version")
-        .output()
-        .is_ok_and(|o| o.status.success());
-    let has_kernel = std::fs::read_dir("/boot").is_ok_and(|d| {
-        d.filter_map(|e| e.ok())
-            .any(|e| e.file_name().to_string_lossy().starts_with("vmlinuz-"))
-    });
-    if !(has_qemu && has_kernel) {
-        skip("qemu-system-x86_64 or a guest kernel (linux-image-cloud-amd64) is missing");
+    if !qemu_ok() {
         return;
     }
     // A TMPDIR of the test's own: a VM directory left there is this test's.
     let tmp = tempfile::tempdir().unwrap();
     let env = "qemu:accel=tcg,memory=512m,smp=1,disk=256m,net=none";
-    let out = virtperf()
-        .env("TMPDIR", tmp.path())
-        .args([
-            "oltp_read_write",
-            "--tables=1",
-            "--table-size=300",
-            "--time=1",
-            "--env",
-            env,
-            "--json",
-        ])
-        .timeout(Duration::from_secs(300))
-        .output()
-        .unwrap();
-    let (stdout, stderr) = (
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr),
+    let out = output_ok(
+        virtperf()
+            .env("TMPDIR", tmp.path())
+            .args([
+                "oltp_read_write",
+                "--tables=1",
+                "--table-size=300",
+                "--time=1",
+                "--env",
+                env,
+                "--json",
+            ])
+            .timeout(Duration::from_secs(300)),
     );
-    assert!(out.status.success(), "{env}: {stderr}");
+    let stdout = String::from_utf8_lossy(&out.stdout);
     let d = docs(&stdout);
     assert_eq!(d.len(), 1, "{stdout}");
     assert_eq!(d[0]["env"]["hypervisor"], "TCGTCGTCGTCG");

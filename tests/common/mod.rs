@@ -101,3 +101,88 @@ pub fn signal_and_wait(
     }
     ended
 }
+
+/// Whether the `docker` or `podman` engine answers; otherwise prints why the
+/// test skips (see `skip`) and returns false.
+pub fn engine_ok(cli: &str) -> bool {
+    let ok = std::process::Command::new(cli)
+        .args(["version", "--format", "{{.Server.Version}}"])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    ok || !skip(&format!("no reachable {cli} engine"))
+}
+
+/// Whether `qemu-system-x86_64` runs and /boot has a guest kernel;
+/// otherwise prints why the test skips (see `skip`) and returns false.
+pub fn qemu_ok() -> bool {
+    let has_qemu = std::process::Command::new("qemu-system-x86_64")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    let has_kernel = std::fs::read_dir("/boot").is_ok_and(|d| {
+        d.flatten()
+            .any(|e| e.file_name().to_string_lossy().starts_with("vmlinuz-"))
+    });
+    (has_qemu && has_kernel)
+        || !skip("qemu-system-x86_64 or a guest kernel (linux-image-cloud-amd64) is missing")
+}
+
+/// Whether the tests run as root (effective uid 0).
+pub fn is_root() -> bool {
+    // SAFETY: geteuid has no preconditions.
+    unsafe { libc::geteuid() == 0 }
+}
+
+/// A command `output_ok` runs: std's, or assert_cmd's (which keeps its
+/// stdin and timeout).
+pub trait Runnable {
+    /// Runs it to the end, collecting its output.
+    fn run_output(&mut self) -> std::io::Result<std::process::Output>;
+    /// Its program and arguments.
+    fn shown(&self) -> String;
+}
+
+impl Runnable for std::process::Command {
+    fn run_output(&mut self) -> std::io::Result<std::process::Output> {
+        self.output()
+    }
+    fn shown(&self) -> String {
+        shown(self.get_program(), self.get_args())
+    }
+}
+
+impl Runnable for Command {
+    fn run_output(&mut self) -> std::io::Result<std::process::Output> {
+        self.output()
+    }
+    fn shown(&self) -> String {
+        shown(self.get_program(), self.get_args())
+    }
+}
+
+/// `"program" "arg" ...`, as `Debug` quotes each.
+fn shown(program: &std::ffi::OsStr, args: std::process::CommandArgs<'_>) -> String {
+    let mut line = format!("{program:?}");
+    for arg in args {
+        line.push_str(&format!(" {arg:?}"));
+    }
+    line
+}
+
+/// Runs `cmd` and returns its output; panics with the command, its exit
+/// status and its stderr when it could not start or did not succeed.
+#[track_caller]
+pub fn output_ok(cmd: &mut impl Runnable) -> std::process::Output {
+    let out = match cmd.run_output() {
+        Ok(out) => out,
+        Err(e) => panic!("{}: {e}", cmd.shown()),
+    };
+    assert!(
+        out.status.success(),
+        "{} failed ({}): {}",
+        cmd.shown(),
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
