@@ -292,9 +292,16 @@ pub fn tally(a: &Analysis) -> String {
     let mut out = format!("Headline verdicts: {}.", parts.join(", "));
     match a.headline_runs_needed() {
         Some(Some(n)) => {
+            // The fixed design is told its --repeat; the adaptive one
+            // already repeats as needed, and was stopped by its budget.
+            let how = if a.adaptive {
+                "with a larger --budget".to_string()
+            } else {
+                format!("--repeat {n}, or the adaptive default")
+            };
             let _ = write!(
                 out,
-                " About {n} runs per side would decide every inconclusive one at the observed noise (--repeat {n}, or --repeat auto)."
+                " About {n} runs per side would decide every inconclusive one at the observed noise ({how})."
             );
         }
         Some(None) => {
