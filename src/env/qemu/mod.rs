@@ -17,7 +17,7 @@ use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::OnceLock;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use anyhow::{anyhow, bail, Context, Result};
 
@@ -448,18 +448,6 @@ pub fn which(program: &str) -> Option<PathBuf> {
             .map(|p| p.join(program))
             .find(|p| p.is_file())
     })
-}
-
-/// Boot-to-agent time of one TCG guest, for `virtperf envs` and benches.
-pub fn time_boot(spec: &Spec) -> Result<Duration> {
-    let mut env = QemuEnvironment::new(spec.clone())?;
-    env.prepare(&Silent)?;
-    let started = Instant::now();
-    let outcome = super::run(&mut env, &[], &Silent)?;
-    Ok(outcome
-        .first()
-        .map(|o| o.ready_after)
-        .unwrap_or(started.elapsed()))
 }
 
 #[cfg(test)]
