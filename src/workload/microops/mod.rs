@@ -369,6 +369,8 @@ impl MicroopsWorkload {
 
 impl Workload for MicroopsWorkload {
     fn run(&mut self, engine: &EngineOptions) -> Result<Measurement> {
+        // main pins them too; a library caller may not have.
+        crate::sys::malloc::pin_thresholds();
         let started = Instant::now();
         let timer = Timer::calibrate();
         let mut scratch = Scratch::default();
