@@ -181,15 +181,14 @@ pub fn next_round(
             } else {
                 cost(0, p.entry)
             };
+        // Why this pair does not run this round, after why it is open.
+        let mut left_out = |because: String| {
+            undecided.push((p.entry, p.env, format!("{}; {because}", p.why())));
+        };
         if round_s + this > left_s {
-            undecided.push((
-                p.entry,
-                p.env,
-                format!(
-                    "{}; ~{:.0} s more than the budget has",
-                    p.why(),
-                    (need as f64 * c - left_s).max(this)
-                ),
+            left_out(format!(
+                "~{:.0} s more than the budget has",
+                (need as f64 * c - left_s).max(this)
             ));
             continue;
         }
@@ -201,15 +200,10 @@ pub fn next_round(
         // PLAN_AFTER pairs a projection is too rough to make a pair wait.
         if p.have >= PLAN_AFTER && committed_s + need as f64 * c > SLACK * left_s.max(0.0) {
             waited = true;
-            undecided.push((
-                p.entry,
-                p.env,
-                format!(
-                    "{}; its next {need} pairs (~{:.0} s) do not fit in the budget's {:.0} s left beside pairs closer to a decision",
-                    p.why(),
-                    need as f64 * c,
-                    left_s.max(0.0)
-                ),
+            left_out(format!(
+                "its next {need} pairs (~{:.0} s) do not fit in the budget's {:.0} s left beside pairs closer to a decision",
+                need as f64 * c,
+                left_s.max(0.0)
             ));
             continue;
         }
