@@ -571,6 +571,25 @@ fn all_six_tests_run_in_containers_with_a_server_the_host_starts() {
     }
 }
 
+/// One `test` run from the host with its server in `env` (`--net-server=env`),
+/// for `time` seconds: its result document.
+fn served_by_env(test: &str, env: &str, time: &str) -> Value {
+    let out = output_ok(
+        virtperf()
+            .args([
+                "net",
+                &format!("--net-test={test}"),
+                "--net-server=env",
+                &format!("--time={time}"),
+                "--json",
+                "--env",
+                env,
+            ])
+            .timeout(Duration::from_secs(300)),
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
 #[test]
 fn a_server_inside_a_container_is_reached_from_the_host() {
     for cli in ["docker", "podman"] {
@@ -578,20 +597,7 @@ fn a_server_inside_a_container_is_reached_from_the_host() {
             continue;
         }
         for test in ["tcp_rr", "udp_stream", "tcp_maerts"] {
-            let out = output_ok(
-                virtperf()
-                    .args([
-                        "net",
-                        &format!("--net-test={test}"),
-                        "--net-server=env",
-                        "--time=0.5",
-                        "--json",
-                        "--env",
-                        cli,
-                    ])
-                    .timeout(Duration::from_secs(300)),
-            );
-            let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+            let doc = served_by_env(test, cli, "0.5");
             assert_eq!(doc["env"]["name"], cli);
             assert_eq!(
                 doc["env"]["net_path"],
@@ -620,20 +626,7 @@ fn all_six_tests_run_in_a_qemu_guest_both_ways() {
     // The server in the guest, the client on the host through the port
     // QEMU forwards, TCP and UDP.
     for test in ["tcp_rr", "udp_rr"] {
-        let out = output_ok(
-            virtperf()
-                .args([
-                    "net",
-                    &format!("--net-test={test}"),
-                    "--net-server=env",
-                    "--time=1",
-                    "--json",
-                    "--env",
-                    env,
-                ])
-                .timeout(Duration::from_secs(300)),
-        );
-        let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+        let doc = served_by_env(test, env, "1");
         assert_eq!(doc["env"]["hypervisor"], "TCGTCGTCGTCG", "{doc}");
         assert_eq!(
             doc["env"]["net_path"],
