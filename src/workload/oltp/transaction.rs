@@ -169,22 +169,19 @@ impl OltpWorker {
         Ok(())
     }
 
-    fn point_selects(&mut self) -> Result<(), Failed> {
+    /// `count` statements of one random id each (point selects, index
+    /// updates), on one table.
+    fn by_id(
+        &mut self,
+        count: u64,
+        write: bool,
+        pick: fn(&Statements) -> &String,
+    ) -> Result<(), Failed> {
         let t = self.table();
         let stmts = Arc::clone(&self.statements);
-        for _ in 0..self.cfg.point_selects {
+        for _ in 0..count {
             let id = self.id();
-            self.query(false, &stmts[t].point, &[Param::Int(id)])?;
-        }
-        Ok(())
-    }
-
-    fn index_updates(&mut self) -> Result<(), Failed> {
-        let t = self.table();
-        let stmts = Arc::clone(&self.statements);
-        for _ in 0..self.cfg.index_updates {
-            let id = self.id();
-            self.query(true, &stmts[t].index_update, &[Param::Int(id)])?;
+            self.query(write, pick(&stmts[t]), &[Param::Int(id)])?;
         }
         Ok(())
     }
@@ -272,7 +269,7 @@ impl OltpWorker {
         let ranges = self.cfg.range_selects;
         match test {
             Test::ReadWrite | Test::ReadOnly => {
-                self.point_selects()?;
+                self.by_id(self.cfg.point_selects, false, |s| &s.point)?;
                 if ranges {
                     self.ranges(self.cfg.simple_ranges, |s| &s.simple)?;
                     self.ranges(self.cfg.sum_ranges, |s| &s.sum)?;
@@ -280,18 +277,18 @@ impl OltpWorker {
                     self.ranges(self.cfg.distinct_ranges, |s| &s.distinct)?;
                 }
                 if test == Test::ReadWrite {
-                    self.index_updates()?;
+                    self.by_id(self.cfg.index_updates, true, |s| &s.index_update)?;
                     self.non_index_updates()?;
                     self.delete_inserts()?;
                 }
             }
             Test::WriteOnly => {
-                self.index_updates()?;
+                self.by_id(self.cfg.index_updates, true, |s| &s.index_update)?;
                 self.non_index_updates()?;
                 self.delete_inserts()?;
             }
-            Test::PointSelect => self.point_selects()?,
-            Test::UpdateIndex => self.index_updates()?,
+            Test::PointSelect => self.by_id(self.cfg.point_selects, false, |s| &s.point)?,
+            Test::UpdateIndex => self.by_id(self.cfg.index_updates, true, |s| &s.index_update)?,
             Test::UpdateNonIndex => self.non_index_updates()?,
             Test::Insert => self.insert()?,
             Test::Delete => self.delete()?,
