@@ -63,7 +63,7 @@ pub fn parse(args: &[String]) -> Result<CompareArgs, CliError> {
         view: View {
             detail: v.flag("detail"),
         },
-        start_at: Some(v.text("start-at").to_string()).filter(|t| !t.is_empty()),
+        start_at: v.text_opt("start-at").map(str::to_string),
         resume: v.flag("resume").then(|| Resume {
             ignored: beyond_resume(args),
         }),
@@ -115,16 +115,13 @@ fn beyond_resume(args: &[String]) -> Vec<String> {
 mod tests {
     use super::*;
     use crate::compare::plan::{digest, resolve, Plan};
+    use crate::core::text::owned as s;
 
     /// The plan an argument list resolves to, and whether it resumes.
     fn plan_quiet(args: &[String]) -> anyhow::Result<(Plan, bool)> {
         let parsed = parse(args)?;
         let (plan, _) = resolve(&parsed.plan, &crate::core::observer::Silent)?;
         Ok((plan, parsed.resume.is_some()))
-    }
-
-    fn s(v: &[&str]) -> Vec<String> {
-        v.iter().map(|x| x.to_string()).collect()
     }
 
     #[test]

@@ -26,9 +26,7 @@ pub fn parse(args: &[String]) -> Result<ReportArgs, CliError> {
     Ok(ReportArgs {
         targets,
         format: report::exporter(v.text("format"))?,
-        out: Some(v.text("out"))
-            .filter(|p| !p.is_empty())
-            .map(PathBuf::from),
+        out: v.text_opt("out").map(PathBuf::from),
         margin_pct: v.float("margin"),
         view: View {
             detail: v.flag("detail"),
@@ -39,10 +37,7 @@ pub fn parse(args: &[String]) -> Result<ReportArgs, CliError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn s(v: &[&str]) -> Vec<String> {
-        v.iter().map(|x| x.to_string()).collect()
-    }
+    use crate::core::text::owned as s;
 
     #[test]
     fn targets_default_and_are_named_once() {

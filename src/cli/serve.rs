@@ -22,19 +22,14 @@ pub fn parse(args: &[String]) -> Result<ServeArgs, CliError> {
     Ok(ServeArgs {
         // The option table bounds the port to 0..=65535.
         addr: SocketAddr::new(ip, v.int("port") as u16),
-        secret_file: Some(v.text("secret-file"))
-            .filter(|f| !f.is_empty())
-            .map(PathBuf::from),
+        secret_file: v.text_opt("secret-file").map(PathBuf::from),
     })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn s(v: &[&str]) -> Vec<String> {
-        v.iter().map(|x| x.to_string()).collect()
-    }
+    use crate::core::text::owned as s;
 
     #[test]
     fn serve_arguments_parse_and_bad_ones_are_named() {

@@ -184,6 +184,11 @@ impl Values {
         }
     }
 
+    /// A text value, or None when unset (empty).
+    pub fn text_opt(&self, name: &str) -> Option<&str> {
+        Some(self.text(name)).filter(|t| !t.is_empty())
+    }
+
     pub fn list(&self, name: &str) -> &[String] {
         match self.get(name) {
             Value::List(items) => items,

@@ -92,13 +92,16 @@ fn is_bidi_control(c: char) -> bool {
     matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}' | '\u{200e}' | '\u{200f}' | '\u{061c}')
 }
 
+/// Owned copies of string literals: the argument lists of unit tests.
+#[cfg(test)]
+pub fn owned(a: &[&str]) -> Vec<String> {
+    a.iter().map(|x| x.to_string()).collect()
+}
+
 #[cfg(test)]
 mod tests {
+    use super::owned as s;
     use super::*;
-
-    fn s(a: &[&str]) -> Vec<String> {
-        a.iter().map(|x| x.to_string()).collect()
-    }
 
     #[test]
     fn secret_options_are_redacted_or_dropped_in_both_forms() {

@@ -242,10 +242,7 @@ fn refused_engine_option(def: &WorkloadDef, err: CliError) -> CliError {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn s(v: &[&str]) -> Vec<String> {
-        v.iter().map(|x| x.to_string()).collect()
-    }
+    use crate::core::text::owned as s;
 
     #[test]
     fn a_job_survives_the_wire() {
@@ -317,10 +314,7 @@ mod tests {
 #[cfg(test)]
 mod password_tests {
     use super::*;
-
-    fn s(a: &[&str]) -> Vec<String> {
-        a.iter().map(|x| x.to_string()).collect()
-    }
+    use crate::core::text::owned as s;
 
     #[test]
     fn a_password_comes_from_its_file_and_never_shows_in_the_jobs_args() {
