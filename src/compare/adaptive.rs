@@ -13,7 +13,8 @@
 //! amount of data decides at this noise) keeps running until
 //! [`PLAN_AFTER`] pairs, then is parked. The baseline runs every entry some
 //! environment runs in that round, so every run has its pair, and the
-//! rounds keep the rotated order, so drift still cancels.
+//! rounds keep their order (each entry in every environment back to back,
+//! rotated), so drift still cancels.
 //!
 //! The simulations at the end run the whole procedure (planner, sequential
 //! looks after every round, Bonferroni family) on seeded synthetic data.

@@ -1,5 +1,6 @@
 //! `virtperf compare`: runs a suite on the baseline and every environment,
-//! round after round with the order rotated, writes each result to the store
+//! round after round, each entry in every environment back to back with
+//! the order rotated (`suite::order`), writes each result to the store
 //! the moment it arrives, and reports each environment against the baseline.
 //! Also `virtperf report`, which renders a stored comparison.
 

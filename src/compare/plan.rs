@@ -88,12 +88,12 @@ pub fn help() -> String {
     format!(
         "virtperf compare [options] [WORKLOAD [workload options]]\n\n\
          Runs a suite (or one workload given after the options) on the baseline and on every\n\
-         environment with the order rotated, stores every result in --out/results.db as it\n\
-         arrives, and reports each environment against the baseline: a headline summary with\n\
-         the ratio, its 95% interval, overhead or times slower, and a verdict over each entry's\n\
-         headline metrics: slower, faster, equivalent within --margin, or inconclusive with\n\
-         the runs that would decide it. Every metric with --detail. Writes\n\
-         --out/comparison-N.html.\n\n\
+         environment, each entry in every environment back to back with the order rotated,\n\
+         stores every result in --out/results.db as it arrives, and reports each environment\n\
+         against the baseline: a headline summary with the ratio, its 95% interval, overhead\n\
+         or times slower, and a verdict over each entry's headline metrics: slower, faster,\n\
+         equivalent within --margin, or inconclusive with the runs that would decide it.\n\
+         Every metric with --detail. Writes --out/comparison-N.html.\n\n\
          By default (--repeat auto) the design is adaptive: every pair of entry and environment\n\
          runs 3 times, then only undecided pairs run again, cheapest progress first, until\n\
          each is decided or --budget is spent; its verdicts come from anytime-valid confidence\n\

@@ -1,5 +1,6 @@
-//! The comparison scheduler: rounds over every environment with the starting
-//! environment rotated, only what the store does not hold yet (so `--resume`
+//! The comparison scheduler: rounds in which each entry runs in every
+//! environment back to back, the environments' order rotated and reversed
+//! from entry to entry and round to round (`suite::order`), only what the store does not hold yet (so `--resume`
 //! finishes an interrupted comparison), every result stored the moment it
 //! arrives, an environment that fails reported and skipped while the others
 //! carry on, simultaneous instances combined into one summed result, and
@@ -179,7 +180,7 @@ impl Schedule<'_> {
             eta_s: None,
         };
         let started = Instant::now();
-        for (round, order) in suite::rounds(n_envs, rounds_max).into_iter().enumerate() {
+        for round in 0..rounds_max {
             let want: Vec<Vec<usize>> = if adaptive {
                 match self.plan(round, &mut st, started)? {
                     Some(w) => w,
@@ -197,18 +198,22 @@ impl Schedule<'_> {
                     executor.retire(ei);
                 }
             }
-            for ei in order {
-                if st.failed[ei] || want[ei].is_empty() {
-                    continue;
-                }
-                if !self.turn(executor, round, ei, &want[ei], &mut st)? {
-                    st.out.interrupted = true;
-                    self.observer.progress_done();
-                    return Ok(st.out);
-                }
-                // The fixed design's last turn there: nothing more to run.
-                if round + 1 == rounds_max {
-                    executor.retire(ei);
+            // Entry by entry, each in every environment back to back: a
+            // pair's two runs are seconds apart (see `suite::order`).
+            for k in 0..entries.len() {
+                for ei in suite::order(n_envs, round, k) {
+                    if st.failed[ei] || !want[ei].contains(&k) {
+                        continue;
+                    }
+                    if !self.turn(executor, round, ei, &[k], &mut st)? {
+                        st.out.interrupted = true;
+                        self.observer.progress_done();
+                        return Ok(st.out);
+                    }
+                    // The fixed design's last run there: nothing more to run.
+                    if round + 1 == rounds_max && want[ei].iter().max() == Some(&k) {
+                        executor.retire(ei);
+                    }
                 }
             }
         }
@@ -633,12 +638,19 @@ mod tests {
         let out = schedule(&w, Repeat::Fixed(3)).run(&mut ex).unwrap();
         assert_eq!(out.rounds, 3);
         assert!(!out.interrupted && out.failed.is_empty());
-        // Round r starts with environment r: host first, then vm, then ct.
+        // Each entry runs in every environment back to back, one run a
+        // call; the order is rotated and reversed from step to step.
+        assert!(ex.calls.iter().all(|c| c.1 == 1), "{:?}", ex.calls);
         let order: Vec<usize> = ex.calls.iter().map(|c| c.0).collect();
-        assert_eq!(order, vec![0, 1, 2, 1, 2, 0, 2, 0, 1]);
-        // Each environment ends right after its last turn, the one that
+        #[rustfmt::skip]
+        assert_eq!(order, vec![
+            0, 1, 2, /* entry 2: */ 2, 1, 0, // round 1
+            2, 1, 0, /* entry 2: */ 1, 2, 0, // round 2
+            1, 2, 0, /* entry 2: */ 0, 2, 1, // round 3
+        ]);
+        // Each environment ends right after its last run, the one that
         // went last in the round too.
-        assert_eq!(ex.retired, vec![(2, 7), (0, 8), (1, 9)]);
+        assert_eq!(ex.retired, vec![(0, 16), (2, 17), (1, 18)]);
         let runs = w.store.runs(w.id).unwrap();
         assert_eq!(runs.len(), 2 * 3 * 3);
         assert!(runs.iter().all(|r| r.doc.is_some()));
@@ -669,7 +681,7 @@ mod tests {
             .count();
         assert_eq!(host_ok, 6, "host ran every round");
         let broken: Vec<_> = runs.iter().filter(|r| r.env == "broken").collect();
-        assert_eq!(broken.len(), 2, "one failed round recorded, then skipped");
+        assert_eq!(broken.len(), 1, "one failed run recorded, then skipped");
         assert!(broken
             .iter()
             .all(|r| r.error.as_deref().unwrap().contains("broken died")));
@@ -688,13 +700,12 @@ mod tests {
         let out = schedule(&w, Repeat::Fixed(3)).run(&mut ex).unwrap();
         assert!(out.interrupted);
         let kept = w.store.runs(w.id).unwrap().len();
-        assert_eq!(kept, 6, "three environment turns finished before Ctrl-C");
+        assert_eq!(kept, 3, "three runs finished before Ctrl-C");
         // Resume: a fresh executor is asked only for what is missing.
         let mut again = Scripted::new(&w.envs, |_, _, _, _| Ok(2.0));
         let out = schedule(&w, Repeat::Fixed(3)).run(&mut again).unwrap();
         assert!(!out.interrupted);
-        assert_eq!(again.calls.len(), 3, "{:?}", again.calls);
-        assert!(again.calls.iter().all(|c| c.1 == 2));
+        assert_eq!(again.calls.len(), 9, "{:?}", again.calls);
         assert_eq!(w.store.runs(w.id).unwrap().len(), 12);
     }
 

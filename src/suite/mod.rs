@@ -11,7 +11,7 @@ use std::path::Path;
 use anyhow::{anyhow, bail, Context, Result};
 
 use crate::workload::Job;
-pub use order::rounds;
+pub use order::order;
 
 /// One job of a suite, with its label.
 #[derive(Debug, Clone)]
