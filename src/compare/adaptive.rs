@@ -6,8 +6,7 @@
 //! costs, the environment's run plus the baseline's, as measured) — and
 //! taken while the round fits in the budget left and, once a pair has
 //! [`PLAN_AFTER`] pairs, the projected needs of the pairs taken so far, this
-//! one's included, fit in it too (within [`SLACK`] times, as projections are
-//! rough): a pair whose
+//! one's included, fit in it too (within [`SLACK`] times): a pair whose
 //! need does not fit beside those closer to a decision waits for the next
 //! round's plan, and when every open pair waits the comparison stops. A pair that cannot be projected (its mean sits where no
 //! amount of data decides at this noise) keeps running until
@@ -28,10 +27,14 @@ use crate::stats::{Outcome, VerdictSettings};
 /// Pairs after which a pair that cannot be projected is given up.
 pub const PLAN_AFTER: usize = 6;
 
-/// Projections are rough (a noisy mean, an outlier): work is given up for
-/// the budget only when it is projected to need this many times what is
-/// left.
-const SLACK: f64 = 2.0;
+/// Work is given up for the budget when it is projected to need more than
+/// this many times what is left. Projections are rough (a noisy mean, an
+/// outlier), but a pair still open after [`PLAN_AFTER`] pairs whose need
+/// is larger than the whole budget left was not decided in the default
+/// comparisons measured (at 2×, podman's disk, at 10–17% noise, took 16
+/// pairs and 70 s before it waited); the simulations' outlier case keeps
+/// its 95%.
+const SLACK: f64 = 1.0;
 
 /// Where one (entry, environment) pair stands.
 #[derive(Debug, Clone, PartialEq)]
@@ -551,11 +554,11 @@ mod tests {
             have: PLAN_AFTER,
             open: vec![(format!("m{entry}"), 0.05, Some(need))],
         };
-        // Each pair of runs costs 2 s; 100 s left (200 with the slack).
+        // Each pair of runs costs 2 s; 100 s left.
         let cost = |_: usize, _: usize| 1.0;
-        let open = vec![pair(0, 30), pair(1, 60), pair(2, 200)];
+        let open = vec![pair(0, 30), pair(1, 29), pair(2, 200)];
         match next_round(6, 3, &[true, true], &open, &cost, 100.0) {
-            // Entry 0 (24 more pairs, 48 s) and 1 (54, 108 s) fit in 200 s
+            // Entry 1 (23 more pairs, 46 s) and 0 (24, 48 s) fit in 100 s
             // together; entry 2 (194 pairs, 388 s) does not, and waits.
             Step::Run { want, .. } => assert_eq!(want, vec![vec![0, 1], vec![0, 1]]),
             other => panic!("{other:?}"),
@@ -576,8 +579,8 @@ mod tests {
             }
             other => panic!("{other:?}"),
         }
-        // With more budget left it runs again.
-        match next_round(7, 3, &[true, true], &[pair(2, 200)], &cost, 300.0) {
+        // With the budget for it left it runs again.
+        match next_round(7, 3, &[true, true], &[pair(2, 200)], &cost, 400.0) {
             Step::Run { want, .. } => assert_eq!(want, vec![vec![2], vec![2]]),
             other => panic!("{other:?}"),
         }
