@@ -287,6 +287,14 @@ fn run_plan(plan: &Plan, host: &mut dyn HostLines, out: &mut impl Write) -> Resu
         };
         let sent = send(out, &msg);
         cleanup();
+        // What the job and its cleanup left dirty is written back before
+        // this plan is done: the next run, in this environment or (rounds
+        // run an entry in every environment back to back) another one,
+        // starts without its writeback.
+        let wrote = Job::from_wire(job).is_ok_and(|j| j.def.needs.workdir.is_some());
+        if wrote {
+            crate::sys::settle::settle();
+        }
         sent?;
     }
     send(out, &Message::Done)
