@@ -9,6 +9,7 @@ use virtperf::core::signals;
 
 fn main() -> ExitCode {
     virtperf::sys::malloc::pin_thresholds();
+    virtperf::workload::microops::fresh::enable();
     let args: Vec<String> = std::env::args().skip(1).collect();
     if std::process::id() == 1 && args.is_empty() {
         // The kernel started us as a VM guest's init.

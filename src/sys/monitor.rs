@@ -93,13 +93,18 @@ pub struct Sampler {
     wall: Instant,
 }
 
+/// CPU time of this process and of the children it reaped (microops
+/// measures in a child process of its own, pipe_echo in forked ones).
 fn own_cpu_seconds() -> f64 {
-    // SAFETY: an all-zero rusage (integers and timevals) is a valid value.
-    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
-    // SAFETY: getrusage only writes into the struct we pass.
-    unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut usage) };
-    let tv = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
-    tv(usage.ru_utime) + tv(usage.ru_stime)
+    let of = |who: libc::c_int| {
+        // SAFETY: an all-zero rusage (integers and timevals) is a valid value.
+        let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+        // SAFETY: getrusage only writes into the struct we pass.
+        unsafe { libc::getrusage(who, &mut usage) };
+        let tv = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
+        tv(usage.ru_utime) + tv(usage.ru_stime)
+    };
+    of(libc::RUSAGE_SELF) + of(libc::RUSAGE_CHILDREN)
 }
 
 fn read_times() -> Option<CpuTimes> {

@@ -303,12 +303,14 @@ fn pipe_pair() -> Result<[libc::c_int; 2]> {
 }
 
 /// rdtscbench's 2pipes: the child echoes what it reads until end of file;
-/// the timed region is the send, the close and reading the message back.
-/// It ends with the message's last byte, not at end of file: the child's
-/// end of file comes after its exit has torn down its copy of the address
-/// space, which costs in proportion to what this process has mapped, so a
-/// long-lived agent measured its own history (80 µs fresh, 145 µs after a
-/// round of the quick suite).
+/// the timed region is the send and reading the message back. The pipe to
+/// the child is closed after it, so the child's exit is outside: an exit
+/// tears down the child's copy of the address space, which costs in
+/// proportion to what this process has mapped, and a long-lived agent
+/// measured its own history (80 µs fresh, 145 µs after a round of the quick
+/// suite). Reading up to the child's end of file timed all of the exit;
+/// reading to the last byte with the pipe closed still timed it whenever
+/// the exiting child kept the CPU the parent waited for.
 fn pipe_echo(timer: &Timer, batch: u64) -> Result<u64> {
     let mut total = 0;
     for _ in 0..batch {
@@ -342,7 +344,6 @@ fn pipe_echo(timer: &Timer, batch: u64) -> Result<u64> {
             let mut got = 0usize;
             let t0 = timer.start();
             libc::write(to_child[1], message.as_ptr().cast(), message.len());
-            libc::close(to_child[1]);
             while got < message.len() {
                 let n = libc::read(to_parent[0], back[got..].as_mut_ptr().cast(), 16 - got);
                 if n <= 0 {
@@ -351,6 +352,8 @@ fn pipe_echo(timer: &Timer, batch: u64) -> Result<u64> {
                 got += n as usize;
             }
             let t1 = timer.stop();
+            // Only now the child sees end of file and exits.
+            libc::close(to_child[1]);
             libc::close(to_parent[0]);
             libc::waitpid(pid, std::ptr::null_mut(), 0);
             if &back[..got] != message {
@@ -504,8 +507,10 @@ mod tests {
         let large = echo();
         std::hint::black_box(&big);
         drop(big);
+        // The exit cost 10× to 90× the echo; the bound leaves room for a
+        // noisy machine.
         assert!(
-            large < 2.0 * small,
+            large < 4.0 * small,
             "pipe_echo: {small:.0} ticks, {large:.0} with 512 MiB mapped"
         );
     }
