@@ -16,10 +16,10 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use anyhow::{anyhow, bail, Context, Result};
 
-use super::bounded::{run_bounded, run_cleanup, Bounded};
 use super::def::{Check, DriverDef, EnvOption};
 use super::{net, Environment, Launched, OnHost, Route, Spec};
 use crate::core::observer::Observer;
+use crate::sys::bounded::{run_bounded, run_cleanup, Bounded, Limits};
 use crate::sys::owner::{self, Owner};
 
 /// The label every container of ours carries; `OWNER_LABEL` names the
@@ -75,7 +75,7 @@ fn engine_limit(spec: &Spec) -> Duration {
 fn engine(cli: &str, args: &[&str], input: Option<&[u8]>, limit: Duration) -> Result<Output> {
     let mut cmd = Command::new(cli);
     cmd.args(args);
-    run_bounded(cmd, input, limit).map_err(|e| match e {
+    run_bounded(cmd, input, Limits::new(limit)).map_err(|e| match e {
         Bounded::TimedOut(limit) => anyhow!(
             "`{cli} {}` did not finish within {} s: is the {cli} engine hung? (check `systemctl status {cli}`; {cli}:timeout=SECONDS raises the bound)",
             args.first().copied().unwrap_or_default(),

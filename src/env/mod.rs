@@ -7,7 +7,6 @@
 //! instances (`count=N` started together, deadlines, cleanup always) and
 //! `combine` sums simultaneous instances' results.
 
-mod bounded;
 mod combine;
 pub mod def;
 pub mod docker;

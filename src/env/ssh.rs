@@ -10,9 +10,9 @@ use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
 
-use super::bounded::{run_bounded, run_cleanup, Bounded};
 use super::def::{Check, DriverDef, EnvOption};
 use super::{Environment, Launched, OnHost, Route, Spec};
+use crate::sys::bounded::{run_bounded, run_cleanup, Bounded, Limits};
 
 /// How long a small set-up command over ssh (mktemp, rm, a probe) may take
 /// unless `timeout=` says: a target that connects and then hangs is given up
@@ -127,7 +127,7 @@ impl SshEnvironment {
         let mut cmd = self.ssh();
         cmd.arg(script);
         let what = script.split_whitespace().next().unwrap_or("");
-        let out = run_bounded(cmd, input, limit).map_err(|e| match e {
+        let out = run_bounded(cmd, input, Limits::new(limit)).map_err(|e| match e {
             Bounded::TimedOut(limit) => anyhow::anyhow!(
                 "ssh {}: '{what}' did not finish within {} s (timeout={}): the target or the connection hangs",
                 self.spec.text,

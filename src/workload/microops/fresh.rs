@@ -19,15 +19,15 @@
 //! `main` turns this on ([`enable`]), so a library caller (and the unit
 //! tests) measure in their own process.
 
-use std::io::Read;
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use anyhow::{bail, Context, Result};
+use anyhow::{anyhow, bail, Context, Result};
 
 use super::ops::Op;
 use crate::core::result::ResultDoc;
+use crate::sys::bounded::{run_bounded, Bounded, Limits};
 use crate::workload::Measurement;
 
 /// Set in the child: measure here.
@@ -68,71 +68,37 @@ pub fn args(ops: &[Op], repeats: u64, batch: u64, time: Option<Duration>) -> Vec
     ]
 }
 
-fn drain(mut from: impl Read + Send + 'static) -> std::thread::JoinHandle<Vec<u8>> {
-    std::thread::spawn(move || {
-        let mut out = Vec::new();
-        let _ = (&mut from).take(MAX_OUTPUT).read_to_end(&mut out);
-        // Whatever is beyond the bound is read and dropped, so the child
-        // never blocks on a full pipe.
-        let _ = std::io::copy(&mut from, &mut std::io::sink());
-        out
-    })
-}
-
-/// Asks the child to stop as Ctrl-C would (it removes its scratch files),
-/// and kills it if it has not ended within [`STOP_GRACE`].
-fn stop(child: &mut std::process::Child) {
-    // SAFETY: kill(2) on our own child's pid, not yet reaped.
-    unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGTERM) };
-    let until = Instant::now() + STOP_GRACE;
-    while Instant::now() < until {
-        if let Ok(Some(_)) = child.try_wait() {
-            return;
-        }
-        std::thread::sleep(Duration::from_millis(5));
-    }
-    let _ = child.kill();
-    let _ = child.wait();
-}
-
 /// How long a child asked to stop has before it is killed.
 const STOP_GRACE: Duration = Duration::from_secs(2);
 
-/// Runs the child and waits for it (at most `limit`, or until Ctrl-C).
+/// Runs the child and waits for it (at most `limit`, or until Ctrl-C, when
+/// it is asked to stop as Ctrl-C would, so it removes its files).
 pub fn run(args: &[String], limit: Duration) -> Result<Measurement> {
     let exe =
         std::env::current_exe().context("microops: finding this binary for a fresh process")?;
-    let mut child = Command::new(&exe)
-        .args(args)
-        .env(ENV, "1")
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .with_context(|| format!("microops: starting {}", exe.display()))?;
-    let out = drain(child.stdout.take().expect("piped"));
-    let err = drain(child.stderr.take().expect("piped"));
-    let until = Instant::now() + limit;
-    let status = loop {
-        if let Some(status) = child.try_wait()? {
-            break status;
-        }
-        if crate::core::signals::interrupted() || Instant::now() >= until {
-            stop(&mut child);
-            crate::core::signals::check()?;
-            bail!("microops: the measuring process did not end within {limit:?}; stopped");
-        }
-        std::thread::sleep(Duration::from_millis(5));
+    let mut cmd = Command::new(&exe);
+    cmd.args(args).env(ENV, "1");
+    let limits = Limits {
+        time: limit,
+        kept: MAX_OUTPUT,
+        grace: Some(STOP_GRACE),
     };
-    let out = out.join().unwrap_or_default();
-    let err = err.join().unwrap_or_default();
-    crate::core::signals::check()?;
-    if !status.success() {
-        let err = String::from_utf8_lossy(&err);
+    let out = run_bounded(cmd, None, limits).map_err(|e| match e {
+        Bounded::Interrupted => crate::core::signals::Interrupted.into(),
+        Bounded::TimedOut(limit) => {
+            anyhow!("microops: the measuring process did not end within {limit:?}; stopped")
+        }
+        Bounded::Failed(e) => e.context(format!("microops: starting {}", exe.display())),
+    })?;
+    if !out.status.success() {
+        let err = String::from_utf8_lossy(&out.stderr);
         let last = err.lines().last().unwrap_or("").trim();
-        bail!("microops: the measuring process failed ({status}): {last}");
+        bail!(
+            "microops: the measuring process failed ({}): {last}",
+            out.status
+        );
     }
-    measurement(&out)
+    measurement(&out.stdout)
 }
 
 /// The child's document as this run's measurement.

@@ -487,18 +487,13 @@ impl Scratch {
 mod tests {
     use super::*;
 
-    fn median(mut v: Vec<f64>) -> f64 {
-        v.sort_by(f64::total_cmp);
-        v[v.len() / 2]
-    }
-
     #[test]
     fn pipe_echo_does_not_time_what_this_process_has_mapped() {
         // The child's exit tears down its copy of this process's address
         // space; with 512 MiB touched here that took milliseconds, and
         // pipe_echo timed it (a long-lived agent measured its history).
         let timer = Timer::calibrate();
-        let echo = || median(Op::PipeEcho.measure(&timer, 1, 31).unwrap());
+        let echo = || crate::stats::median(&Op::PipeEcho.measure(&timer, 1, 31).unwrap());
         let small = echo();
         let mut big = vec![0u8; 512 << 20];
         for page in big.chunks_mut(4096) {
