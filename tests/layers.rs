@@ -401,22 +401,6 @@ fn module_path(rel: &Path) -> Vec<String> {
     parts
 }
 
-/// Files that import each other in a cycle today, in folders being split
-/// now: each entry goes with its folder's split (the check fails on an
-/// entry whose cycle is gone, so that it is removed).
-const KNOWN_TANGLES: &[(&str, &[&str])] = &[
-    // def.rs's DriverDef builds from a Spec; spec.rs checks a Spec's
-    // options against its DriverDef and finds it in registry.rs, which
-    // names every driver, and the drivers name def and spec. (run.rs left
-    // the tangle with qemu's unused time_boot.)
-    (
-        "src/env",
-        &[
-            "def", "docker", "group", "host", "qemu", "registry", "spec", "ssh",
-        ],
-    ),
-];
-
 /// Cycles among the files of one folder: for each folder below `src`, its
 /// files (a subfolder counts as one) and which of the others each imports.
 /// The folder's `mod.rs` is left out, as the root that declares and
@@ -436,7 +420,6 @@ fn no_folder_imports_its_own_files_in_a_cycle() {
         })
         .collect();
     let mut cycles = Vec::new();
-    let mut known = BTreeSet::new();
     for folder in &folders {
         let depth = folder.len();
         // The member of `folder` a module path falls in, if any.
@@ -478,10 +461,6 @@ fn no_folder_imports_its_own_files_in_a_cycle() {
         for tangle in tangles(&edges) {
             let at = format!("src/{}", folder.join("/"));
             let files: Vec<&str> = tangle.iter().map(String::as_str).collect();
-            if KNOWN_TANGLES.contains(&(at.as_str(), files.as_slice())) {
-                known.insert((at, files.join(", ")));
-                continue;
-            }
             let inside = edges
                 .iter()
                 .filter(|(f, _)| tangle.contains(*f))
@@ -491,14 +470,6 @@ fn no_folder_imports_its_own_files_in_a_cycle() {
             cycles.push(format!(
                 "{at}: {} (the tangle: {})",
                 cycle.join(" -> "),
-                files.join(", ")
-            ));
-        }
-    }
-    for (at, files) in KNOWN_TANGLES {
-        if !known.contains(&(at.to_string(), files.join(", "))) {
-            cycles.push(format!(
-                "{at}: {} no longer import each other in a cycle: remove them from KNOWN_TANGLES",
                 files.join(", ")
             ));
         }

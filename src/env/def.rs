@@ -1,11 +1,37 @@
 //! What an environment driver declares about itself: its name, what it is,
 //! the `--env` options it takes with their checks and help, how to build it
 //! and how to tell whether this machine can run it. Spec parsing, `--env`
-//! help and `virtperf envs` are generated from these.
+//! help and `virtperf envs` are generated from these. A `Spec` (an `--env`
+//! value) is declared here too: it names its driver, and a driver builds
+//! from a spec.
+
+use std::collections::BTreeMap;
 
 use anyhow::Result;
 
-use super::{Environment, Spec};
+use super::Environment;
+
+/// A parsed `--env` value (parsed by `spec`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Spec {
+    pub driver: &'static DriverDef,
+    pub label: String,
+    pub count: usize,
+    /// `USER@HOST` and port for ssh.
+    pub target: Option<(String, Option<u16>)>,
+    pub opts: BTreeMap<String, String>,
+    /// The text as given.
+    pub text: String,
+    /// A group's members (`group:SPEC+SPEC`), each started once; empty for
+    /// every other driver.
+    pub members: Vec<Spec>,
+}
+
+impl Spec {
+    pub fn opt(&self, key: &str) -> Option<&str> {
+        self.opts.get(key).map(String::as_str)
+    }
+}
 
 /// What values an `--env` option takes.
 #[derive(Debug, Clone, Copy)]

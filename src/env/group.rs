@@ -51,7 +51,7 @@ impl GroupEnvironment {
         let members = spec
             .members
             .iter()
-            .map(super::driver)
+            .map(|m| (m.driver.build)(m))
             .collect::<Result<Vec<_>>>()?;
         Ok(GroupEnvironment {
             spec: spec.clone(),

@@ -30,12 +30,11 @@ use anyhow::Result;
 use crate::core::observer::Observer;
 use crate::workload::Job;
 pub use combine::{combine, combine_group};
-pub use def::DriverDef;
+pub use def::{DriverDef, Spec};
 pub use net::{NetNeed, Route};
 pub use registry::{driver, find_driver, help, DRIVERS};
 pub use run::{run, run_with, InstanceOutcome, OnResult, Opened};
 pub use session::{message_in, MAX_LINE};
-pub use spec::Spec;
 
 /// A started agent process, as a driver hands it over.
 pub struct Launched {

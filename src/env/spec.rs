@@ -2,34 +2,15 @@
 //! `host`, `docker[:cpus=2,memory=2g,...]`, `podman[:...]`,
 //! `qemu[:smp=2,memory=2g,accel=auto|kvm|tcg,...]`, `ssh:USER@HOST[:PORT][,opt=v]`,
 //! each with optional `count=N` and `name=LABEL`; and `group:SPEC+SPEC...`,
-//! different environments started together.
+//! different environments started together. The `Spec` type lives beside
+//! `DriverDef` in `def` (each names the other); its parsing is here.
 
 use std::collections::BTreeMap;
 
-use super::def::DriverDef;
+use super::def::Spec;
 use crate::core::options::CliError;
 
-/// A parsed `--env` value.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Spec {
-    pub driver: &'static DriverDef,
-    pub label: String,
-    pub count: usize,
-    /// `USER@HOST` and port for ssh.
-    pub target: Option<(String, Option<u16>)>,
-    pub opts: BTreeMap<String, String>,
-    /// The text as given.
-    pub text: String,
-    /// A group's members (`group:SPEC+SPEC`), each started once; empty for
-    /// every other driver.
-    pub members: Vec<Spec>,
-}
-
 impl Spec {
-    pub fn opt(&self, key: &str) -> Option<&str> {
-        self.opts.get(key).map(String::as_str)
-    }
-
     pub fn parse(text: &str) -> Result<Spec, CliError> {
         let bad = |msg: String| CliError::Usage(format!("--env {text}: {msg}"));
         if text == super::group::DEF.name {
