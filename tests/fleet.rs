@@ -8,7 +8,7 @@
 use std::path::{Path, PathBuf};
 
 use serde_json::Value;
-use virtperf::core::result::{EnvInfo, Metric, ResultDoc, SCHEMA};
+use virtperf::core::result::{EnvInfo, Metric, ResultDoc};
 use virtperf::store::Store;
 
 mod common;
@@ -27,27 +27,23 @@ fn store(dir: &Path, suite: &str, label: &str, docker: f64) -> PathBuf {
     for (round, j) in [1.0, 1.01, 0.99].iter().enumerate() {
         for (env, speed) in [("host", 1.0), ("docker", docker)] {
             let doc = ResultDoc {
-                schema: SCHEMA.into(),
-                workload: "cpu".into(),
-                params: Default::default(),
                 env: EnvInfo {
                     name: env.into(),
                     kind: env.into(),
                     ..EnvInfo::default()
                 },
                 started_at: "2026-11-23T00:00:00.000Z".into(),
-                duration_s: 1.0,
                 events: 1000,
-                metrics: vec![Metric::new(
-                    "events_per_sec",
-                    1000.0 * speed * j,
-                    "events/s",
-                    true,
-                )],
-                latency_ms: None,
-                fairness: None,
-                monitor: Default::default(),
-                details: Value::Null,
+                ..ResultDoc::new(
+                    "cpu",
+                    env,
+                    vec![Metric::new(
+                        "events_per_sec",
+                        1000.0 * speed * j,
+                        "events/s",
+                        true,
+                    )],
+                )
             };
             s.record(id, env, 0, label, round, Ok(&doc)).unwrap();
         }

@@ -10,7 +10,7 @@
 use std::path::Path;
 
 use virtperf::analysis::analyze;
-use virtperf::core::result::{EnvInfo, Metric, Monitor, ResultDoc, Storage, SCHEMA};
+use virtperf::core::result::{EnvInfo, Metric, Monitor, ResultDoc, Storage};
 use virtperf::report::{Fleet, HostAnalysis, View, EXPORTERS};
 use virtperf::stats::VerdictSettings;
 use virtperf::store::{ComparisonRow, RunRow};
@@ -19,8 +19,6 @@ const ENVS: [&str; 3] = ["host", "docker", "qemu <b>&\"x\""];
 
 fn doc(env: &str, workload: &str, metrics: Vec<Metric>, steal: f64) -> ResultDoc {
     ResultDoc {
-        schema: SCHEMA.into(),
-        workload: workload.into(),
         params: serde_json::json!({"threads": 1})
             .as_object()
             .unwrap()
@@ -34,16 +32,12 @@ fn doc(env: &str, workload: &str, metrics: Vec<Metric>, steal: f64) -> ResultDoc
             ..EnvInfo::default()
         },
         started_at: "2026-11-23T00:00:00Z".into(),
-        duration_s: 1.0,
         events: 100,
-        metrics,
-        latency_ms: None,
-        fairness: None,
         monitor: Monitor {
             cpu_steal_pct: steal,
             ..Monitor::default()
         },
-        details: serde_json::Value::Null,
+        ..ResultDoc::new(workload, env, metrics)
     }
 }
 

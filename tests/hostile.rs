@@ -147,21 +147,11 @@ fn hostile(script: &str, reply: &[u8]) -> String {
 const SCRIPTED: &str = r#"echo '{"type":"hello","protocol":4,"version":"0","sha256":""}'; read plan; cat "$REPLY_FILE"; exec sleep 60"#;
 
 fn result_line(index: usize, edit: impl FnOnce(&mut ResultDoc)) -> Vec<u8> {
-    let mut doc = ResultDoc {
-        schema: virtperf::core::result::SCHEMA.into(),
-        workload: "cpu".into(),
-        params: Default::default(),
-        env: Default::default(),
-        started_at: String::new(),
-        duration_s: 1.0,
-        events: 1,
-        metrics: vec![Metric::new("events_per_sec", 10.0, "events/s", true)],
-        latency_ms: None,
-        fairness: None,
-        monitor: Default::default(),
-        details: serde_json::Value::Null,
-    };
-    doc.env.name = "fake".into();
+    let mut doc = ResultDoc::new(
+        "cpu",
+        "fake",
+        vec![Metric::new("events_per_sec", 10.0, "events/s", true)],
+    );
     edit(&mut doc);
     let line = serde_json::json!({"type": "result", "index": index, "doc": doc});
     format!("{line}\n").into_bytes()

@@ -399,18 +399,9 @@ mod tests {
         ]);
         // The host's client result, as it would send it back.
         let mut client_doc = ResultDoc {
-            schema: crate::core::result::SCHEMA.into(),
-            workload: "net".into(),
-            params: Default::default(),
             env: crate::sys::fingerprint::take("the host", "host"),
-            started_at: String::new(),
-            duration_s: 1.0,
             events: 7,
-            metrics: vec![],
-            latency_ms: None,
-            fairness: None,
-            monitor: Default::default(),
-            details: serde_json::Value::Null,
+            ..ResultDoc::new("net", "the host", vec![])
         };
         client_doc.env.net_path = Some("some path".into());
         let served = serde_json::to_string(&Served::Served {

@@ -254,7 +254,7 @@ fn rows(hosts: &[HostAnalysis], settings: &VerdictSettings) -> Vec<FleetRow> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::core::result::{EnvInfo, Metric, ResultDoc, SCHEMA};
+    use crate::core::result::{EnvInfo, Metric, ResultDoc};
     use crate::store::{ComparisonRow, RunRow};
 
     /// A host's comparison: `host` at 100 events/s and 10 ms, `docker` at
@@ -270,25 +270,19 @@ mod tests {
                     label: label.into(),
                     round,
                     doc: Some(ResultDoc {
-                        schema: SCHEMA.into(),
-                        workload: "unknown-to-this-build".into(),
-                        params: Default::default(),
                         env: EnvInfo {
                             name: env.into(),
                             kind: kind.into(),
                             ..EnvInfo::default()
                         },
-                        started_at: String::new(),
-                        duration_s: 1.0,
-                        events: 1,
-                        metrics: vec![
-                            Metric::new("rate", 100.0 * s * j, "events/s", true),
-                            Metric::new("time", 10.0 / s * j, "ms", false),
-                        ],
-                        latency_ms: None,
-                        fairness: None,
-                        monitor: Default::default(),
-                        details: serde_json::Value::Null,
+                        ..ResultDoc::new(
+                            "unknown-to-this-build",
+                            env,
+                            vec![
+                                Metric::new("rate", 100.0 * s * j, "events/s", true),
+                                Metric::new("time", 10.0 / s * j, "ms", false),
+                            ],
+                        )
                     }),
                     error: None,
                 });

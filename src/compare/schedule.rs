@@ -458,7 +458,7 @@ impl Eta {
 mod tests {
     use super::*;
     use crate::core::observer::{Event, Recording};
-    use crate::core::result::{Metric, SCHEMA};
+    use crate::core::result::Metric;
     use crate::env::InstanceOutcome;
 
     /// An environment scripted by a function of (env, entry label, round,
@@ -490,23 +490,11 @@ mod tests {
     }
 
     fn doc(env: &str, v: f64) -> ResultDoc {
-        ResultDoc {
-            schema: SCHEMA.into(),
-            workload: "cpu".into(),
-            params: Default::default(),
-            env: crate::core::result::EnvInfo {
-                name: env.into(),
-                ..Default::default()
-            },
-            started_at: String::new(),
-            duration_s: 1.0,
-            events: 1,
-            metrics: vec![Metric::new("events_per_sec", v, "events/s", true)],
-            latency_ms: None,
-            fairness: None,
-            monitor: Default::default(),
-            details: serde_json::Value::Null,
-        }
+        ResultDoc::new(
+            "cpu",
+            env,
+            vec![Metric::new("events_per_sec", v, "events/s", true)],
+        )
     }
 
     impl Executor for Scripted<Script> {

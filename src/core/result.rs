@@ -206,6 +206,29 @@ pub struct ResultDoc {
 }
 
 impl ResultDoc {
+    /// A document of `workload` in the environment named `env` with these
+    /// metrics, one event over one second and nothing else (tests, and
+    /// documents made from other tools' figures).
+    pub fn new(workload: &str, env: &str, metrics: Vec<Metric>) -> ResultDoc {
+        ResultDoc {
+            schema: SCHEMA.into(),
+            workload: workload.into(),
+            params: Default::default(),
+            env: EnvInfo {
+                name: env.into(),
+                ..EnvInfo::default()
+            },
+            started_at: String::new(),
+            duration_s: 1.0,
+            events: 1,
+            metrics,
+            latency_ms: None,
+            fairness: None,
+            monitor: Monitor::default(),
+            details: serde_json::Value::Null,
+        }
+    }
+
     pub fn metric(&self, name: &str) -> Option<f64> {
         self.metrics
             .iter()

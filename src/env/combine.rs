@@ -59,21 +59,15 @@ mod tests {
     #[test]
     fn combined_instances_sum_throughput_and_average_latency() {
         let doc = |eps: f64, t: f64| ResultDoc {
-            schema: crate::core::result::SCHEMA.into(),
-            workload: "cpu".into(),
-            params: Default::default(),
-            env: Default::default(),
-            started_at: String::new(),
-            duration_s: 1.0,
             events: 10,
-            metrics: vec![
-                Metric::new("events_per_sec", eps, "events/s", true),
-                Metric::new("total_time_s", t, "s", false),
-            ],
-            latency_ms: None,
-            fairness: None,
-            monitor: Default::default(),
-            details: serde_json::Value::Null,
+            ..ResultDoc::new(
+                "cpu",
+                "",
+                vec![
+                    Metric::new("events_per_sec", eps, "events/s", true),
+                    Metric::new("total_time_s", t, "s", false),
+                ],
+            )
         };
         let c = combine("x", &[doc(100.0, 2.0), doc(50.0, 4.0)]).unwrap();
         assert_eq!(c.metric("events_per_sec"), Some(150.0));

@@ -432,7 +432,7 @@ pub fn run_lines<'a>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::core::result::{EnvInfo, Metric, Monitor, ResultDoc, SCHEMA};
+    use crate::core::result::{Metric, Monitor, ResultDoc};
     use crate::stats::VerdictSettings;
     use crate::store::{ComparisonRow, RunRow};
 
@@ -443,27 +443,19 @@ mod tests {
             label: "cpu".into(),
             round,
             doc: Some(ResultDoc {
-                schema: SCHEMA.into(),
-                workload: "cpu".into(),
                 params: serde_json::json!({"threads": 1})
                     .as_object()
                     .unwrap()
                     .clone(),
-                env: EnvInfo {
-                    name: env.into(),
-                    ..EnvInfo::default()
-                },
-                started_at: String::new(),
-                duration_s: 1.0,
-                events: 1,
-                metrics: vec![Metric::new("events_per_sec", v, "events/s", true)],
-                latency_ms: None,
-                fairness: None,
                 monitor: Monitor {
                     cpu_steal_pct: steal,
                     ..Monitor::default()
                 },
-                details: serde_json::Value::Null,
+                ..ResultDoc::new(
+                    "cpu",
+                    env,
+                    vec![Metric::new("events_per_sec", v, "events/s", true)],
+                )
             }),
             error: None,
         }

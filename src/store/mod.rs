@@ -473,23 +473,14 @@ mod tests {
         assert_eq!(snapshot(live.path()), before);
         assert!(!live.path().join("results.db-shm").exists());
     }
-    use crate::core::result::{EnvInfo, Metric, SCHEMA as DOC_SCHEMA};
+    use crate::core::result::Metric;
 
     fn doc(v: f64) -> ResultDoc {
-        ResultDoc {
-            schema: DOC_SCHEMA.into(),
-            workload: "cpu".into(),
-            params: Default::default(),
-            env: EnvInfo::default(),
-            started_at: String::new(),
-            duration_s: 1.0,
-            events: 1,
-            metrics: vec![Metric::new("events_per_sec", v, "events/s", true)],
-            latency_ms: None,
-            fairness: None,
-            monitor: Default::default(),
-            details: serde_json::Value::Null,
-        }
+        ResultDoc::new(
+            "cpu",
+            "",
+            vec![Metric::new("events_per_sec", v, "events/s", true)],
+        )
     }
 
     #[test]
