@@ -610,7 +610,7 @@ mod tests {
         assert!(lines[0].contains(",p_welch,p_welch_holm,p_rank,p_rank_holm,"));
         assert_eq!(
             lines[1],
-            "7,0,cpu,cpu,events_per_sec,events/s,true,true,host,5,100,100,0.7071067811865476,0.007071067811865475,99,101,99.12215172153726,100.87784827846274,,,,,,,,,,,,baseline,,false"
+            "7,0,cpu,cpu,events_per_sec,events/s,true,true,host,5,100,100,0.7071067811865476,0.007071067811865475,99,101,99.12201096691491,100.87798903308509,,,,,,,,,,,,baseline,,false"
         );
         assert!(lines[2].starts_with("7,0,cpu,cpu,events_per_sec,events/s,true,true,vm,5,50,50,"));
         assert!(lines[2].ends_with(",false,slower,,true"), "{}", lines[2]);
