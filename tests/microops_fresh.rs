@@ -4,18 +4,14 @@
 
 mod common;
 
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::process::Stdio;
+use std::time::Duration;
 
-use common::{entries, json_of};
-
-fn bin() -> &'static str {
-    env!("CARGO_BIN_EXE_virtperf")
-}
+use common::{entries, json_of, metric, signal_and_wait, virtperf, wait_until};
 
 /// The pids of processes running this binary with `arg` in their command line.
 fn running_with(arg: &str) -> Vec<u32> {
-    common::entries(std::path::Path::new("/proc"))
+    entries(std::path::Path::new("/proc"))
         .iter()
         .filter_map(|p| p.parse::<u32>().ok())
         .filter(|pid| {
@@ -30,7 +26,7 @@ fn a_run_is_measured_in_a_child_and_a_stop_leaves_nothing_behind() {
     let tmp = tempfile::tempdir().unwrap();
     // A result: the child's figures, its summary shown by the parent, no
     // trace of how they travelled.
-    let out = Command::new(bin())
+    let out = virtperf()
         .args([
             "microops",
             "--ops=getpid,mmap_munmap",
@@ -43,16 +39,9 @@ fn a_run_is_measured_in_a_child_and_a_stop_leaves_nothing_behind() {
         .unwrap();
     let doc = json_of(&out, "microops --json");
     assert!(doc["details"]["child_text"].is_null(), "{}", doc["details"]);
-    let getpid = doc["metrics"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|m| m["name"] == "getpid_ns")
-        .unwrap()["value"]
-        .as_f64()
-        .unwrap();
+    let getpid = metric(&doc, "getpid_ns");
     assert!(getpid > 0.0 && getpid < 100_000.0, "{getpid}");
-    let text = Command::new(bin())
+    let text = virtperf()
         .args(["microops", "--ops=getpid", "--time=0.2", "run"])
         .env("TMPDIR", tmp.path())
         .output()
@@ -65,7 +54,7 @@ fn a_run_is_measured_in_a_child_and_a_stop_leaves_nothing_behind() {
 
     // Ctrl-C to the parent alone (not its process group): the child is
     // asked to stop, removes its files, and both are gone.
-    let mut parent = Command::new(bin())
+    let mut parent = std::process::Command::new(env!("CARGO_BIN_EXE_virtperf"))
         .args(["microops", "--ops=open_close,pipe_echo", "--time=30", "run"])
         .env("TMPDIR", tmp.path())
         .stdout(Stdio::null())
@@ -73,25 +62,16 @@ fn a_run_is_measured_in_a_child_and_a_stop_leaves_nothing_behind() {
         .spawn()
         .unwrap();
     let marker = "--ops=open_close,pipe_echo";
-    let until = Instant::now() + Duration::from_secs(10);
     // The child is running once a process other than the parent has the
     // operations on its command line.
-    while running_with(marker).iter().all(|&p| p == parent.id()) {
-        assert!(Instant::now() < until, "no measuring child appeared");
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    let child_up = wait_until(Duration::from_secs(10), || {
+        running_with(marker).iter().any(|&p| p != parent.id())
+    });
+    assert!(child_up, "no measuring child appeared");
     std::thread::sleep(Duration::from_millis(300));
-    // SAFETY: kill(2) on the child this test spawned and has not reaped.
-    unsafe { libc::kill(parent.id() as libc::pid_t, libc::SIGINT) };
-    let stopped = Instant::now();
-    let status = loop {
-        if let Some(s) = parent.try_wait().unwrap() {
-            break s;
-        }
-        assert!(stopped.elapsed() < Duration::from_secs(10), "still running");
-        std::thread::sleep(Duration::from_millis(20));
-    };
-    assert_eq!(status.code(), Some(130));
+    let ended = signal_and_wait(&mut parent, &[libc::SIGINT], Duration::from_secs(10));
+    assert!(ended, "still running");
+    assert_eq!(parent.wait().unwrap().code(), Some(130));
     std::thread::sleep(Duration::from_millis(200));
     assert_eq!(running_with(marker), Vec::<u32>::new(), "a process is left");
     assert_eq!(entries(tmp.path()), Vec::<String>::new(), "files are left");
