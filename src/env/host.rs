@@ -1,7 +1,7 @@
 //! The `host` driver: the agent as a child process of this very binary, so a
 //! host run goes through exactly the same path as every other environment.
 
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 
 use anyhow::{Context, Result};
 
@@ -47,7 +47,7 @@ impl Environment for HostEnvironment {
     }
 
     fn launch(&self, index: usize) -> Result<Launched> {
-        let exe = std::env::current_exe().context("finding this binary")?;
+        let mut cmd = crate::sys::this_binary().context("finding this binary")?;
         // Named after this process: a run killed before its cleanup leaves
         // its directory to the next one, which removes it.
         let tmp = std::env::temp_dir();
@@ -58,7 +58,7 @@ impl Environment for HostEnvironment {
             .tempdir()
             .context("creating a work directory")?
             .keep();
-        let spawned = Command::new(exe)
+        let spawned = cmd
             .arg("agent")
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())

@@ -10,3 +10,21 @@ pub mod monitor;
 pub mod owner;
 pub mod settle;
 pub mod storage;
+
+/// A command that starts this very binary: through `/proc/self/exe`,
+/// which still works when the file was replaced or removed after this
+/// process started (a rebuild during a long comparison), named as this
+/// process was; else through `current_exe`.
+pub fn this_binary() -> std::io::Result<std::process::Command> {
+    use std::os::unix::process::CommandExt;
+    let proc = std::path::Path::new("/proc/self/exe");
+    let exe = std::env::current_exe();
+    if proc.exists() {
+        let mut cmd = std::process::Command::new(proc);
+        if let Some(arg0) = std::env::args_os().next() {
+            cmd.arg0(arg0);
+        }
+        return Ok(cmd);
+    }
+    Ok(std::process::Command::new(exe?))
+}

@@ -19,7 +19,6 @@
 //! `main` turns this on ([`enable`]), so a library caller (and the unit
 //! tests) measure in their own process.
 
-use std::process::Command;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
@@ -74,9 +73,8 @@ const STOP_GRACE: Duration = Duration::from_secs(2);
 /// Runs the child and waits for it (at most `limit`, or until Ctrl-C, when
 /// it is asked to stop as Ctrl-C would, so it removes its files).
 pub fn run(args: &[String], limit: Duration) -> Result<Measurement> {
-    let exe =
-        std::env::current_exe().context("microops: finding this binary for a fresh process")?;
-    let mut cmd = Command::new(&exe);
+    let mut cmd =
+        crate::sys::this_binary().context("microops: finding this binary for a fresh process")?;
     cmd.args(args).env(ENV, "1");
     let limits = Limits {
         time: limit,
@@ -88,7 +86,7 @@ pub fn run(args: &[String], limit: Duration) -> Result<Measurement> {
         Bounded::TimedOut(limit) => {
             anyhow!("microops: the measuring process did not end within {limit:?}; stopped")
         }
-        Bounded::Failed(e) => e.context(format!("microops: starting {}", exe.display())),
+        Bounded::Failed(e) => e.context("microops: starting the measuring process"),
     })?;
     if !out.status.success() {
         let err = String::from_utf8_lossy(&out.stderr);
