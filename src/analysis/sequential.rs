@@ -33,7 +33,7 @@ pub struct Row {
 #[derive(Debug, Clone, Copy)]
 pub struct RowVerdict {
     pub outcome: Outcome,
-    /// Its family called it slower or faster, the summary's e-BH did not:
+    /// Its family called it slower or faster, the summary's Benjamini–Hochberg did not:
     /// shown inconclusive.
     pub held_back: bool,
     /// Pairs in all that would decide it if the next looked like these
@@ -103,18 +103,17 @@ impl Row {
     /// kept (the sequence covers every n at once, so reading it after every
     /// pair costs nothing).
     pub fn judge(&self, settings: &VerdictSettings) -> RowVerdict {
+        self.judge_pairs(&Pairs::new(&self.diffs), settings)
+    }
+
+    /// [`Row::judge`] with the row's pairs already built.
+    fn judge_pairs(&self, all: &Pairs, settings: &VerdictSettings) -> RowVerdict {
         let alpha = self.alpha(settings);
         let b = settings.margin.ln_1p();
-        let all = Pairs::new(&self.diffs);
-        let (mut above, mut below, mut low_in, mut high_in) = (false, false, false, false);
-        for n in MIN_PAIRS..=self.diffs.len() {
-            let p = all.prefix(n);
-            let m = p.mean();
-            above |= m > 0.0 && p.excludes(0.0, alpha);
-            below |= m < 0.0 && p.excludes(0.0, alpha);
-            low_in |= m > -b && p.excludes(-b, alpha);
-            high_in |= m < b && p.excludes(b, alpha);
-        }
+        let ex = all.exclusions(&[0.0, -b, b], alpha);
+        // 0 excluded with the mean above it: the centre is above 0; −b
+        // excluded from above and b from below: inside the margin.
+        let (above, below, low_in, high_in) = (ex[0].0, ex[0].1, ex[1].0, ex[2].1);
         let call = match (above, below) {
             (true, false) => Call::Above,
             (false, true) => Call::Below,
@@ -163,16 +162,14 @@ impl Row {
         iv
     }
 
-    /// Its e-value for "no difference" (the centre is 0): the e-process
-    /// where the row's pairs stopped. The scheduler stops a pair on its own
-    /// rows' data, so that is a stopping time and this an e-value (exactly
-    /// so when the rows of a pair are independent; an entry's metrics come
-    /// from the same runs, which the simulations include).
-    pub fn e_value(&self, _settings: &VerdictSettings) -> f64 {
+    /// Its anytime-valid p-value for "no difference" where the row's pairs
+    /// stopped ([`Pairs::p_value`]). The scheduler stops a pair on its own
+    /// rows' data, so that is a stopping time, which the p-value allows.
+    pub fn p_value(&self, settings: &VerdictSettings) -> f64 {
         if self.diffs.len() < MIN_PAIRS {
             return 1.0;
         }
-        Pairs::new(&self.diffs).log_e(0.0).exp()
+        Pairs::new(&self.diffs).p_value(settings.alpha)
     }
 
     /// The mean of the paired log differences.
@@ -182,20 +179,51 @@ impl Row {
 
     /// Coefficient of variation of the paired ratios (≈ the log sd).
     pub fn cv(&self) -> f64 {
-        Pairs::new(&self.diffs).sd()
+        let n = self.diffs.len();
+        if n < 2 {
+            return 0.0;
+        }
+        let mean = self.log_mean();
+        (self.diffs.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (n - 1) as f64).sqrt()
     }
 }
 
 /// Every row's verdict, with the whole summary's false-discovery rate of
 /// slower/faster claims held at α: a row keeps its family's slower or
-/// faster only when the e-BH procedure (Wang & Ramdas, "False discovery
-/// rate control with e-values", JRSS B 2022) over all rows' e-values
-/// rejects it too. e-BH holds under any dependence between the rows (an
-/// entry's metrics come from the same runs), which BH on p-values does not.
+/// faster only when the Benjamini–Hochberg procedure over all rows'
+/// anytime-valid p-values rejects it too.
+///
+/// Why BH, and not family-wise control or e-BH: a default comparison has
+/// a hundred headline rows, and half of them are real differences. Holm
+/// over all rows would ask each for p ≤ α/100 at its first look;
+/// e-BH (Wang & Ramdas, JRSS B 2022) holds under any dependence but needs
+/// e-values, which at three to five pairs are a tenth of what the spent
+/// t-tests reach, so most rows waited rounds for it. BH needs the p-values
+/// to be positively dependent (PRDS; Benjamini & Yekutieli, Ann. Statist.
+/// 2001): the rows of an entry come from the same runs and every
+/// environment's row is paired with the same baseline run, which makes
+/// them positively correlated; the simulation in `compare::adaptive` runs
+/// the whole procedure with metrics that share their runs' noise and
+/// environments that share the baseline's, both ways, and checks the rate.
 pub fn judge_all(rows: &[Row], settings: &VerdictSettings) -> Vec<RowVerdict> {
-    let mut verdicts: Vec<RowVerdict> = rows.iter().map(|r| r.judge(settings)).collect();
-    let e: Vec<f64> = rows.iter().map(|r| r.e_value(settings)).collect();
-    let keep = e_bh(&e, settings.alpha);
+    let pairs: Vec<Pairs> = rows.iter().map(|r| Pairs::new(&r.diffs)).collect();
+    let mut verdicts: Vec<RowVerdict> = rows
+        .iter()
+        .zip(&pairs)
+        .map(|(r, p)| r.judge_pairs(p, settings))
+        .collect();
+    let p: Vec<f64> = rows
+        .iter()
+        .zip(&pairs)
+        .map(|(r, p)| {
+            if r.diffs.len() < MIN_PAIRS {
+                1.0
+            } else {
+                p.p_value(settings.alpha)
+            }
+        })
+        .collect();
+    let keep = bh(&p, settings.alpha);
     for (v, keep) in verdicts.iter_mut().zip(keep) {
         if matches!(v.outcome, Outcome::Slower | Outcome::Faster) && !keep {
             v.outcome = Outcome::Inconclusive;
@@ -205,17 +233,17 @@ pub fn judge_all(rows: &[Row], settings: &VerdictSettings) -> Vec<RowVerdict> {
     verdicts
 }
 
-/// e-BH at level α: reject the k largest e-values, k the largest with
-/// e_(k) ≥ R / (α k).
-pub fn e_bh(e: &[f64], alpha: f64) -> Vec<bool> {
-    let r = e.len() as f64;
-    let mut order: Vec<usize> = (0..e.len()).collect();
-    order.sort_by(|&a, &b| e[b].total_cmp(&e[a]));
-    let k = (1..=e.len())
-        .filter(|&k| e[order[k - 1]] >= r / (alpha * k as f64))
+/// Benjamini–Hochberg at level α: reject the k smallest p-values, k the
+/// largest with p_(k) ≤ α k / R.
+pub fn bh(p: &[f64], alpha: f64) -> Vec<bool> {
+    let r = p.len() as f64;
+    let mut order: Vec<usize> = (0..p.len()).collect();
+    order.sort_by(|&a, &b| p[a].total_cmp(&p[b]));
+    let k = (1..=p.len())
+        .filter(|&k| p[order[k - 1]] <= alpha * k as f64 / r)
         .max()
         .unwrap_or(0);
-    let mut keep = vec![false; e.len()];
+    let mut keep = vec![false; p.len()];
     for &i in &order[..k] {
         keep[i] = true;
     }
@@ -279,18 +307,19 @@ mod tests {
     use super::*;
 
     #[test]
-    fn e_bh_rejects_the_largest_while_they_clear_their_bar() {
-        // R = 4, α = 0.05: bars 80, 40, 26.7, 20 for k = 1..4.
+    fn bh_rejects_the_smallest_while_they_clear_their_bar() {
+        // R = 4, α = 0.05: bars 0.0125, 0.025, 0.0375, 0.05 for k = 1..4.
         assert_eq!(
-            e_bh(&[100.0, 45.0, 1.0, 0.5], 0.05),
+            bh(&[0.01, 0.024, 0.5, 0.9], 0.05),
             [true, true, false, false]
         );
+        // A later p under its bar takes the earlier ones with it.
         assert_eq!(
-            e_bh(&[30.0, 30.0, 30.0, 0.5], 0.05),
+            bh(&[0.03, 0.03, 0.03, 0.9], 0.05),
             [true, true, true, false]
         );
-        assert_eq!(e_bh(&[79.0, 1.0, 1.0, 1.0], 0.05), [false; 4]);
-        assert_eq!(e_bh(&[], 0.05), Vec::<bool>::new());
+        assert_eq!(bh(&[0.013, 1.0, 1.0, 1.0], 0.05), [false; 4]);
+        assert_eq!(bh(&[], 0.05), Vec::<bool>::new());
     }
 
     #[test]
@@ -307,17 +336,19 @@ mod tests {
         // Alone, four pairs 10% slower at 2% noise are called slower ...
         let called = row("m", vec![0.10, 0.12, 0.08, 0.11]);
         assert_eq!(called.judge(&settings).outcome, Outcome::Slower);
-        let e = called.e_value(&settings);
-        assert!(e >= 20.0, "{e}");
-        // ... among 40 rows with nothing, its e-value is too small for the
-        // summary unless it is far stronger.
+        let p = called.p_value(&settings);
+        assert!(p <= 0.05, "{p}");
+        // ... among 40 rows with nothing, its p-value is too large for the
+        // summary (BH asks p ≤ α/41 of a lone discovery) unless it is far
+        // stronger.
         let mut rows = vec![called];
         for i in 0..40 {
             let s = if i % 2 == 0 { 1.0 } else { -1.0 };
             rows.push(row(&format!("n{i}"), vec![0.01 * s, -0.01 * s, 0.0]));
         }
         let v = judge_all(&rows, &settings);
-        assert_eq!(v[0].outcome, Outcome::Inconclusive, "e = {e}");
+        assert!(p > 0.05 / 41.0, "{p}");
+        assert_eq!(v[0].outcome, Outcome::Inconclusive, "p = {p}");
         assert!(v[0].held_back);
         // A strong one stays called.
         rows[0] = row("m", vec![0.70, 0.71, 0.69, 0.70, 0.72, 0.70]);

@@ -429,84 +429,144 @@ mod tests {
         assert!(share(TRIALS, wrong) <= 0.05, "{wrong} of {TRIALS}");
     }
 
-    #[test]
-    fn the_whole_summary_keeps_its_false_discovery_rate() {
-        // Ten entries of three headline metrics each; five entries have one
-        // metric 20% slower, the rest is null: 25 true nulls of 30 rows.
-        // The planner runs them all within 30 pairs per entry.
+    /// The whole summary of a simulated comparison: 6 entries of 3
+    /// headline metrics in two environments against one baseline, every
+    /// metric's log value drawn with noise `sd` of which a share `rho`
+    /// comes from its run (shared by the entry's metrics, the third with
+    /// the opposite sign) — so an entry's rows are correlated both ways and
+    /// both environments' rows share the baseline's run. `shift[env][k]`
+    /// are the true log effects. The planner runs it all within 30 pairs a
+    /// pair; returns (false-discovery proportion, any false claim,
+    /// real effects found).
+    fn simulate_summary(
+        rng: &mut FastRng,
+        shift: &[Vec<[f64; 3]>; 2],
+        sd: f64,
+        rho: f64,
+    ) -> (f64, bool, usize) {
         let settings = VerdictSettings::default();
-        let envs = vec!["base".to_string(), "env".to_string()];
-        let shifts: Vec<[f64; 3]> = (0..10)
-            .map(|k| {
-                if k < 5 {
-                    [1.2f64.ln(), 0.0, 0.0]
-                } else {
-                    [0.0; 3]
-                }
-            })
-            .collect();
-        let mut rng = FastRng::new(10);
-        let (mut fdp_sum, mut any_false, mut found) = (0.0, 0, 0);
-        let trials = TRIALS;
-        for _ in 0..trials {
-            let mut diffs = vec![vec![Vec::new(); 3]; shifts.len()];
-            let rows_of = |diffs: &Vec<Vec<Vec<f64>>>| -> Vec<Row> {
-                let mut rows = Vec::new();
-                for (k, metrics) in diffs.iter().enumerate() {
-                    for (i, d) in metrics.iter().enumerate() {
-                        if !d.is_empty() {
-                            rows.push(Row {
-                                entry: k,
-                                env: "env".into(),
-                                metric: format!("m{i}"),
-                                higher_is_better: false,
-                                family: 3,
-                                diffs: d.clone(),
-                            });
-                        }
+        let envs = vec!["base".to_string(), "a".to_string(), "b".to_string()];
+        let entries = shift[0].len();
+        // diffs[env - 1][entry][metric]
+        let mut diffs = vec![vec![vec![Vec::new(); 3]; entries]; 2];
+        let rows_of = |diffs: &Vec<Vec<Vec<Vec<f64>>>>| -> Vec<Row> {
+            let mut rows = Vec::new();
+            for (e, by_entry) in diffs.iter().enumerate() {
+                for (k, metrics) in by_entry.iter().enumerate() {
+                    for (i, d) in metrics.iter().enumerate().filter(|(_, d)| !d.is_empty()) {
+                        rows.push(Row {
+                            entry: k,
+                            env: envs[e + 1].clone(),
+                            metric: format!("m{i}"),
+                            higher_is_better: false,
+                            family: 3,
+                            diffs: d.clone(),
+                        });
                     }
                 }
-                rows
-            };
-            let cost = |_: usize, _: usize| 1.0;
-            for round in 0.. {
-                let open = pair_states(&rows_of(&diffs), &envs, &settings);
-                let left =
-                    (2 * 30 * shifts.len()) as f64 - 2.0 * round as f64 * shifts.len() as f64;
-                match next_round(round, shifts.len(), &[true, true], &open, &cost, left) {
-                    Step::Run { want, .. } => {
-                        for &k in &want[1] {
-                            for (d, s) in diffs[k].iter_mut().zip(shifts[k]) {
-                                let noise = Noise::Normal(0.05);
-                                d.push(s + draw(&mut rng, noise) - draw(&mut rng, noise));
+            }
+            rows
+        };
+        let run = |rng: &mut FastRng| -> [f64; 3] {
+            let common = normal(rng);
+            let mut v = [0.0; 3];
+            for (i, x) in v.iter_mut().enumerate() {
+                let sign = if i == 2 { -1.0 } else { 1.0 };
+                *x = sd * (rho.sqrt() * sign * common + (1.0 - rho).sqrt() * normal(rng));
+            }
+            v
+        };
+        let cost = |_: usize, _: usize| 1.0;
+        let pairs_budget = 30.0 * 2.0 * 2.0 * entries as f64;
+        let mut spent = 0.0;
+        for round in 0.. {
+            let open = pair_states(&rows_of(&diffs), &envs, &settings);
+            match next_round(
+                round,
+                entries,
+                &[true; 3],
+                &open,
+                &cost,
+                pairs_budget - spent,
+            ) {
+                Step::Run { want, .. } => {
+                    for &k in &want[0] {
+                        let base = run(rng);
+                        spent += 1.0;
+                        for e in 0..2 {
+                            if !want[e + 1].contains(&k) {
+                                continue;
+                            }
+                            let env = run(rng);
+                            spent += 1.0;
+                            for i in 0..3 {
+                                diffs[e][k][i].push(shift[e][k][i] + env[i] - base[i]);
                             }
                         }
                     }
-                    Step::Stop { .. } => break,
                 }
+                Step::Stop { .. } => break,
             }
-            let rows = rows_of(&diffs);
-            let verdicts = crate::analysis::sequential::judge_all(&rows, &settings);
-            let (mut claims, mut false_claims) = (0, 0);
-            for (r, v) in rows.iter().zip(&verdicts) {
-                if matches!(v.outcome, Outcome::Slower | Outcome::Faster) {
-                    claims += 1;
-                    let null = shifts[r.entry][r.metric[1..].parse::<usize>().unwrap()] == 0.0;
-                    false_claims += usize::from(null);
-                    found += usize::from(!null);
-                }
-            }
-            fdp_sum += false_claims as f64 / claims.max(1) as f64;
-            any_false += usize::from(false_claims > 0);
         }
-        let fdr = fdp_sum / trials as f64;
-        eprintln!(
-            "summary of 30 rows: FDR {fdr:.4}, any false claim in {:.4} of trials, power {:.4}",
-            share(trials, any_false),
-            found as f64 / (5 * trials) as f64
-        );
-        assert!(fdr <= 0.05, "FDR {fdr}");
-        assert!(found as f64 / (5 * trials) as f64 >= 0.90, "power {found}");
+        let rows = rows_of(&diffs);
+        let verdicts = crate::analysis::sequential::judge_all(&rows, &settings);
+        let (mut claims, mut false_claims, mut found) = (0, 0, 0);
+        for (r, v) in rows.iter().zip(&verdicts) {
+            if matches!(v.outcome, Outcome::Slower | Outcome::Faster) {
+                claims += 1;
+                let e = envs.iter().position(|x| *x == r.env).unwrap() - 1;
+                let i = r.metric[1..].parse::<usize>().unwrap();
+                let null = shift[e][r.entry][i] == 0.0;
+                false_claims += usize::from(null);
+                found += usize::from(!null);
+            }
+        }
+        (
+            false_claims as f64 / claims.max(1) as f64,
+            false_claims > 0,
+            found,
+        )
+    }
+
+    #[test]
+    fn the_whole_summary_keeps_its_false_discovery_rate() {
+        // 36 rows. Environment a: three entries have one metric 20% slower;
+        // b: two have one 10% faster and one 20% slower. 29 true nulls.
+        let slow = 1.2f64.ln();
+        let fast = -(1.1f64.ln());
+        let a: Vec<[f64; 3]> = (0..6)
+            .map(|k| if k < 3 { [slow, 0.0, 0.0] } else { [0.0; 3] })
+            .collect();
+        let b: Vec<[f64; 3]> = (0..6)
+            .map(|k| if k < 2 { [0.0, fast, slow] } else { [0.0; 3] })
+            .collect();
+        let real = 3 + 2 * 2;
+        for (seed, sd, rho) in [(11, 0.05, 0.6), (12, 0.03, 0.9)] {
+            let mut rng = FastRng::new(seed);
+            let (mut fdp_sum, mut any_false, mut found) = (0.0, 0, 0);
+            for _ in 0..TRIALS {
+                let (fdp, any, f) = simulate_summary(&mut rng, &[a.clone(), b.clone()], sd, rho);
+                fdp_sum += fdp;
+                any_false += usize::from(any);
+                found += f;
+            }
+            let fdr = fdp_sum / TRIALS as f64;
+            let power = found as f64 / (real * TRIALS) as f64;
+            eprintln!(
+                "summary of 36 rows, noise {sd}, shared {rho}: FDR {fdr:.4}, any false claim in {:.4} of trials, power {power:.4}",
+                share(TRIALS, any_false),
+            );
+            assert!(fdr <= 0.05, "seed {seed}: FDR {fdr}");
+            assert!(power >= 0.90, "seed {seed}: power {power}");
+        }
+        // With no effect anywhere the FDR is the chance of any false claim.
+        let null = vec![[0.0; 3]; 6];
+        let mut rng = FastRng::new(13);
+        let any = (0..TRIALS)
+            .filter(|_| simulate_summary(&mut rng, &[null.clone(), null.clone()], 0.05, 0.6).1)
+            .count();
+        eprintln!("summary of 36 null rows: any false claim in {any} of {TRIALS}");
+        assert!(share(TRIALS, any) <= 0.05, "{any} of {TRIALS}");
     }
 
     #[test]

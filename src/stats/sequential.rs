@@ -11,35 +11,59 @@
 //! covers the true value at every n at once with probability ≥ 1 − α, so the
 //! verdicts read off it may be looked at after every pair, for ever.
 //!
-//! The sequence is the set of centres θ that an e-process E(θ) has not
-//! rejected (E(θ) < 1/α). E is the mean of two e-processes, each valid under
-//! "d is symmetric about θ" (Ville's inequality then gives the coverage):
+//! The sequence is the intersection of two, each at its share of α (a
+//! union bound: both cover at every n at once with probability ≥ 1 − α):
+//!
+//! **Look-wise t-intervals, α spent over the looks** ([`SPEND`] of α). At
+//! look n ≥ [`MIN_PAIRS`] it is the one-sample t-interval at level
+//! α · SPEND · w_n, with w_n = 2 / (n (n − 1)) (1/3, 1/6, 1/10, …, summing
+//! to 1 over n = 3, 4, …). This is a group-sequential design with a
+//! Bonferroni spending function (Lan & DeMets, "Discrete sequential
+//! boundaries for clinical trials", Biometrika 1983, with the union bound in
+//! place of the recursive integration, which the t-statistics at 2–5
+//! degrees of freedom would make inexact): the probability that any look's
+//! interval misses θ is at most Σ α · SPEND · w_n, whenever the looks are
+//! taken and whatever stops them, since every n has its own share fixed in
+//! advance. Its strength is the first looks: at n = 3, 4, 5 it decides at
+//! |t| ≥ 10.5, 7.8, 6.6 where the mixture below needs 34, 14 and 10 — and
+//! the first looks are where a comparison of minutes decides.
+//!
+//! **An e-process** (the rest of α), the mean of two e-processes for "the
+//! centre is θ", each valid under "d is symmetric about θ" (Ville's
+//! inequality then gives the coverage at every n; Howard, Ramdas, McAuliffe
+//! & Sekhon, "Time-uniform, nonparametric, nonasymptotic confidence
+//! sequences", Ann. Statist. 2021):
 //! - ½ · the Bayes factor of the one-sample t-test with a normal prior
 //!   N(0, g) on the standardised effect, averaged over g ∈ [`GRID`] (Rouder,
 //!   Speckman, Sun, Morey & Iverson 2009). With the right-Haar prior on σ it
 //!   is a test martingale for the scale-invariant filtration (Pérez-Ortiz,
 //!   Lardy, de Heide & Grünwald, "E-statistics, group invariance and anytime
-//!   valid testing", 2024), i.e. anytime-valid for a normal centre θ. It is
-//!   what decides a large, clean effect after 3 pairs.
+//!   valid testing", 2024), i.e. anytime-valid for a normal centre θ. At
+//!   many pairs it is narrower than the spent t-intervals, whose shares
+//!   shrink as 1/n².
 //! - ½ · a betting e-process on the clipped, standardised differences
 //!   x_i = clip((d_i − θ) / s_{i−1}, −1, 1), with s_{i−1} = 1.4826 · MAD of
 //!   the pairs before i (predictable, so the bets are fair), averaged over
 //!   the bets λ ∈ ±[`LAMBDAS`] (Waudby-Smith & Ramdas, "Estimating means of
 //!   bounded random variables by betting", JRSS B 2024). For any distribution
 //!   symmetric about θ, E[x_i | past] = 0 whatever its tails, so it keeps its
-//!   level with outliers and multimodal runs where the t-part might not, and
+//!   level with outliers and multimodal runs where the t-tests might not, and
 //!   keeps deciding when one outlier has inflated the standard deviation.
 //!
-//! Both parts are monotone on each side of the sample mean (the t-part in
-//! |t|, each bet in θ), so the interval [L, U] with L from the lower-side
-//! bets and U from the upper-side ones contains every θ that E has not
-//! rejected: it is a confidence sequence, found by bisection.
+//! Both parts of the e-process are monotone on each side of the sample mean
+//! (the t-part in |t|, each bet in θ), so the interval [L, U] with L from
+//! the lower-side bets and U from the upper-side ones contains every θ that
+//! E has not rejected, found by bisection.
 //!
 //! Verdicts, per metric, at level α/m for a family of m headline metrics
 //! (Bonferroni: the intervals cover all m at once, so the family-wise rate
 //! of any wrong claim, slower, faster or equivalent, is ≤ α however often
 //! they are read): slower or faster when [L, U] excludes 0, equivalent when
 //! it lies inside ±ln(1 + margin), and nothing before [`MIN_PAIRS`] pairs.
+//! [`Pairs::p_value`] is the matching anytime-valid p-value for "no
+//! difference", for the error control over the whole summary.
+
+use super::tdist::{student_t_quantile, student_t_upper_tail};
 
 /// Prior variances of the standardised effect in the t-part: from small
 /// effects to QEMU-under-TCG's twentyfold slowdowns.
@@ -48,8 +72,29 @@ pub const GRID: [f64; 4] = [0.5, 4.0, 50.0, 1000.0];
 pub const LAMBDAS: [f64; 3] = [0.2, 0.5, 0.8];
 /// No verdict before this many pairs (the issue's "3 runs per side").
 pub const MIN_PAIRS: usize = 3;
+/// The share of α spent on the look-wise t-intervals; the rest is the
+/// e-process's.
+pub const SPEND: f64 = 0.8;
+
+/// The share of the t-intervals' α spent at look n: 2 / (n (n − 1)) from
+/// n = [`MIN_PAIRS`] = 3 on, which sums to 1.
+pub fn look_share(n: usize) -> f64 {
+    if n < MIN_PAIRS {
+        return 0.0;
+    }
+    2.0 / (n as f64 * (n - 1) as f64)
+}
 /// Projections of the pairs needed stop here.
 pub const MAX_PROJECTED: usize = crate::stats::MAX_RUNS_PER_SIDE;
+
+/// One look's statistics for one θ, as [`Pairs::sweep`] hands them on.
+struct Look {
+    mean: f64,
+    t2: f64,
+    /// ln of the wealth of each bet that the centre is above θ, and below.
+    up: [f64; LAMBDAS.len()],
+    down: [f64; LAMBDAS.len()],
+}
 
 /// A confidence-sequence interval for the centre of the log differences.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -87,6 +132,44 @@ fn log_mean_exp(xs: &[f64]) -> f64 {
     m + (xs.iter().map(|x| (x - m).exp()).sum::<f64>() / xs.len() as f64).ln()
 }
 
+/// The critical |t| of look n's two-sided t-test at α · SPEND · w_n,
+/// remembered per (n, α): the scheduler asks for the same few many times.
+fn look_t(n: usize, alpha: f64) -> f64 {
+    use std::cell::RefCell;
+    thread_local! {
+        // (α's bits, the critical values by n) for the few α in use.
+        static CRIT: RefCell<Vec<(u64, Vec<f64>)>> = const { RefCell::new(Vec::new()) };
+    }
+    let compute = |n: usize| {
+        let level = alpha * SPEND * look_share(n);
+        student_t_quantile(1.0 - level / 2.0, (n - 1) as f64)
+    };
+    if n > 4096 {
+        return compute(n);
+    }
+    CRIT.with(|c| {
+        let mut c = c.borrow_mut();
+        let bits = alpha.to_bits();
+        let at = match c.iter().position(|(b, _)| *b == bits) {
+            Some(at) => at,
+            None => {
+                c.push((bits, Vec::new()));
+                c.len() - 1
+            }
+        };
+        let table = &mut c[at].1;
+        while table.len() <= n {
+            let next = table.len();
+            table.push(if next < MIN_PAIRS {
+                f64::INFINITY
+            } else {
+                compute(next)
+            });
+        }
+        table[n]
+    })
+}
+
 /// ln of the t-mixture Bayes factor for n values with statistic t².
 fn log_bf_t(n: usize, t2: f64) -> f64 {
     if n < 2 {
@@ -118,20 +201,31 @@ pub struct Pairs {
 }
 
 fn median_of(xs: &mut [f64]) -> f64 {
-    xs.sort_by(f64::total_cmp);
     let n = xs.len();
+    let (below, mid, _) = xs.select_nth_unstable_by(n / 2, f64::total_cmp);
+    let mid = *mid;
     if n % 2 == 1 {
-        xs[n / 2]
+        mid
     } else {
-        (xs[n / 2 - 1] + xs[n / 2]) / 2.0
+        // The largest of the lower half, beside the middle.
+        let lower = below.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
+        (lower + mid) / 2.0
     }
 }
 
 fn mad_scale(xs: &[f64]) -> f64 {
-    let mut v = xs.to_vec();
-    let m = median_of(&mut v);
-    let mut dev: Vec<f64> = xs.iter().map(|x| (x - m).abs()).collect();
-    1.4826 * median_of(&mut dev)
+    mad_scale_in(xs, &mut Vec::with_capacity(xs.len()))
+}
+
+/// 1.4826 · MAD of `xs`, in `buf` (reused across calls).
+fn mad_scale_in(xs: &[f64], buf: &mut Vec<f64>) -> f64 {
+    buf.clear();
+    buf.extend_from_slice(xs);
+    let m = median_of(buf);
+    for (b, x) in buf.iter_mut().zip(xs) {
+        *b = (x - m).abs();
+    }
+    1.4826 * median_of(buf)
 }
 
 impl Pairs {
@@ -143,12 +237,13 @@ impl Pairs {
         } else {
             0.0
         };
+        let mut buf = Vec::with_capacity(n);
         let scales = (0..n)
             .map(|i| {
                 (i >= 2).then(|| {
                     // A floor keeps identical values from betting on a
                     // zero-width scale.
-                    mad_scale(&d[..i]).max(1e-6 * (1.0 + d[i - 1].abs()))
+                    mad_scale_in(&d[..i], &mut buf).max(1e-6 * (1.0 + d[i - 1].abs()))
                 })
             })
             .collect();
@@ -220,8 +315,171 @@ impl Pairs {
         log_mean_exp(&[t, bets])
     }
 
-    /// The 1 − α confidence-sequence interval for the centre.
+    /// The 1 − α confidence-sequence interval for the centre at this n:
+    /// the look's t-interval (at α · SPEND · w_n) intersected with the
+    /// e-process's (at α · (1 − SPEND)). Should the two not meet (each
+    /// covers with high probability, so rarely), their hull: no claim the
+    /// data contradict.
     pub fn interval(&self, alpha: f64) -> Interval {
+        let e = self.e_interval(alpha * (1.0 - SPEND));
+        let Some(half) = self.t_half_width(alpha) else {
+            return e;
+        };
+        let t = Interval {
+            lower: self.mean - half,
+            upper: self.mean + half,
+        };
+        let (lower, upper) = (t.lower.max(e.lower), t.upper.min(e.upper));
+        if lower <= upper {
+            Interval { lower, upper }
+        } else {
+            Interval {
+                lower: t.lower.min(e.lower),
+                upper: t.upper.max(e.upper),
+            }
+        }
+    }
+
+    /// Half the width of this look's t-interval at α · SPEND · w_n (None
+    /// before [`MIN_PAIRS`]).
+    fn t_half_width(&self, alpha: f64) -> Option<f64> {
+        let n = self.d.len();
+        if n < MIN_PAIRS {
+            return None;
+        }
+        Some(look_t(n, alpha) * self.sd / (n as f64).sqrt())
+    }
+
+    /// The two-sided p-value of this look's t-test of "the centre is θ"
+    /// (what [`Pairs::p_value`] computes in its sweep, checked against it).
+    #[cfg(test)]
+    fn t_p(&self, theta: f64) -> f64 {
+        let n = self.d.len();
+        let t2 = self.t2(theta);
+        if t2 == 0.0 {
+            return 1.0;
+        }
+        (2.0 * student_t_upper_tail(t2.sqrt(), (n - 1) as f64)).min(1.0)
+    }
+
+    /// An anytime-valid p-value for "the centre is 0" over every look
+    /// these pairs have had: the smallest level at which some look's
+    /// t-interval or the e-process excluded 0. By the union bound over the
+    /// looks and Ville's inequality, P(p ≤ x) ≤ x under the null whenever
+    /// the pairs stopped. Values above `cap` are given as 1 (not computed):
+    /// Benjamini–Hochberg at level `cap` neither rejects nor counts them.
+    pub fn p_value(&self, cap: f64) -> f64 {
+        let mut p: f64 = 1.0;
+        let e_bar = (1.0 / (cap * (1.0 - SPEND))).ln();
+        self.sweep(&[0.0], |n, look| {
+            let [l] = look else { return };
+            if l.t2 >= look_t(n, cap).powi(2) {
+                let tail = 2.0 * student_t_upper_tail(l.t2.sqrt(), (n - 1) as f64);
+                p = p.min(tail / (SPEND * look_share(n)));
+            }
+            let log_e = log_mean_exp(&[
+                log_bf_t(n, l.t2),
+                log_mean_exp(&[log_mean_exp(&l.up), log_mean_exp(&l.down)]),
+            ]);
+            if log_e >= e_bar {
+                p = p.min((-log_e).exp() / (1.0 - SPEND));
+            }
+        });
+        if p <= cap {
+            p
+        } else {
+            1.0
+        }
+    }
+
+    /// For each θ of `thetas`: whether a look n ≥ [`MIN_PAIRS`] of these
+    /// pairs excluded θ at level α while its mean was above θ, and while
+    /// it was below — [`Pairs::excludes`] at every prefix, in one pass.
+    pub fn exclusions(&self, thetas: &[f64], alpha: f64) -> Vec<(bool, bool)> {
+        let mut out = vec![(false, false); thetas.len()];
+        let bar = (1.0 / (alpha * (1.0 - SPEND))).ln();
+        self.sweep(thetas, |n, looks| {
+            for ((l, theta), o) in looks.iter().zip(thetas).zip(out.iter_mut()) {
+                if l.mean == *theta {
+                    continue;
+                }
+                // The bets that the centre is on the mean's side of θ.
+                let (side, bets) = if *theta < l.mean {
+                    (-1.0, &l.up)
+                } else {
+                    (1.0, &l.down)
+                };
+                let t = log_bf_t(n, l.t2) + 0.5f64.ln();
+                let b = log_mean_exp(bets) + 0.25f64.ln();
+                let excluded =
+                    l.t2 >= look_t(n, alpha).powi(2) || log_mean_exp(&[t, b]) + 2f64.ln() >= bar;
+                if excluded && side < 0.0 {
+                    o.0 = true;
+                } else if excluded {
+                    o.1 = true;
+                }
+            }
+        });
+        out
+    }
+
+    /// Walks the looks n = MIN_PAIRS..=len once, handing `visit` each
+    /// θ's statistics at that look: running sums, so a row's whole history
+    /// costs O(n), not O(n²).
+    fn sweep(&self, thetas: &[f64], mut visit: impl FnMut(usize, &[Look])) {
+        let mut looks: Vec<Look> = thetas
+            .iter()
+            .map(|_| Look {
+                mean: 0.0,
+                t2: 0.0,
+                up: [0.0; LAMBDAS.len()],
+                down: [0.0; LAMBDAS.len()],
+            })
+            .collect();
+        let (mut sum, mut sum_sq) = (0.0, 0.0);
+        for (i, (x, scale)) in self.d.iter().zip(&self.scales).enumerate() {
+            let n = i + 1;
+            sum += x;
+            sum_sq += x * x;
+            for (l, theta) in looks.iter_mut().zip(thetas) {
+                if let Some(s) = scale {
+                    let z = ((x - theta) / s).clamp(-1.0, 1.0);
+                    for (k, lam) in LAMBDAS.iter().enumerate() {
+                        l.up[k] += (lam * z).ln_1p();
+                        l.down[k] += (-lam * z).ln_1p();
+                    }
+                }
+            }
+            if n < MIN_PAIRS {
+                continue;
+            }
+            let mean = sum / n as f64;
+            let var = ((sum_sq - n as f64 * mean * mean) / (n - 1) as f64).max(0.0);
+            // The same spread as [`Pairs::new`]'s, up to rounding (the
+            // two-pass sum decides when all values are equal).
+            let sd = if var > 1e-24 * (1.0 + mean * mean) {
+                var.sqrt()
+            } else {
+                let d = &self.d[..n];
+                (d.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (n - 1) as f64).sqrt()
+            };
+            for (l, theta) in looks.iter_mut().zip(thetas) {
+                let diff = mean - theta;
+                l.mean = mean;
+                l.t2 = if sd > 0.0 {
+                    n as f64 * diff * diff / (sd * sd)
+                } else if diff == 0.0 {
+                    0.0
+                } else {
+                    f64::INFINITY
+                };
+            }
+            visit(n, &looks);
+        }
+    }
+
+    /// The e-process's 1 − α confidence-sequence interval for the centre.
+    fn e_interval(&self, alpha: f64) -> Interval {
         if self.d.len() < 2 {
             return Interval::unbounded();
         }
@@ -283,8 +541,12 @@ impl Pairs {
         if self.d.len() < 2 || theta == self.mean {
             return false;
         }
+        let n = self.d.len();
+        if n >= MIN_PAIRS && self.t2(theta) >= look_t(n, alpha).powi(2) {
+            return true;
+        }
         let side = if theta < self.mean { -1.0 } else { 1.0 };
-        self.log_evidence(theta, side) >= (1.0 / alpha).ln()
+        self.log_evidence(theta, side) >= (1.0 / (alpha * (1.0 - SPEND))).ln()
     }
 
     /// The call at level α with equivalence margin ln(1 + margin).
@@ -307,8 +569,9 @@ impl Pairs {
     }
 
     /// Pairs in all that would decide this metric if the next ones looked
-    /// like these (same mean and spread): the first n at which the t-part's
-    /// interval alone would exclude 0 or fit in the margin. None beyond
+    /// like these (same mean and spread): the first n at which the look's
+    /// t-interval or the e-process's t-part would exclude 0 or fit in the
+    /// margin. None beyond
     /// [`MAX_PROJECTED`].
     /// The projection is made twice, from the mean and standard deviation
     /// and from the median and MAD (what the bets see when a run is an
@@ -334,12 +597,41 @@ impl Pairs {
             return None;
         }
         let sd = sd.max(1e-9);
-        let bar = (2.0 / alpha).ln();
-        (have.max(MIN_PAIRS)..=MAX_PROJECTED).find(|&n| {
-            // t² at which a difference of `gap` would be rejected.
+        let bar = (2.0 / (alpha * (1.0 - SPEND))).ln();
+        let decides = |n: usize| {
+            // t² of a difference of `gap` at n pairs of this spread.
             let t2 = n as f64 * gap * gap / (sd * sd);
-            log_bf_t(n, t2) >= bar
-        })
+            // Beyond a few hundred pairs the look's share is so small that
+            // the e-process decides first.
+            (n <= 200 && t2 >= look_t(n, alpha).powi(2)) || log_bf_t(n, t2) >= bar
+        };
+        // Both tests only get closer as n grows at a fixed mean and spread:
+        // double, then halve.
+        let mut lo = have.max(MIN_PAIRS);
+        if decides(lo) {
+            return Some(lo);
+        }
+        let mut hi = lo;
+        loop {
+            hi = (hi * 2).min(MAX_PROJECTED);
+            if decides(hi) {
+                break;
+            }
+            if hi == MAX_PROJECTED {
+                return None;
+            }
+            lo = hi;
+        }
+        // decides(lo) is false, decides(hi) true.
+        while hi - lo > 1 {
+            let mid = (lo + hi) / 2;
+            if decides(mid) {
+                hi = mid;
+            } else {
+                lo = mid;
+            }
+        }
+        Some(hi)
     }
 }
 
@@ -471,5 +763,47 @@ mod tests {
         let edge: Vec<f64> = (0..5).map(|_| 0.0244 + 0.3 * normal(&mut rng)).collect();
         let p = Pairs::new(&edge).pairs_to_decide(0.05, 0.05);
         assert!(p.is_none() || p.unwrap() > 20, "{p:?}");
+    }
+
+    #[test]
+    fn the_one_pass_sweep_agrees_with_every_prefix() {
+        let mut rng = SplitMix64(17);
+        for k in 0..300 {
+            let n = 3 + k % 25;
+            let shift = [0.0, 0.02, 0.1, -0.3][k % 4];
+            let mut d: Vec<f64> = (0..n).map(|_| shift + 0.05 * normal(&mut rng)).collect();
+            if k % 7 == 0 {
+                d[n / 2] += 1.1; // an outlier
+            }
+            let p = Pairs::new(&d);
+            let thetas = [0.0, -0.0488, 0.0488];
+            let fast = p.exclusions(&thetas, 0.05 / 3.0);
+            for (j, theta) in thetas.iter().enumerate() {
+                let (mut from_above, mut from_below) = (false, false);
+                for m in MIN_PAIRS..=n {
+                    let q = p.prefix(m);
+                    let ex = q.excludes(*theta, 0.05 / 3.0);
+                    from_above |= ex && q.mean() > *theta;
+                    from_below |= ex && q.mean() < *theta;
+                }
+                assert_eq!(fast[j], (from_above, from_below), "{d:?} θ = {theta}");
+            }
+            // The p-value: each look's t-test and e-process, by prefix.
+            let mut slow: f64 = 1.0;
+            for m in MIN_PAIRS..=n {
+                let q = p.prefix(m);
+                slow = slow.min(q.t_p(0.0) / (SPEND * look_share(m)));
+                slow = slow.min((-q.log_e(0.0)).exp() / (1.0 - SPEND));
+            }
+            let fast = p.p_value(0.05);
+            if slow <= 0.05 {
+                assert!(
+                    (fast - slow).abs() <= 1e-9 * slow,
+                    "{d:?}: {fast} vs {slow}"
+                );
+            } else {
+                assert_eq!(fast, 1.0, "{d:?}: {slow}");
+            }
+        }
     }
 }
