@@ -166,9 +166,6 @@ impl Row {
     /// stopped ([`Pairs::p_value`]). The scheduler stops a pair on its own
     /// rows' data, so that is a stopping time, which the p-value allows.
     pub fn p_value(&self, settings: &VerdictSettings) -> f64 {
-        if self.diffs.len() < MIN_PAIRS {
-            return 1.0;
-        }
         Pairs::new(&self.diffs).p_value(settings.alpha)
     }
 
@@ -212,17 +209,8 @@ pub fn judge_all(rows: &[Row], settings: &VerdictSettings) -> Vec<RowVerdict> {
         .zip(&pairs)
         .map(|(r, p)| r.judge_pairs(p, settings))
         .collect();
-    let p: Vec<f64> = rows
-        .iter()
-        .zip(&pairs)
-        .map(|(r, p)| {
-            if r.diffs.len() < MIN_PAIRS {
-                1.0
-            } else {
-                p.p_value(settings.alpha)
-            }
-        })
-        .collect();
+    // Before MIN_PAIRS no look has been taken: p = 1.
+    let p: Vec<f64> = pairs.iter().map(|p| p.p_value(settings.alpha)).collect();
     let keep = bh(&p, settings.alpha);
     for (v, keep) in verdicts.iter_mut().zip(keep) {
         if matches!(v.outcome, Outcome::Slower | Outcome::Faster) && !keep {

@@ -170,6 +170,18 @@ fn look_t(n: usize, alpha: f64) -> f64 {
     })
 }
 
+/// ln of the evidence against θ on one side: the t-part (weight ½) and
+/// the mean of the bets that the centre is on the other side (weight ½ · ½),
+/// as a share of the whole e-process.
+fn one_side_evidence(n: usize, t2: f64, log_bets: f64) -> f64 {
+    log_mean_exp(&[log_bf_t(n, t2) + 0.5f64.ln(), log_bets + 0.25f64.ln()]) + 2f64.ln()
+}
+
+/// ln E(θ): the t-part and the mean of both sides' bets, weighted equally.
+fn whole_evidence(n: usize, t2: f64, log_up: f64, log_down: f64) -> f64 {
+    log_mean_exp(&[log_bf_t(n, t2), log_mean_exp(&[log_up, log_down])])
+}
+
 /// ln of the t-mixture Bayes factor for n values with statistic t².
 fn log_bf_t(n: usize, t2: f64) -> f64 {
     if n < 2 {
@@ -302,17 +314,14 @@ impl Pairs {
     /// `side` (−1: θ below the data, +1: above): the t-part (its weight ½)
     /// and the bets that the centre is on the other side (weight ½ · ½).
     fn log_evidence(&self, theta: f64, side: f64) -> f64 {
-        let t = log_bf_t(self.d.len(), self.t2(theta)) + 0.5f64.ln();
-        let b = self.log_bets(theta, -side) + 0.25f64.ln();
-        log_mean_exp(&[t, b]) + 2f64.ln()
+        one_side_evidence(self.d.len(), self.t2(theta), self.log_bets(theta, -side))
     }
 
     /// ln E(θ): the whole e-process for "the centre is θ" (t-part and all
     /// six bets), an e-value at any stopping time.
     pub fn log_e(&self, theta: f64) -> f64 {
-        let t = log_bf_t(self.d.len(), self.t2(theta));
-        let bets = log_mean_exp(&[self.log_bets(theta, 1.0), self.log_bets(theta, -1.0)]);
-        log_mean_exp(&[t, bets])
+        let (up, down) = (self.log_bets(theta, 1.0), self.log_bets(theta, -1.0));
+        whole_evidence(self.d.len(), self.t2(theta), up, down)
     }
 
     /// The 1 − α confidence-sequence interval for the centre at this n:
@@ -377,10 +386,7 @@ impl Pairs {
                 let tail = 2.0 * student_t_upper_tail(l.t2.sqrt(), (n - 1) as f64);
                 p = p.min(tail / (SPEND * look_share(n)));
             }
-            let log_e = log_mean_exp(&[
-                log_bf_t(n, l.t2),
-                log_mean_exp(&[log_mean_exp(&l.up), log_mean_exp(&l.down)]),
-            ]);
+            let log_e = whole_evidence(n, l.t2, log_mean_exp(&l.up), log_mean_exp(&l.down));
             if log_e >= e_bar {
                 p = p.min((-log_e).exp() / (1.0 - SPEND));
             }
@@ -404,19 +410,14 @@ impl Pairs {
                     continue;
                 }
                 // The bets that the centre is on the mean's side of θ.
-                let (side, bets) = if *theta < l.mean {
-                    (-1.0, &l.up)
-                } else {
-                    (1.0, &l.down)
-                };
-                let t = log_bf_t(n, l.t2) + 0.5f64.ln();
-                let b = log_mean_exp(bets) + 0.25f64.ln();
-                let excluded =
-                    l.t2 >= look_t(n, alpha).powi(2) || log_mean_exp(&[t, b]) + 2f64.ln() >= bar;
-                if excluded && side < 0.0 {
-                    o.0 = true;
-                } else if excluded {
-                    o.1 = true;
+                let above = *theta < l.mean;
+                let bets = log_mean_exp(if above { &l.up } else { &l.down });
+                if l.t2 >= look_t(n, alpha).powi(2) || one_side_evidence(n, l.t2, bets) >= bar {
+                    if above {
+                        o.0 = true;
+                    } else {
+                        o.1 = true;
+                    }
                 }
             }
         });
