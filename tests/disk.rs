@@ -66,6 +66,45 @@ fn every_test_reports_a_rate_and_latencies() {
 }
 
 #[test]
+fn disk_time_repeats_whole_passes_until_it_has_passed() {
+    // --disk-time: each block test and the seek test go on, in whole
+    // passes over the file, until the time has passed; the rate is over
+    // all of them. One pass of 1 MiB is 128 chunks of 8K plus the fsync.
+    let dir = tempfile::tempdir().unwrap();
+    let run = |time: &str| {
+        let out = virtperf()
+            .arg("disk")
+            .arg(format!("--disk-dir={}", dir.path().display()))
+            .args([
+                "--disk-file-size=1M",
+                "--disk-files=0",
+                "--disk-seeks=30",
+                time,
+                "--json",
+            ])
+            .output()
+            .unwrap();
+        json_of(&out, "the run")
+    };
+    let one = run("--disk-time=0");
+    assert_eq!(one["details"]["put_block"]["ops"], 129);
+    assert_eq!(one["details"]["get_block"]["ops"], 128);
+    assert_eq!(one["details"]["seeks"]["ops"], 30);
+    let started = Instant::now();
+    let timed = run("--disk-time=0.3");
+    assert!(started.elapsed() >= Duration::from_millis(4 * 300));
+    for (test, pass) in [("put_block", 129), ("rewrite", 129), ("get_block", 128)] {
+        assert_eq!(one["details"][test]["passes"], 1, "{test}");
+        let ops = timed["details"][test]["ops"].as_u64().unwrap();
+        let passes = timed["details"][test]["passes"].as_u64().unwrap();
+        assert!(passes > 1, "{test}: one pass in 0.3 s");
+        assert_eq!(ops, passes * pass, "{test}: not whole passes of {pass}");
+    }
+    assert!(timed["details"]["seeks"]["ops"].as_u64().unwrap() > 30);
+    assert!(leftovers(dir.path()).is_empty());
+}
+
+#[test]
 fn ctrl_c_leaves_nothing_and_cleanup_removes_leftovers() {
     let dir = tempfile::tempdir().unwrap();
     let bin = assert_cmd::cargo::cargo_bin("virtperf");
