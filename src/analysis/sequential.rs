@@ -211,7 +211,7 @@ pub fn judge_all(rows: &[Row], settings: &VerdictSettings) -> Vec<RowVerdict> {
         .collect();
     // Before MIN_PAIRS no look has been taken: p = 1.
     let p: Vec<f64> = pairs.iter().map(|p| p.p_value(settings.alpha)).collect();
-    let keep = bh(&p, settings.alpha);
+    let keep = crate::stats::bh(&p, settings.alpha);
     for (v, keep) in verdicts.iter_mut().zip(keep) {
         if matches!(v.outcome, Outcome::Slower | Outcome::Faster) && !keep {
             v.outcome = Outcome::Inconclusive;
@@ -219,23 +219,6 @@ pub fn judge_all(rows: &[Row], settings: &VerdictSettings) -> Vec<RowVerdict> {
         }
     }
     verdicts
-}
-
-/// Benjamini–Hochberg at level α: reject the k smallest p-values, k the
-/// largest with p_(k) ≤ α k / R.
-pub fn bh(p: &[f64], alpha: f64) -> Vec<bool> {
-    let r = p.len() as f64;
-    let mut order: Vec<usize> = (0..p.len()).collect();
-    order.sort_by(|&a, &b| p[a].total_cmp(&p[b]));
-    let k = (1..=p.len())
-        .filter(|&k| p[order[k - 1]] <= alpha * k as f64 / r)
-        .max()
-        .unwrap_or(0);
-    let mut keep = vec![false; p.len()];
-    for &i in &order[..k] {
-        keep[i] = true;
-    }
-    keep
 }
 
 /// Replaces the headline verdicts of `a` (the fixed design's, from Welch's
@@ -293,22 +276,6 @@ pub fn overlay(a: &mut Analysis, runs: &[RunRow], settings: &VerdictSettings) {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn bh_rejects_the_smallest_while_they_clear_their_bar() {
-        // R = 4, α = 0.05: bars 0.0125, 0.025, 0.0375, 0.05 for k = 1..4.
-        assert_eq!(
-            bh(&[0.01, 0.024, 0.5, 0.9], 0.05),
-            [true, true, false, false]
-        );
-        // A later p under its bar takes the earlier ones with it.
-        assert_eq!(
-            bh(&[0.03, 0.03, 0.03, 0.9], 0.05),
-            [true, true, true, false]
-        );
-        assert_eq!(bh(&[0.013, 1.0, 1.0, 1.0], 0.05), [false; 4]);
-        assert_eq!(bh(&[], 0.05), Vec::<bool>::new());
-    }
 
     #[test]
     fn a_barely_called_row_among_many_nulls_is_held_back() {

@@ -57,6 +57,11 @@ pub fn mean(xs: &[f64]) -> f64 {
 pub fn median(xs: &[f64]) -> f64 {
     let mut s = xs.to_vec();
     s.sort_by(f64::total_cmp);
+    sorted_median(&s)
+}
+
+/// The median of `s`, already sorted (NaN when empty).
+pub fn sorted_median(s: &[f64]) -> f64 {
     let n = s.len();
     if n == 0 {
         return f64::NAN;
@@ -130,10 +135,43 @@ pub fn benjamini_yekutieli(p: &[f64]) -> Vec<f64> {
     adjusted
 }
 
+/// Benjamini–Hochberg at level α: reject the k smallest p-values, k the
+/// largest with p_(k) ≤ α k / R.
+pub fn bh(p: &[f64], alpha: f64) -> Vec<bool> {
+    let r = p.len() as f64;
+    let mut order: Vec<usize> = (0..p.len()).collect();
+    order.sort_by(|&a, &b| p[a].total_cmp(&p[b]));
+    let k = (1..=p.len())
+        .filter(|&k| p[order[k - 1]] <= alpha * k as f64 / r)
+        .max()
+        .unwrap_or(0);
+    let mut keep = vec![false; p.len()];
+    for &i in &order[..k] {
+        keep[i] = true;
+    }
+    keep
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use proptest::prelude::*;
+
+    #[test]
+    fn bh_rejects_the_smallest_while_they_clear_their_bar() {
+        // R = 4, α = 0.05: bars 0.0125, 0.025, 0.0375, 0.05 for k = 1..4.
+        assert_eq!(
+            bh(&[0.01, 0.024, 0.5, 0.9], 0.05),
+            [true, true, false, false]
+        );
+        // A later p under its bar takes the earlier ones with it.
+        assert_eq!(
+            bh(&[0.03, 0.03, 0.03, 0.9], 0.05),
+            [true, true, true, false]
+        );
+        assert_eq!(bh(&[0.013, 1.0, 1.0, 1.0], 0.05), [false; 4]);
+        assert_eq!(bh(&[], 0.05), Vec::<bool>::new());
+    }
 
     #[test]
     fn benjamini_yekutieli_steps_up_with_its_harmonic_factor() {

@@ -59,6 +59,7 @@ use anyhow::Result;
 use crate::core::options::{CliError, OptKind, OptionSpec, Values};
 use crate::core::result::Metric;
 use crate::engine::EngineOptions;
+use crate::stats::{median, sorted_median};
 use crate::workload::{Category, Measurement, MetricDef, Needs, Workload, WorkloadDef};
 use ops::{Op, Scratch};
 use timer::Timer;
@@ -260,21 +261,6 @@ pub fn summarize(samples: &[f64]) -> OpSummary {
         min: s[0],
         count: n,
     }
-}
-
-fn sorted_median(s: &[f64]) -> f64 {
-    let n = s.len();
-    if n % 2 == 1 {
-        s[n / 2]
-    } else {
-        (s[n / 2 - 1] + s[n / 2]) / 2.0
-    }
-}
-
-fn median(values: &[f64]) -> f64 {
-    let mut s = values.to_vec();
-    s.sort_by(f64::total_cmp);
-    sorted_median(&s)
 }
 
 /// The mean of `values` without the lowest and highest `trim` share.

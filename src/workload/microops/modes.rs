@@ -18,6 +18,8 @@
 //!
 //! Fewer than [`MIN_VALUES`] values are not assessed: one mode is returned.
 
+use crate::stats::sorted_median;
+
 /// One mode: its median and the share of all values it holds.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Mode {
@@ -58,11 +60,11 @@ pub fn modes(values: &[f64]) -> Vec<Mode> {
     } else {
         split_all(&logs, n)
     };
-    groups.sort_by(|a, b| median(a).total_cmp(&median(b)));
+    groups.sort_by(|a, b| sorted_median(a).total_cmp(&sorted_median(b)));
     groups
         .iter()
         .map(|g| Mode {
-            value: median(g).exp(),
+            value: sorted_median(g).exp(),
             share: g.len() as f64 / n as f64,
         })
         .collect()
@@ -112,7 +114,7 @@ fn best_split(xs: &[f64], total: usize) -> Option<usize> {
     let cut = (min_side..=n - min_side)
         .min_by(|&i, &j| (sse(0, i) + sse(i, n)).total_cmp(&(sse(0, j) + sse(j, n))))?;
     let (lo, hi) = (&xs[..cut], &xs[cut..]);
-    let (m1, m2) = (median(lo), median(hi));
+    let (m1, m2) = (sorted_median(lo), sorted_median(hi));
     if m2 - m1 < MIN_RATIO.ln() {
         return None;
     }
@@ -121,22 +123,12 @@ fn best_split(xs: &[f64], total: usize) -> Option<usize> {
     (d >= MIN_ASHMAN_D).then_some(cut)
 }
 
-/// Median of sorted `xs`.
-fn median(xs: &[f64]) -> f64 {
-    let n = xs.len();
-    if n % 2 == 1 {
-        xs[n / 2]
-    } else {
-        (xs[n / 2 - 1] + xs[n / 2]) / 2.0
-    }
-}
-
 /// MAD scaled to a normal's standard deviation, floored at `MIN_SPREAD`.
 fn robust_spread(sorted: &[f64]) -> f64 {
-    let m = median(sorted);
+    let m = sorted_median(sorted);
     let mut dev: Vec<f64> = sorted.iter().map(|x| (x - m).abs()).collect();
     dev.sort_by(f64::total_cmp);
-    (1.4826 * median(&dev)).max(MIN_SPREAD)
+    (1.4826 * sorted_median(&dev)).max(MIN_SPREAD)
 }
 
 #[cfg(test)]
