@@ -246,7 +246,11 @@ fn host_server(
 fn run_plan(plan: &Plan, host: &mut dyn HostLines, out: &mut impl Write) -> Result<()> {
     for (index, job) in plan.jobs.iter().enumerate() {
         crate::core::signals::check()?;
-        let served = Job::from_wire(job).ok().filter(|j| {
+        let parsed = Job::from_wire(job).ok();
+        let writes = parsed
+            .as_ref()
+            .is_some_and(|j| j.def.needs.workdir.is_some());
+        let served = parsed.filter(|j| {
             j.def
                 .needs
                 .network
@@ -291,8 +295,7 @@ fn run_plan(plan: &Plan, host: &mut dyn HostLines, out: &mut impl Write) -> Resu
         // this plan is done: the next run, in this environment or (rounds
         // run an entry in every environment back to back) another one,
         // starts without its writeback.
-        let wrote = Job::from_wire(job).is_ok_and(|j| j.def.needs.workdir.is_some());
-        if wrote {
+        if writes {
             crate::sys::settle::settle();
         }
         sent?;
