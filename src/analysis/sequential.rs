@@ -176,12 +176,7 @@ impl Row {
 
     /// Coefficient of variation of the paired ratios (≈ the log sd).
     pub fn cv(&self) -> f64 {
-        let n = self.diffs.len();
-        if n < 2 {
-            return 0.0;
-        }
-        let mean = self.log_mean();
-        (self.diffs.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (n - 1) as f64).sqrt()
+        crate::stats::mean_sd(&self.diffs).1
     }
 }
 

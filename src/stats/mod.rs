@@ -73,15 +73,22 @@ pub fn sorted_median(s: &[f64]) -> f64 {
     }
 }
 
-pub fn summarize(xs: &[f64]) -> Summary {
+/// The mean and the sample standard deviation (0 with fewer than two
+/// values), in two passes.
+pub fn mean_sd(xs: &[f64]) -> (f64, f64) {
     let n = xs.len();
     let m = mean(xs);
-    let var = if n > 1 {
-        xs.iter().map(|x| (x - m).powi(2)).sum::<f64>() / (n - 1) as f64
+    let sd = if n > 1 {
+        (xs.iter().map(|x| (x - m).powi(2)).sum::<f64>() / (n - 1) as f64).sqrt()
     } else {
         0.0
     };
-    let sd = var.sqrt();
+    (m, sd)
+}
+
+pub fn summarize(xs: &[f64]) -> Summary {
+    let n = xs.len();
+    let (m, sd) = mean_sd(xs);
     let half = if n > 1 {
         tdist::student_t_quantile(0.975, (n - 1) as f64) * sd / (n as f64).sqrt()
     } else {

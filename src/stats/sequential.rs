@@ -243,12 +243,7 @@ fn mad_scale_in(xs: &[f64], buf: &mut Vec<f64>) -> f64 {
 impl Pairs {
     pub fn new(d: &[f64]) -> Pairs {
         let n = d.len();
-        let mean = d.iter().sum::<f64>() / n.max(1) as f64;
-        let sd = if n > 1 {
-            (d.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (n - 1) as f64).sqrt()
-        } else {
-            0.0
-        };
+        let (mean, sd) = super::mean_sd(d);
         let mut buf = Vec::with_capacity(n);
         let scales = (0..n)
             .map(|i| {
@@ -461,8 +456,7 @@ impl Pairs {
             let sd = if var > 1e-24 * (1.0 + mean * mean) {
                 var.sqrt()
             } else {
-                let d = &self.d[..n];
-                (d.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (n - 1) as f64).sqrt()
+                super::mean_sd(&self.d[..n]).1
             };
             for (l, theta) in looks.iter_mut().zip(thetas) {
                 let diff = mean - theta;
@@ -522,12 +516,7 @@ impl Pairs {
     /// same as when these were all there was).
     pub fn prefix(&self, n: usize) -> Pairs {
         let d = &self.d[..n];
-        let mean = d.iter().sum::<f64>() / n.max(1) as f64;
-        let sd = if n > 1 {
-            (d.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (n - 1) as f64).sqrt()
-        } else {
-            0.0
-        };
+        let (mean, sd) = super::mean_sd(d);
         Pairs {
             d: d.to_vec(),
             mean,

@@ -18,13 +18,12 @@ pub mod storage;
 pub fn this_binary() -> std::io::Result<std::process::Command> {
     use std::os::unix::process::CommandExt;
     let proc = std::path::Path::new("/proc/self/exe");
-    let exe = std::env::current_exe();
-    if proc.exists() {
-        let mut cmd = std::process::Command::new(proc);
-        if let Some(arg0) = std::env::args_os().next() {
-            cmd.arg0(arg0);
-        }
-        return Ok(cmd);
+    if !proc.exists() {
+        return Ok(std::process::Command::new(std::env::current_exe()?));
     }
-    Ok(std::process::Command::new(exe?))
+    let mut cmd = std::process::Command::new(proc);
+    if let Some(arg0) = std::env::args_os().next() {
+        cmd.arg0(arg0);
+    }
+    Ok(cmd)
 }
