@@ -332,7 +332,7 @@ fn html_report_renders_in_chromium_and_escapes_environment_strings() {
     ] {
         assert!(html.contains(env), "no ratio chart for {env}");
     }
-    assert!(html.matches("class=\"run\"").count() >= 2 * 3 + 3 * 3);
+    assert!(html.matches("class=\"mark run\"").count() >= 2 * 3 + 3 * 3);
     assert!(
         !html.contains("http://")
             || html
