@@ -2,6 +2,8 @@
 //! and uses only some of them).
 #![allow(dead_code)]
 
+pub mod report_fixture;
+
 use assert_cmd::Command;
 use serde_json::Value;
 
