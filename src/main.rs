@@ -42,7 +42,7 @@ fn run(args: &[String]) -> anyhow::Result<()> {
         Request::Help(text) => print!("{text}"),
         Request::Version => println!("virtperf {}", env!("CARGO_PKG_VERSION")),
         Request::Agent => virtperf::agent::main()?,
-        Request::Compare(args) => virtperf::compare::main(args, cli::compare::parse)?,
+        Request::Compare(args) => virtperf::compare::main(*args, cli::compare::parse)?,
         Request::Report(args) => virtperf::compare::report_main(&args)?,
         Request::Serve(args) => virtperf::workload::net::server::main(&args)?,
         Request::Envs(specs) => print!("{}", virtperf::env::probe::report(&specs)),

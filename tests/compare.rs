@@ -85,7 +85,49 @@ fn host_against_host_is_no_difference_and_everything_is_stored() {
         .output()
         .unwrap();
     assert!(String::from_utf8_lossy(&detail.stdout).contains("| metric | environment | n | mean |"));
-    assert!(md.contains("baseline **host**"));
+    assert!(md.contains("baseline host"));
+    // The overview comes first, in the terminal too.
+    let table = report(&out, "table");
+    let overview = table.find("\nOverview:").expect("an overview");
+    assert!(
+        overview < table.find("\nHeadline summary").unwrap(),
+        "{table}"
+    );
+    assert!(table.contains("  host-b "), "{table}");
+
+    // Every chart as a standalone SVG file.
+    let figs = dir.path().join("figs");
+    let done = output_ok(
+        virtperf()
+            .args(["report", out.to_str().unwrap(), "--figures"])
+            .arg(&figs),
+    );
+    assert!(done.status.success());
+    for name in [
+        "overview.svg",
+        "slowdown-host-b.svg",
+        "entry-1-events-per-sec.svg",
+    ] {
+        let svg =
+            std::fs::read_to_string(figs.join(name)).unwrap_or_else(|e| panic!("{name}: {e}"));
+        assert!(
+            svg.starts_with("<?xml") && svg.contains("<svg") && svg.trim_end().ends_with("</svg>"),
+            "{name}: {svg}"
+        );
+        assert!(svg.contains("<style>"), "{name} carries its own styles");
+    }
+    // A --figures that cannot be a directory: refused, named, nothing made.
+    let file = dir.path().join("a-file");
+    std::fs::write(&file, "x").unwrap();
+    let bad = virtperf()
+        .args(["report", out.to_str().unwrap(), "--figures"])
+        .arg(file.join("sub"))
+        .output()
+        .unwrap();
+    assert!(!bad.status.success());
+    let err = String::from_utf8_lossy(&bad.stderr);
+    assert!(err.contains("--figures"), "{err}");
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), "x");
 }
 
 #[test]

@@ -63,6 +63,7 @@ pub fn parse(args: &[String]) -> Result<CompareArgs, CliError> {
         view: View {
             detail: v.flag("detail"),
         },
+        figures: report::figures_dir(v.text_opt("figures"))?,
         start_at: v.text_opt("start-at").map(str::to_string),
         resume: v.flag("resume").then(|| Resume {
             ignored: beyond_resume(args),

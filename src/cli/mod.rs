@@ -75,7 +75,7 @@ pub enum Request {
     /// `virtperf envs [--env SPEC]...`
     Envs(Vec<Spec>),
     /// `virtperf compare ...`
-    Compare(CompareArgs),
+    Compare(Box<CompareArgs>),
     /// `virtperf report ...`
     Report(ReportArgs),
     /// `virtperf serve ...`
@@ -176,7 +176,7 @@ pub fn parse_request(args: &[String]) -> Result<Request, CliError> {
             }
             return Ok(match word.as_str() {
                 "serve" => Request::Serve(serve::parse(&args)?),
-                "compare" => Request::Compare(compare::parse(&args)?),
+                "compare" => Request::Compare(Box::new(compare::parse(&args)?)),
                 _ => Request::Report(report::parse(&args)?),
             });
         }

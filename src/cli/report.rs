@@ -28,6 +28,7 @@ pub fn parse(args: &[String]) -> Result<ReportArgs, CliError> {
         format: report::exporter(v.text("format"))?,
         out: v.text_opt("out").map(PathBuf::from),
         margin_pct: v.float("margin"),
+        figures: report::figures_dir(v.text_opt("figures"))?,
         view: View {
             detail: v.flag("detail"),
         },

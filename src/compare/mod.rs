@@ -127,6 +127,10 @@ pub fn main(args: CompareArgs, old_args: ArgvParser) -> Result<()> {
         .with_context(|| format!("writing {}", html.display()))?;
     print!("{}", args.format.render(&analysis, args.view));
     observer.note(&format!("report written to {}", html.display()));
+    if let Some(dir) = &args.figures {
+        let n = report::write_figures(&report::model::document(&analysis, args.view), dir)?;
+        observer.note(&format!("{n} figures written to {}", dir.display()));
+    }
     if !outcome.failed.is_empty() {
         bail!("some environments failed; their errors are in the report");
     }

@@ -44,6 +44,7 @@ pub const OPTIONS: &[OptionSpec] = &[
     ),
     MARGIN,
     DETAIL,
+    FIGURES,
     OptionSpec::new("out", OptKind::Text, "virtperf-results", "results directory (SQLite store and reports)"),
     OptionSpec::new(
         "resume",
@@ -74,6 +75,14 @@ pub const DETAIL: OptionSpec = OptionSpec::new(
     OptKind::Bool,
     "off",
     "show every metric of every entry, not only the headline summary (terminal and markdown)",
+);
+
+/// `--figures`, shared with `virtperf report`.
+pub const FIGURES: OptionSpec = OptionSpec::new(
+    "figures",
+    OptKind::Text,
+    "",
+    "also write each chart of the report as a standalone SVG file into this directory (for papers and slides)",
 );
 
 /// The verdict settings `--margin` asks for.
@@ -201,6 +210,8 @@ pub struct CompareArgs {
     /// `--format`: what to print at the end.
     pub format: &'static dyn Exporter,
     pub view: View,
+    /// `--figures`: where each chart goes as an SVG file.
+    pub figures: Option<PathBuf>,
     /// `--start-at`, as given (checked against the clock when the
     /// comparison starts).
     pub start_at: Option<String>,

@@ -23,6 +23,7 @@ pub const REPORT_OPTIONS: &[OptionSpec] = &[
     ),
     super::plan::MARGIN,
     super::plan::DETAIL,
+    super::plan::FIGURES,
 ];
 
 pub fn report_help() -> String {
@@ -102,6 +103,8 @@ pub struct ReportArgs {
     pub margin_pct: f64,
     /// `--detail`.
     pub view: View,
+    /// `--figures`: where each chart goes as an SVG file.
+    pub figures: Option<PathBuf>,
 }
 
 /// `virtperf report ...`
@@ -113,9 +116,16 @@ pub fn report_main(args: &ReportArgs) -> Result<()> {
         .map(|t| load(t, &settings))
         .collect::<Result<Vec<_>>>()?;
     let text = if hosts.len() == 1 {
-        args.format.render(&hosts.remove(0).analysis, args.view)
+        let a = hosts.remove(0).analysis;
+        if let Some(dir) = &args.figures {
+            report::write_figures(&report::model::document(&a, args.view), dir)?;
+        }
+        args.format.render(&a, args.view)
     } else {
         let fleet = Fleet::build(hosts).map_err(|why| CliError::Usage(format!("report: {why}")))?;
+        if let Some(dir) = &args.figures {
+            report::write_figures(&report::model::fleet_document(&fleet, args.view), dir)?;
+        }
         args.format.render_fleet(&fleet, args.view)
     };
     match &args.out {

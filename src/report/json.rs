@@ -1,5 +1,6 @@
 //! JSON: the whole analysis, for other tools: every metric with its
-//! summary, samples and full assessment, whatever `--detail` says.
+//! summary, samples and full assessment, whatever `--detail` says, and the
+//! overview's slowdown per environment and area.
 
 use super::{Analysis, Exporter, Fleet, View};
 
@@ -18,6 +19,21 @@ impl Exporter for JsonExporter {
         let mut v = serde_json::to_value(a).unwrap_or_default();
         if let Some(obj) = v.as_object_mut() {
             obj.insert("schema".into(), serde_json::json!("virtperf.comparison/2"));
+            // The overview's figures, as the other formats show them.
+            let overview: Vec<serde_json::Value> = super::model::area_slowdowns(a)
+                .iter()
+                .map(|c| {
+                    let mut v = serde_json::to_value(c).unwrap_or_default();
+                    if let Some(o) = v.as_object_mut() {
+                        o.insert(
+                            "outcome".into(),
+                            serde_json::json!(c.outcome(a.settings.margin).label()),
+                        );
+                    }
+                    v
+                })
+                .collect();
+            obj.insert("overview".into(), overview.into());
         }
         serde_json::to_string_pretty(&v).unwrap_or_default() + "\n"
     }

@@ -5,6 +5,8 @@ mod csv;
 mod html;
 mod json;
 mod markdown;
+pub mod model;
+mod sweeps;
 mod table;
 
 pub use crate::analysis::fleet::{Fleet, FleetRow, HostAnalysis, Measure};
@@ -108,6 +110,50 @@ pub fn exporter(name: &str) -> Result<&'static dyn Exporter, CliError> {
 /// The self-contained HTML page `compare` always writes.
 pub fn html() -> &'static dyn Exporter {
     &html::HtmlExporter
+}
+
+/// `--figures DIR`, checked before anything runs: a directory, or a path
+/// whose nearest existing ancestor is one (it is created when written).
+pub fn figures_dir(value: Option<&str>) -> Result<Option<std::path::PathBuf>, CliError> {
+    let Some(v) = value else { return Ok(None) };
+    let path = std::path::PathBuf::from(v);
+    let bad = |why: &str| CliError::InvalidValue {
+        name: "figures".into(),
+        value: v.into(),
+        allowed: format!("a directory to write SVG files into ({why})"),
+    };
+    let mut p = path.as_path();
+    loop {
+        if p.as_os_str().is_empty() || p.is_dir() {
+            return Ok(Some(path.clone()));
+        }
+        if p.exists() {
+            return Err(bad(&format!("{} is a file", p.display())));
+        }
+        match p.parent() {
+            Some(parent) => p = parent,
+            None => return Err(bad("no such place")),
+        }
+    }
+}
+
+/// Writes each figure of a report into `dir` as a standalone SVG file
+/// (creating the directory); returns how many.
+pub fn write_figures(d: &model::Document, dir: &std::path::Path) -> anyhow::Result<usize> {
+    use anyhow::Context as _;
+    std::fs::create_dir_all(dir).with_context(|| {
+        format!(
+            "--figures {}: cannot create that directory; give one you can write to",
+            dir.display()
+        )
+    })?;
+    let files = html::figure_files(d);
+    for (name, svg) in &files {
+        let path = dir.join(name);
+        std::fs::write(&path, svg)
+            .with_context(|| format!("--figures: writing {}", path.display()))?;
+    }
+    Ok(files.len())
 }
 
 /// A number with as many decimals as its size warrants.
@@ -393,42 +439,6 @@ pub fn fleet_spread(r: &FleetRow) -> (String, String) {
     )
 }
 
-/// Each host's value in a row, outliers starred: "h1 12.0%, h2 30.1%*".
-pub fn fleet_points(r: &FleetRow) -> String {
-    r.points
-        .iter()
-        .map(|p| {
-            format!(
-                "{} {}{}",
-                p.host,
-                r.measure.show(p.value),
-                if p.outlier { "*" } else { "" }
-            )
-        })
-        .collect::<Vec<_>>()
-        .join(", ")
-}
-
-/// A run named in a report's flagged or failed list, with the reason.
-pub fn run_lines<'a>(
-    runs: impl IntoIterator<Item = (&'a str, &'a str, usize, &'a str)>,
-    escape: impl Fn(&str) -> String,
-    prefix: &str,
-) -> String {
-    let mut out = String::new();
-    for (env, label, round, why) in runs {
-        let _ = writeln!(
-            out,
-            "{prefix}{} / {} / round {}: {}",
-            escape(env),
-            escape(label),
-            round + 1,
-            escape(why)
-        );
-    }
-    out
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -602,6 +612,92 @@ mod tests {
         assert_eq!(outcome(0.10), Outcome::Equivalent);
     }
 
+    /// A memory sweep over block size × threads, the vm 2× slower at 2
+    /// threads only.
+    fn grid_runs() -> Vec<RunRow> {
+        let mut runs = Vec::new();
+        let mut entry = 0;
+        for threads in [1, 2] {
+            for block in ["1K", "4K"] {
+                for r in 0..4 {
+                    for (env, speed) in
+                        [("host", 1.0), ("vm", if threads == 2 { 0.5 } else { 1.0 })]
+                    {
+                        let mut row = run(env, r, 100.0 * speed * (1.0 + 0.001 * r as f64), 0.0);
+                        row.entry = entry;
+                        row.label = format!("memory threads={threads} block={block}");
+                        let doc = row.doc.as_mut().unwrap();
+                        doc.workload = "memory".into();
+                        doc.params = serde_json::json!({"threads": threads, "memory_block_size": block, "memory_oper": "write"})
+                            .as_object()
+                            .unwrap()
+                            .clone();
+                        doc.metrics = vec![Metric::new(
+                            "mib_per_sec",
+                            100.0 * speed * (1.0 + 0.001 * r as f64),
+                            "MiB/s",
+                            true,
+                        )];
+                        runs.push(row);
+                    }
+                }
+                entry += 1;
+            }
+        }
+        runs
+    }
+
+    #[test]
+    fn sweeps_become_lines_and_a_grid_a_heat_map() {
+        let a = analyze(&comparison_row(), &grid_runs(), &VerdictSettings::default());
+        assert_eq!(a.entries.len(), 4);
+        // threads is numeric: one line chart per block size.
+        let lines = sweeps::one_way(&a);
+        assert_eq!(
+            lines.len(),
+            2,
+            "{:?}",
+            lines.iter().map(|l| &l.1).collect::<Vec<_>>()
+        );
+        assert!(lines
+            .iter()
+            .all(|(w, k, g)| w == "memory" && k == "threads" && g.len() == 2));
+        // Block size × threads is a full 2 × 2 grid.
+        let grids = sweeps::two_way(&a);
+        assert_eq!(grids.len(), 1);
+        let g = &grids[0];
+        assert_eq!((g.xs.len(), g.ys.len(), g.entries.len()), (2, 2, 4));
+        let d = model::document(&a, View::default());
+        let heat: Vec<&model::Figure> = d
+            .figures()
+            .into_iter()
+            .filter(|f| matches!(f.kind, model::FigureKind::Heat { .. }))
+            .collect();
+        assert_eq!(heat.len(), 1, "one heat map, for the vm");
+        let model::FigureKind::Heat { cells, xs, ys, .. } = &heat[0].kind else {
+            unreachable!()
+        };
+        for (xi, yi, v, _) in cells {
+            let threads = if g.xkey == "threads" {
+                &xs[*xi]
+            } else {
+                &ys[*yi]
+            };
+            let want = if threads == "2" { 2.0 } else { 1.0 };
+            assert!((v - want).abs() < 0.01, "threads {threads}: {v}");
+        }
+        // The overview: memory only, 2 of 4 metrics slower.
+        let areas = model::area_slowdowns(&a);
+        assert_eq!(areas.len(), 1);
+        assert_eq!(areas[0].area, crate::workload::Area::Memory);
+        assert_eq!(areas[0].verdicts[0], 2, "{:?}", areas[0]);
+        assert!(
+            (areas[0].point - 2f64.sqrt()).abs() < 0.01,
+            "{:?}",
+            areas[0]
+        );
+    }
+
     #[test]
     fn csv_is_pinned() {
         let csv = exporter("csv").unwrap().render(&fixture(), View::default());
@@ -631,7 +727,7 @@ mod tests {
         let summary = md.find("## Headline summary").unwrap();
         assert!(
             md.contains(
-                "| cpu | vm | events_per_sec | 0.500× [0.491, 0.509] | 50.0% overhead | slower ⚑ |"
+                "| cpu | vm | events_per_sec | 0.500× \\[0.491, 0.509\\] | 50.0% overhead | slower ⚑ |"
             ),
             "{md}"
         );
@@ -639,19 +735,19 @@ mod tests {
         assert!(!md.contains("## Every metric"));
         assert!(md.find("## Flagged runs").unwrap() > summary);
         assert!(
-            md.contains("## Flagged runs\n\n1 run flagged:\n\n- steal: 1 run (vm 1), median 9.0%"),
+            md.contains("1 run flagged:\n\n- steal: 1 run (vm 1), median 9.0%"),
             "{md}"
         );
         let long = exporter("markdown")
             .unwrap()
             .render(&fixture(), View { detail: true });
         assert!(
-            long.contains("## Flagged runs\n\n- vm / cpu / round 3: steal 9.0%"),
+            long.contains("- ⚑ vm / cpu / round 3: steal 9.0%"),
             "{long}"
         );
         assert!(
             long.contains(
-                "| events_per_sec (events/s) | host | 5 | 100.0 | [99.1, 100.9] | 0.7% |"
+                "| events_per_sec (events/s) | host | 5 | 100.0 | \\[99.1, 100.9\\] | 0.7% |"
             ),
             "{long}"
         );

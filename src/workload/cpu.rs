@@ -34,6 +34,7 @@ pub const DEF: WorkloadDef = WorkloadDef {
         true,
         None,
     )],
+    area: crate::workload::Area::Cpu,
     build,
 };
 

@@ -144,6 +144,41 @@ pub fn metric_from(table: &[MetricDef], name: &str, value: f64) -> Metric {
     Metric::new(name, value, def.unit, def.higher_is_better)
 }
 
+/// The part of a machine a workload measures: a report's overview gives
+/// one slowdown per environment and area.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Area {
+    Cpu,
+    Memory,
+    Disk,
+    Network,
+    Oltp,
+    MicroOps,
+}
+
+impl Area {
+    pub const ALL: [Area; 6] = [
+        Area::Cpu,
+        Area::Memory,
+        Area::Disk,
+        Area::Network,
+        Area::Oltp,
+        Area::MicroOps,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Area::Cpu => "CPU",
+            Area::Memory => "memory",
+            Area::Disk => "disk",
+            Area::Network => "network",
+            Area::Oltp => "OLTP",
+            Area::MicroOps => "micro-ops",
+        }
+    }
+}
+
 /// One workload, as the registry lists it.
 pub struct WorkloadDef {
     pub name: &'static str,
@@ -156,6 +191,8 @@ pub struct WorkloadDef {
     pub needs: Needs,
     /// Every metric it produces; the first that matches a name wins.
     pub metrics: &'static [MetricDef],
+    /// What part of a machine it measures, for a report's overview.
+    pub area: Area,
     /// Builds it from validated options.
     pub build: fn(&Values) -> Result<Box<dyn Workload>>,
 }

@@ -141,6 +141,7 @@ pub const DEF: WorkloadDef = WorkloadDef {
         // a phase of milliseconds: shown in the detail, not the headline.
         MetricDef::new("*_per_sec", "files/s", true, false, None),
     ],
+    area: crate::workload::Area::Disk,
     build,
 };
 

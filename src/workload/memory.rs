@@ -74,6 +74,7 @@ pub const DEF: WorkloadDef = WorkloadDef {
         MetricDef::new("ops_per_sec", "ops/s", true, false, None),
         MetricDef::new("stream_*", "MiB/s", true, false, None),
     ],
+    area: crate::workload::Area::Memory,
     build,
 };
 

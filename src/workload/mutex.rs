@@ -52,6 +52,7 @@ pub const DEF: WorkloadDef = WorkloadDef {
         MetricDef::new("total_time_s", "s", false, true, None),
         MetricDef::new("events_per_sec", "events/s", true, false, None),
     ],
+    area: crate::workload::Area::Cpu,
     build,
 };
 

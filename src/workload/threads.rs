@@ -43,6 +43,7 @@ pub const DEF: WorkloadDef = WorkloadDef {
         MetricDef::new("events_per_sec", "events/s", true, true, None),
         MetricDef::new("total_time_s", "s", false, false, None),
     ],
+    area: crate::workload::Area::Cpu,
     build,
 };
 

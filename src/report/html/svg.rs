@@ -963,7 +963,6 @@ pub(super) fn line_chart(title: &str, xlabel: &str, unit: &str, series: &[Series
 /// A slowdown's colour on a diverging log scale: white at 1×, full green
 /// at `1/scale` and faster, full red at `scale` and slower; and whether
 /// text on it should be white.
-#[allow(dead_code)]
 fn diverging(v: f64, scale: f64) -> (String, bool) {
     if !(v.is_finite() && v > 0.0) {
         return ("#eeeeee".into(), false);
@@ -985,7 +984,6 @@ fn diverging(v: f64, scale: f64) -> (String, bool) {
 /// per (x, y) with its figure, coloured on a diverging log scale around 1×
 /// (green faster, white 1×, red slower). `cells` are (x index, y index,
 /// slowdown, the cell's tooltip).
-#[allow(dead_code)]
 pub(super) fn heat_map(
     title: &str,
     xlabel: &str,

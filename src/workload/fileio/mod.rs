@@ -59,6 +59,7 @@ pub const DEF: WorkloadDef = WorkloadDef {
         MetricDef::new("read_mib_per_sec", "MiB/s", true, false, None),
         MetricDef::new("written_mib_per_sec", "MiB/s", true, false, None),
     ],
+    area: crate::workload::Area::Disk,
     build,
 };
 

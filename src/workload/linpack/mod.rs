@@ -73,6 +73,7 @@ pub const DEF: WorkloadDef = WorkloadDef {
     engine: &["threads"],
     needs: Needs::NONE,
     metrics: METRICS,
+    area: crate::workload::Area::Cpu,
     build,
 };
 

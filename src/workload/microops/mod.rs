@@ -99,6 +99,7 @@ pub const DEF: WorkloadDef = WorkloadDef {
     engine: &["time"],
     needs: Needs::NONE,
     metrics: METRICS,
+    area: crate::workload::Area::MicroOps,
     build,
 };
 

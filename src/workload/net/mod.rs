@@ -167,6 +167,7 @@ pub const DEF: WorkloadDef = WorkloadDef {
         root: false,
     },
     metrics: METRICS,
+    area: crate::workload::Area::Network,
     build,
 };
 

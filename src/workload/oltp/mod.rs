@@ -111,6 +111,7 @@ const fn def(test: Test, build: fn(&Values) -> Result<Box<dyn Workload>>) -> Wor
             root: false,
         },
         metrics: METRICS,
+        area: crate::workload::Area::Oltp,
         build,
     }
 }

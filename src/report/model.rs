@@ -1,0 +1,1336 @@
+//! The document every report format lays out. It is built once from an
+//! `Analysis` (or a `Fleet`): titled sections of paragraphs, tables and
+//! figures, in the order a reader wants them — an overview to read in ten
+//! seconds, the headline verdicts, then what was compared and the detail.
+//! The exporters decide nothing about content: the terminal prints the
+//! text and tables, markdown the same as pipe tables, HTML everything with
+//! the figures as inline SVG (and `--figures` each one as a file).
+
+use std::collections::BTreeMap;
+
+use super::{
+    effect, flag_summary, fleet_hosts, fleet_spread, fsync_warning, marks, method, num, pval,
+    ratio_text, storages, tally, verdict_cell, Analysis, Fleet, View,
+};
+use crate::analysis::EntryAnalysis;
+use crate::stats::{Assessment, Outcome};
+use crate::workload::Area;
+
+pub struct Document {
+    pub title: String,
+    /// Paragraphs under the title: what was compared, and how.
+    pub intro: Vec<String>,
+    pub sections: Vec<Section>,
+}
+
+pub struct Section {
+    /// A stable name: the HTML anchor and the prefix of its figures' files.
+    pub id: String,
+    pub title: String,
+    /// 2 for a report's sections; 3 inside a fleet report's host.
+    pub level: u8,
+    /// False for tables too wide for a terminal (the fingerprints).
+    pub terminal: bool,
+    pub blocks: Vec<Block>,
+}
+
+pub enum Block {
+    Para(String),
+    /// A remark in a lesser voice (how to read a chart, a hint).
+    Note(String),
+    Warning(String),
+    List(Vec<String>),
+    Table(Table),
+    /// Figures side by side; the text formats leave them out.
+    Figures(Vec<Figure>),
+    /// Folded away in HTML unless `open`; the text formats show it only
+    /// when open (`--detail`).
+    Folded {
+        summary: String,
+        open: bool,
+        blocks: Vec<Block>,
+    },
+    /// Where the text formats find what HTML shows folded (`--detail`).
+    TextHint(String),
+}
+
+/// A table whose rows may be grouped under a heading (an entry's label):
+/// the terminal prints the heading on a line of its own, markdown and HTML
+/// as the first column, named `group`.
+pub struct Table {
+    pub group: Option<&'static str>,
+    pub columns: Vec<Column>,
+    pub rows: Vec<Row>,
+}
+
+pub struct Column {
+    pub name: String,
+    /// Right-aligned in the terminal.
+    pub numeric: bool,
+    /// The terminal truncates longer cells to this many characters
+    /// (0: never).
+    pub max: usize,
+}
+
+impl Column {
+    fn text(name: &str, max: usize) -> Column {
+        Column {
+            name: name.into(),
+            numeric: false,
+            max,
+        }
+    }
+
+    fn num(name: &str) -> Column {
+        Column {
+            name: name.into(),
+            numeric: true,
+            max: 0,
+        }
+    }
+}
+
+pub struct Row {
+    pub group: String,
+    pub cells: Vec<Cell>,
+    /// Highlighted: a flagged run or a file system that ignores fsync.
+    pub flagged: bool,
+}
+
+#[derive(Clone, Default)]
+pub struct Cell {
+    pub text: String,
+    pub tone: Tone,
+    /// More than fits: HTML shows it on hover.
+    pub hover: Option<String>,
+}
+
+impl Cell {
+    fn toned(text: String, tone: Tone) -> Cell {
+        Cell {
+            text,
+            tone,
+            hover: None,
+        }
+    }
+}
+
+impl<T: Into<String>> From<T> for Cell {
+    fn from(t: T) -> Cell {
+        Cell {
+            text: t.into(),
+            ..Cell::default()
+        }
+    }
+}
+
+/// How a cell is coloured: by its verdict, or muted.
+#[derive(Clone, Copy, Default, PartialEq, Eq, Debug)]
+pub enum Tone {
+    #[default]
+    Plain,
+    Slower,
+    Faster,
+    Equivalent,
+    Muted,
+}
+
+impl Tone {
+    pub fn of(o: Option<Outcome>) -> Tone {
+        match o {
+            Some(Outcome::Slower) => Tone::Slower,
+            Some(Outcome::Faster) => Tone::Faster,
+            Some(Outcome::Equivalent) => Tone::Equivalent,
+            _ => Tone::Muted,
+        }
+    }
+
+    pub fn outcome(self) -> Option<Outcome> {
+        match self {
+            Tone::Slower => Some(Outcome::Slower),
+            Tone::Faster => Some(Outcome::Faster),
+            Tone::Equivalent => Some(Outcome::Equivalent),
+            _ => None,
+        }
+    }
+}
+
+pub struct Figure {
+    /// The file name of its standalone SVG, without `.svg`.
+    pub id: String,
+    pub title: String,
+    pub kind: FigureKind,
+}
+
+pub enum FigureKind {
+    /// Slowdown factors on a log axis centred at 1× (right is slower).
+    Slowdown { rows: Vec<SlowdownRow>, margin: f64 },
+    /// Each environment's mean with its interval and runs.
+    Bars { unit: String, bars: Vec<BarData> },
+    /// A parameter sweep: a line per environment against the value.
+    Lines {
+        xlabel: String,
+        unit: String,
+        series: Vec<Series>,
+    },
+    /// A two-way sweep: slowdown against the baseline per cell.
+    Heat {
+        xlabel: String,
+        ylabel: String,
+        xs: Vec<String>,
+        ys: Vec<String>,
+        cells: Vec<(usize, usize, f64, String)>,
+    },
+}
+
+/// One line of a sweep: the environment, and per value of the swept
+/// parameter (x, mean, 95% interval's lower and upper end).
+pub type Series = (String, Vec<(f64, f64, f64, f64)>);
+
+pub struct SlowdownRow {
+    pub label: String,
+    pub point: f64,
+    pub lower: f64,
+    pub upper: f64,
+    /// Each run against the baseline's geometric mean, as a slowdown.
+    pub runs: Vec<f64>,
+    pub verdict: Option<Outcome>,
+    /// The environment's index: its colour.
+    pub env: usize,
+}
+
+pub struct BarData {
+    pub label: String,
+    pub value: f64,
+    pub lower: f64,
+    pub upper: f64,
+    pub runs: Vec<f64>,
+    pub env: usize,
+}
+
+impl Block {
+    /// Whether a format without figures has something to show here
+    /// beyond notes about what is not there.
+    pub fn has_text(&self) -> bool {
+        match self {
+            Block::Para(t) | Block::Warning(t) => !t.is_empty(),
+            Block::List(items) => !items.is_empty(),
+            Block::Table(_) => true,
+            Block::Folded { open, blocks, .. } => *open && blocks.iter().any(Block::has_text),
+            Block::Note(_) | Block::Figures(_) | Block::TextHint(_) => false,
+        }
+    }
+}
+
+impl Document {
+    /// Every figure, in the order of the document.
+    pub fn figures(&self) -> Vec<&Figure> {
+        fn walk<'a>(blocks: &'a [Block], out: &mut Vec<&'a Figure>) {
+            for b in blocks {
+                match b {
+                    Block::Figures(f) => out.extend(f),
+                    Block::Folded { blocks, .. } => walk(blocks, out),
+                    _ => {}
+                }
+            }
+        }
+        let mut out = Vec::new();
+        for s in &self.sections {
+            walk(&s.blocks, &mut out);
+        }
+        out
+    }
+}
+
+/// A name made safe for a file and an anchor: letters, digits, '-'.
+pub fn slug(s: &str) -> String {
+    let mut out = String::new();
+    for c in s.chars() {
+        if c.is_ascii_alphanumeric() {
+            out.push(c.to_ascii_lowercase());
+        } else if !out.ends_with('-') {
+            out.push('-');
+        }
+    }
+    let t = out.trim_matches('-');
+    let t: String = t.chars().take(60).collect();
+    if t.is_empty() {
+        "x".into()
+    } else {
+        t
+    }
+}
+
+fn section(id: &str, title: &str, blocks: Vec<Block>) -> Section {
+    Section {
+        id: id.into(),
+        title: title.into(),
+        level: 2,
+        terminal: true,
+        blocks,
+    }
+}
+
+/// The report of one comparison.
+pub fn document(a: &Analysis, view: View) -> Document {
+    let mut sections = vec![overview(a), headline(a, view)];
+    sections.push(environments(a));
+    sections.push(against_baseline(a));
+    if let Some(s) = sweeps(a) {
+        sections.push(s);
+    }
+    if let Some(s) = categories(a) {
+        sections.push(s);
+    }
+    if let Some(s) = net_paths(a) {
+        sections.push(s);
+    }
+    if let Some(s) = storage(a) {
+        sections.push(s);
+    }
+    for (i, e) in a.entries.iter().enumerate() {
+        sections.push(entry(a, i, e, view));
+    }
+    if let Some(s) = flags(a, view) {
+        sections.push(s);
+    }
+    if let Some(s) = failures(a) {
+        sections.push(s);
+    }
+    Document {
+        title: format!("virtperf comparison #{}", a.id),
+        intro: vec![
+            format!(
+                "Suite {}, baseline {}, started {}.",
+                a.suite, a.baseline, a.started_at
+            ),
+            method(a),
+        ],
+        sections,
+    }
+}
+
+/// One overview cell: an environment's slowdown in one area, from the
+/// headline rows of that area's workloads.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct AreaSlowdown {
+    pub env: String,
+    pub area: Area,
+    /// Geometric mean of the rows' slowdown factors (rates inverted).
+    pub point: f64,
+    pub lower: f64,
+    pub upper: f64,
+    /// The rows' verdicts: slower, faster, equivalent, inconclusive.
+    #[serde(serialize_with = "named_counts")]
+    pub verdicts: [usize; 4],
+    pub rows: usize,
+}
+
+fn named_counts<S: serde::Serializer>(v: &[usize; 4], s: S) -> Result<S::Ok, S::Error> {
+    use serde::ser::SerializeMap;
+    let mut m = s.serialize_map(Some(4))?;
+    for (k, n) in ["slower", "faster", "equivalent", "inconclusive"]
+        .iter()
+        .zip(v)
+    {
+        m.serialize_entry(k, n)?;
+    }
+    m.end()
+}
+
+impl AreaSlowdown {
+    /// The area's own verdict, read off its interval as a row's is:
+    /// equivalent when it lies within the margin, else slower or faster
+    /// when it excludes 1.
+    pub fn outcome(&self, margin: f64) -> Outcome {
+        if self.lower >= 1.0 / (1.0 + margin) && self.upper <= 1.0 + margin {
+            Outcome::Equivalent
+        } else if self.lower > 1.0 {
+            Outcome::Slower
+        } else if self.upper < 1.0 {
+            Outcome::Faster
+        } else {
+            Outcome::Inconclusive
+        }
+    }
+}
+
+/// A headline row's slowdown factor and interval (a rate's ratio
+/// inverted, so above 1 is always slower).
+fn slowdown(higher_is_better: bool, x: &Assessment) -> (f64, f64, f64) {
+    let s = |r: f64| if higher_is_better { 1.0 / r } else { r };
+    let (l, u) = (s(x.ratio.lower), s(x.ratio.upper));
+    (s(x.ratio.point), l.min(u), l.max(u))
+}
+
+/// Per environment and area, the slowdown over its headline rows: the
+/// geometric mean of the rows' factors, and as interval the mean of their
+/// intervals' ends on the log scale. That interval is conservative
+/// whatever the rows' correlation (the spread of a mean is at most the
+/// mean of the spreads), so several metrics of one run do not pass for
+/// independent evidence.
+pub fn area_slowdowns(a: &Analysis) -> Vec<AreaSlowdown> {
+    // Per (environment, area): each row's log slowdown and interval ends,
+    // and the count of each verdict.
+    type Acc = (Vec<(f64, f64, f64)>, [usize; 4]);
+    let mut acc: BTreeMap<(usize, Area), Acc> = BTreeMap::new();
+    for r in a.headline_rows() {
+        let Some(x) = &r.stat.vs_baseline else {
+            continue;
+        };
+        let Some(area) = crate::workload::find(&r.entry.workload).map(|d| d.area) else {
+            continue;
+        };
+        let (p, l, u) = slowdown(r.metric.higher_is_better, x);
+        if !(p > 0.0 && l > 0.0 && u.is_finite()) {
+            continue;
+        }
+        let Some(ei) = a.envs.iter().position(|e| *e == r.stat.env) else {
+            continue;
+        };
+        let slot = acc.entry((ei, area)).or_default();
+        slot.0.push((p.ln(), l.ln(), u.ln()));
+        let k = match x.outcome {
+            Outcome::Slower => 0,
+            Outcome::Faster => 1,
+            Outcome::Equivalent => 2,
+            Outcome::Inconclusive => 3,
+        };
+        slot.1[k] += 1;
+    }
+    acc.into_iter()
+        .map(|((ei, area), (logs, verdicts))| {
+            let n = logs.len() as f64;
+            let mean = |f: fn(&(f64, f64, f64)) -> f64| (logs.iter().map(f).sum::<f64>() / n).exp();
+            AreaSlowdown {
+                env: a.envs[ei].clone(),
+                area,
+                point: mean(|x| x.0),
+                lower: mean(|x| x.1),
+                upper: mean(|x| x.2),
+                verdicts,
+                rows: logs.len(),
+            }
+        })
+        .collect()
+}
+
+/// A factor to three significant figures: 0.0512, 0.97, 1.40, 20.0, 312.
+fn sig3(x: f64) -> String {
+    let a = x.abs();
+    if !x.is_finite() {
+        "–".into()
+    } else if a >= 100.0 {
+        format!("{x:.0}")
+    } else if a >= 10.0 {
+        format!("{x:.1}")
+    } else if a >= 1.0 {
+        format!("{x:.2}")
+    } else {
+        let d = (-a.log10().floor()) as usize + 2;
+        format!("{x:.d$}")
+    }
+}
+
+/// "2.31× [2.10–2.54] ▲": a slowdown, its interval and its verdict's mark
+/// (▲ slower, ▼ faster, = equivalent, ? inconclusive), so it reads
+/// without colour too.
+fn factor_cell(point: f64, lower: f64, upper: f64, o: Outcome) -> String {
+    let mark = match o {
+        Outcome::Slower => "▲",
+        Outcome::Faster => "▼",
+        Outcome::Equivalent => "=",
+        Outcome::Inconclusive => "?",
+    };
+    format!("{}× [{}–{}] {mark}", sig3(point), sig3(lower), sig3(upper))
+}
+
+/// "5 slower, 1 equivalent, 2 inconclusive"
+fn verdict_counts(v: &[usize; 4]) -> String {
+    let parts: Vec<String> = ["slower", "faster", "equivalent", "inconclusive"]
+        .iter()
+        .zip(v)
+        .filter(|(_, n)| **n > 0)
+        .map(|(w, n)| format!("{n} {w}"))
+        .collect();
+    parts.join(", ")
+}
+
+fn overview(a: &Analysis) -> Section {
+    let cells = area_slowdowns(a);
+    let mut blocks = Vec::new();
+    if cells.is_empty() {
+        blocks.push(Block::Para(
+            "No environment besides the baseline has headline results.".into(),
+        ));
+        return section("overview", "Overview", blocks);
+    }
+    let areas: Vec<Area> = Area::ALL
+        .into_iter()
+        .filter(|ar| cells.iter().any(|c| c.area == *ar))
+        .collect();
+    blocks.push(Block::Note(format!(
+        "How much slower each environment is than {} per area, as a factor (above 1× slower, below faster): \
+         the geometric mean over the area's headline metrics, with an interval that averages theirs on the log scale \
+         (conservative, as the metrics share runs), marked as a verdict would be: = equivalent when it lies within ±{}%, else ▲ slower or ▼ faster when it excludes 1×, \
+         ? otherwise. The last column counts the metrics' own verdicts.",
+        a.baseline,
+        super::percent(a.settings.margin)
+    )));
+    let mut columns = vec![Column::text("environment", 20)];
+    columns.extend(areas.iter().map(|ar| Column::num(ar.name())));
+    columns.push(Column::text("headline verdicts", 0));
+    let mut rows = Vec::new();
+    let mut fig = Vec::new();
+    for (ei, env) in a.envs.iter().enumerate() {
+        let mine: Vec<&AreaSlowdown> = cells.iter().filter(|c| c.env == *env).collect();
+        if mine.is_empty() {
+            continue;
+        }
+        let mut total = [0usize; 4];
+        let mut row = vec![Cell::from(env.clone())];
+        for ar in &areas {
+            match mine.iter().find(|c| c.area == *ar) {
+                Some(c) => {
+                    for (t, v) in total.iter_mut().zip(c.verdicts) {
+                        *t += v;
+                    }
+                    let o = c.outcome(a.settings.margin);
+                    row.push(Cell {
+                        text: factor_cell(c.point, c.lower, c.upper, o),
+                        tone: Tone::of(Some(o)),
+                        hover: Some(format!(
+                            "{} {}: {} headline metric{} ({})",
+                            env,
+                            ar.name(),
+                            c.rows,
+                            if c.rows == 1 { "" } else { "s" },
+                            verdict_counts(&c.verdicts)
+                        )),
+                    });
+                    fig.push(SlowdownRow {
+                        label: format!("{env} · {}", ar.name()),
+                        point: c.point,
+                        lower: c.lower,
+                        upper: c.upper,
+                        runs: Vec::new(),
+                        verdict: Some(o),
+                        env: ei,
+                    });
+                }
+                None => row.push("–".into()),
+            }
+        }
+        row.push(verdict_counts(&total).into());
+        rows.push(Row {
+            group: String::new(),
+            cells: row,
+            flagged: false,
+        });
+    }
+    blocks.push(Block::Table(Table {
+        group: None,
+        columns,
+        rows,
+    }));
+    blocks.push(Block::Para(tally(a)));
+    blocks.push(Block::Figures(vec![Figure {
+        id: "overview".into(),
+        title: format!("Slowdown against {} per area (log scale)", a.baseline),
+        kind: FigureKind::Slowdown {
+            rows: fig,
+            margin: a.settings.margin,
+        },
+    }]));
+    section("overview", "Overview", blocks)
+}
+
+fn headline(a: &Analysis, view: View) -> Section {
+    let rows = a.headline_rows();
+    let title = format!("Headline summary (environment against {})", a.baseline);
+    if rows.is_empty() {
+        return section(
+            "headline",
+            &title,
+            vec![Block::Para(
+                "No environment besides the baseline has results.".into(),
+            )],
+        );
+    }
+    let table = Table {
+        group: Some("entry"),
+        columns: vec![
+            Column::text("environment", 16),
+            Column::text("metric", 28),
+            Column::num("ratio [95% CI]"),
+            Column::num("effect"),
+            Column::text("verdict", 0),
+        ],
+        rows: rows
+            .iter()
+            .map(|r| {
+                let x = r.stat.vs_baseline.as_ref();
+                Row {
+                    group: r.entry.label.clone(),
+                    cells: vec![
+                        r.stat.env.clone().into(),
+                        r.metric.name.clone().into(),
+                        x.map(ratio_text).unwrap_or_default().into(),
+                        x.map(effect).unwrap_or_default().into(),
+                        Cell::toned(
+                            format!("{}{}", verdict_cell(r.stat, true, false), marks(r)),
+                            Tone::of(x.map(|x| x.outcome)),
+                        ),
+                    ],
+                    flagged: r.noisy || r.fsync_ignored,
+                }
+            })
+            .collect(),
+    };
+    let mut blocks = vec![Block::Table(table)];
+    if !view.detail {
+        blocks.push(Block::TextHint(
+            "Every metric with both tests' p-values: --detail (or --format json / csv).".into(),
+        ));
+    }
+    section("headline", &title, blocks)
+}
+
+fn environments(a: &Analysis) -> Section {
+    let cols = [
+        "kind",
+        "hypervisor",
+        "CPU",
+        "CPUs",
+        "memory",
+        "CPU quota",
+        "kernel",
+        "ready after",
+        "network path",
+        "storage",
+    ];
+    let mut columns = vec![Column::text("environment", 0)];
+    columns.extend(cols.iter().map(|c| Column::text(c, 0)));
+    let rows = a
+        .envs
+        .iter()
+        .map(|env| {
+            let f = a.fingerprints.get(env);
+            let storage = f.and_then(|f| f.storage.as_ref());
+            let hv = f.map(|f| f.hypervisor.as_str()).unwrap_or("");
+            Row {
+                group: String::new(),
+                cells: vec![
+                    env.clone().into(),
+                    f.map(|f| f.kind.clone()).unwrap_or_default().into(),
+                    Cell {
+                        text: crate::sys::fingerprint::hypervisor_name(hv).into(),
+                        tone: Tone::Plain,
+                        hover: Some(hv.into()),
+                    },
+                    f.map(|f| f.cpu_model.clone()).unwrap_or_default().into(),
+                    f.map(|f| f.cpus.to_string()).unwrap_or_default().into(),
+                    f.map(|f| format!("{:.1} GiB", f.memory_bytes as f64 / (1u64 << 30) as f64))
+                        .unwrap_or_default()
+                        .into(),
+                    f.and_then(|f| f.cgroup.cpu_quota)
+                        .map(|q| format!("{q}"))
+                        .unwrap_or_else(|| "–".into())
+                        .into(),
+                    f.map(|f| f.kernel.clone()).unwrap_or_default().into(),
+                    f.and_then(|f| f.ready_s)
+                        .map(|s| format!("{s:.2} s"))
+                        .unwrap_or_default()
+                        .into(),
+                    f.and_then(|f| f.net_path.clone())
+                        .unwrap_or_else(|| "–".into())
+                        .into(),
+                    storage
+                        .map(|s| s.describe())
+                        .unwrap_or_else(|| "–".into())
+                        .into(),
+                ],
+                flagged: storage.is_some_and(|s| s.fsync_ignored.is_some()),
+            }
+        })
+        .collect();
+    Section {
+        terminal: false,
+        ..section(
+            "environments",
+            "Environments",
+            vec![Block::Table(Table {
+                group: None,
+                columns,
+                rows,
+            })],
+        )
+    }
+}
+
+fn geometric_mean(xs: &[f64]) -> f64 {
+    let logs: Vec<f64> = xs.iter().filter(|x| **x > 0.0).map(|x| x.ln()).collect();
+    if logs.is_empty() {
+        return f64::NAN;
+    }
+    (logs.iter().sum::<f64>() / logs.len() as f64).exp()
+}
+
+fn against_baseline(a: &Analysis) -> Section {
+    let base_i = a.envs.iter().position(|e| *e == a.baseline);
+    let mut figs = Vec::new();
+    for (ei, env) in a.envs.iter().enumerate() {
+        if *env == a.baseline {
+            continue;
+        }
+        let rows: Vec<SlowdownRow> = a
+            .entries
+            .iter()
+            .flat_map(|e| {
+                e.metrics
+                    .iter()
+                    .filter(|m| m.headline)
+                    .filter_map(move |m| {
+                        let s = m.per_env.get(ei)?;
+                        if s.samples.is_empty() {
+                            return None;
+                        }
+                        let gm = geometric_mean(&m.per_env.get(base_i?)?.samples);
+                        let slow = |r: f64| if m.higher_is_better { 1.0 / r } else { r };
+                        let x = s.vs_baseline.as_ref();
+                        let (point, lower, upper) = x
+                            .map(|x| slowdown(m.higher_is_better, x))
+                            .unwrap_or((f64::NAN, f64::NAN, f64::NAN));
+                        Some(SlowdownRow {
+                            label: format!("{} · {}", e.label, m.name),
+                            point,
+                            lower,
+                            upper,
+                            runs: s.samples.iter().map(|v| slow(v / gm)).collect(),
+                            verdict: x.map(|x| x.outcome),
+                            env: ei,
+                        })
+                    })
+            })
+            .collect();
+        if !rows.is_empty() {
+            figs.push(Figure {
+                id: format!("slowdown-{}", slug(env)),
+                title: format!("{env} against {}: slowdown (log scale)", a.baseline),
+                kind: FigureKind::Slowdown {
+                    rows,
+                    margin: a.settings.margin,
+                },
+            });
+        }
+    }
+    section(
+        "against-baseline",
+        "Against the baseline",
+        vec![
+            Block::Note("Each headline metric as a slowdown factor (a throughput's ratio inverted, so right is always slower) on a log axis centred at 1×. Points: each run against the baseline's geometric mean; diamond and bar: the geometric mean with its 95% interval, coloured by verdict (red slower, green faster, blue equivalent, grey inconclusive); shaded: the equivalence margin; an arrow at the edge: beyond the axis, with its figure.".into()),
+            Block::Figures(figs),
+        ],
+    )
+}
+
+/// Parameter sweeps: entries of one workload that differ in exactly one
+/// numeric parameter form a series, drawn as a line per environment; a
+/// full grid over two such parameters is drawn as a heat map per
+/// environment (slowdown against the baseline).
+fn sweeps(a: &Analysis) -> Option<Section> {
+    let mut figs = Vec::new();
+    for (workload, key, group) in super::sweeps::one_way(a) {
+        let Some(first) = group.first() else { continue };
+        for m in first.metrics.iter().filter(|m| m.headline) {
+            let series: Vec<Series> = a
+                .envs
+                .iter()
+                .enumerate()
+                .map(|(ei, env)| {
+                    let pts = group
+                        .iter()
+                        .filter_map(|e| {
+                            let x = e.params.get(&key)?.as_f64()?;
+                            let mm = e.metrics.iter().find(|q| q.name == m.name)?;
+                            let s = mm.per_env.get(ei)?.summary.as_ref()?;
+                            Some((x, s.mean, s.ci.lower, s.ci.upper))
+                        })
+                        .collect();
+                    (env.clone(), pts)
+                })
+                .filter(|(_, p): &(String, Vec<_>)| !p.is_empty())
+                .collect();
+            figs.push(Figure {
+                id: format!(
+                    "sweep-{}-{}-by-{}",
+                    slug(&workload),
+                    slug(&m.name),
+                    slug(&key)
+                ),
+                title: format!("{workload}: {} by {key}", m.name),
+                kind: FigureKind::Lines {
+                    xlabel: key.clone(),
+                    unit: m.unit.clone(),
+                    series,
+                },
+            });
+        }
+    }
+    for g in super::sweeps::two_way(a) {
+        let Some(first) = g.entries.first().map(|(_, _, e)| *e) else {
+            continue;
+        };
+        for m in first.metrics.iter().filter(|m| m.headline) {
+            for (ei, env) in a.envs.iter().enumerate() {
+                if *env == a.baseline {
+                    continue;
+                }
+                let cells: Vec<(usize, usize, f64, String)> = g
+                    .entries
+                    .iter()
+                    .filter_map(|(xi, yi, e)| {
+                        let mm = e.metrics.iter().find(|q| q.name == m.name)?;
+                        let x = mm.per_env.get(ei)?.vs_baseline.as_ref()?;
+                        let (p, _, _) = slowdown(mm.higher_is_better, x);
+                        Some((
+                            *xi,
+                            *yi,
+                            p,
+                            format!(
+                                "{} = {}, {} = {}: {} ({})",
+                                g.xkey,
+                                g.xs[*xi],
+                                g.ykey,
+                                g.ys[*yi],
+                                ratio_text(x),
+                                x.outcome.label()
+                            ),
+                        ))
+                    })
+                    .collect();
+                if cells.is_empty() {
+                    continue;
+                }
+                figs.push(Figure {
+                    id: format!("heat-{}-{}-{}", slug(&g.workload), slug(&m.name), slug(env)),
+                    title: format!(
+                        "{}: {} slowdown of {env} by {} × {}",
+                        g.workload, m.name, g.xkey, g.ykey
+                    ),
+                    kind: FigureKind::Heat {
+                        xlabel: g.xkey.clone(),
+                        ylabel: g.ykey.clone(),
+                        xs: g.xs.clone(),
+                        ys: g.ys.clone(),
+                        cells,
+                    },
+                });
+            }
+        }
+    }
+    (!figs.is_empty()).then(|| {
+        section(
+            "sweeps",
+            "Parameter sweeps",
+            vec![
+                Block::Note("Entries that differ in one value (threads, a block size) as a line per environment with its 95% interval; a grid over two values as a heat map of each environment's slowdown against the baseline.".into()),
+                Block::Figures(figs),
+            ],
+        )
+    })
+}
+
+fn categories(a: &Analysis) -> Option<Section> {
+    if a.rankings.is_empty() {
+        return None;
+    }
+    let empty = |r: &crate::stats::Ranking| r.categories.iter().all(|c| c.value.is_none());
+    let title = "Overhead categories (seed 001's method)";
+    if a.rankings.iter().all(|(_, r)| empty(r)) {
+        return Some(section("categories", title, vec![Block::Para(
+            "None of this suite's workloads belong to seed 001's categories (disk, micro-operations, LINPACK, network).".into(),
+        )]));
+    }
+    let names: Vec<(&str, &str)> = a.rankings[0]
+        .1
+        .categories
+        .iter()
+        .map(|c| (c.name, c.unit))
+        .collect();
+    let mut columns = vec![Column::text("category", 0), Column::text("unit", 0)];
+    columns.extend(a.rankings.iter().map(|(env, _)| Column::num(env)));
+    let mut rows: Vec<Row> = names
+        .iter()
+        .enumerate()
+        .map(|(i, (name, unit))| {
+            let mut cells = vec![Cell::from(*name), Cell::from(*unit)];
+            cells.extend(a.rankings.iter().map(|(_, r)| {
+                let c = &r.categories[i];
+                match c.value {
+                    Some(v) => Cell {
+                        text: format!("{v:.2}"),
+                        tone: Tone::Plain,
+                        hover: Some(format!("from {}", c.from.join(", "))),
+                    },
+                    None => Cell::toned("–".into(), Tone::Muted),
+                }
+            }));
+            Row {
+                group: String::new(),
+                cells,
+                flagged: false,
+            }
+        })
+        .collect();
+    let mut score = vec![Cell::from("ranking score"), Cell::from("lower is better")];
+    score.extend(a.rankings.iter().map(|(_, r)| match r.score {
+        Some(s) => Cell::from(format!("{s:.2}")),
+        None => Cell::toned("–".into(), Tone::Muted),
+    }));
+    rows.push(Row {
+        group: String::new(),
+        cells: score,
+        flagged: false,
+    });
+    let mut blocks = vec![
+        Block::Note("Seed 001's arithmetic: computing power, disk I/O and network I/O as mean overhead %, disk read latency and micro-operations as mean times slower; the score multiplies the sum of the first by the sum of the second. Point figures without intervals, as the seed gives them; the headline rows carry the intervals.".into()),
+        Block::Table(Table {
+            group: None,
+            columns,
+            rows,
+        }),
+    ];
+    let missing: Vec<&str> = a
+        .rankings
+        .iter()
+        .find(|(_, r)| r.score.is_none())
+        .map(|(_, r)| r.missing.clone())
+        .unwrap_or_default();
+    if !missing.is_empty() {
+        blocks.push(Block::Note(format!(
+            "No score where an overhead and a times-slower category are not both present; this suite has no {}.",
+            missing.join(", ")
+        )));
+    }
+    Some(section("categories", title, blocks))
+}
+
+fn net_paths(a: &Analysis) -> Option<Section> {
+    let rows: Vec<Row> = a
+        .envs
+        .iter()
+        .filter_map(|e| {
+            let p = a.fingerprints.get(e)?.net_path.as_deref()?;
+            Some(Row {
+                group: String::new(),
+                cells: vec![e.clone().into(), p.into()],
+                flagged: false,
+            })
+        })
+        .collect();
+    (!rows.is_empty()).then(|| {
+        section(
+            "network-paths",
+            "Network paths",
+            vec![Block::Table(Table {
+                group: None,
+                columns: vec![Column::text("environment", 0), Column::text("path", 0)],
+                rows,
+            })],
+        )
+    })
+}
+
+fn storage(a: &Analysis) -> Option<Section> {
+    let list = storages(a);
+    if list.is_empty() {
+        return None;
+    }
+    let mut blocks = vec![
+        Block::Note(
+            "Where the file, disk and OLTP tests wrote, as seen inside each environment.".into(),
+        ),
+        Block::Table(Table {
+            group: None,
+            columns: vec![
+                Column::text("environment", 0),
+                Column::text("file system", 0),
+            ],
+            rows: list
+                .iter()
+                .map(|(env, _, s)| Row {
+                    group: String::new(),
+                    cells: vec![(*env).into(), s.describe().into()],
+                    flagged: s.fsync_ignored.is_some(),
+                })
+                .collect(),
+        }),
+    ];
+    for (env, kind, s) in list.iter().filter(|(_, _, s)| s.fsync_ignored.is_some()) {
+        blocks.push(Block::Warning(fsync_warning(env, kind, s)));
+    }
+    Some(section("storage", "Storage", blocks))
+}
+
+/// One entry: its headline metrics as bar charts, and every metric's
+/// table (folded unless `--detail`).
+fn entry(a: &Analysis, i: usize, e: &EntryAnalysis, view: View) -> Section {
+    let figs: Vec<Figure> = e
+        .metrics
+        .iter()
+        .filter(|m| m.headline)
+        .map(|m| Figure {
+            id: format!("entry-{}-{}", i + 1, slug(&m.name)),
+            title: m.name.clone(),
+            kind: FigureKind::Bars {
+                unit: m.unit.clone(),
+                bars: m
+                    .per_env
+                    .iter()
+                    .enumerate()
+                    .filter_map(|(ei, s)| {
+                        let sum = s.summary.as_ref()?;
+                        Some(BarData {
+                            label: s.env.clone(),
+                            value: sum.mean,
+                            lower: sum.ci.lower,
+                            upper: sum.ci.upper,
+                            runs: s.samples.clone(),
+                            env: ei,
+                        })
+                    })
+                    .collect(),
+            },
+        })
+        .collect();
+    let mut columns = vec![Column::text("metric", 34), Column::text("environment", 18)];
+    for c in [
+        "n",
+        "mean",
+        "95% CI",
+        "CV",
+        "ratio [95% CI]",
+        "effect",
+        "p Welch",
+        "p Welch (Holm)",
+        "p rank (Holm)",
+    ] {
+        columns.push(Column::num(c));
+    }
+    columns.push(Column::text("verdict", 0));
+    let mut rows = Vec::new();
+    for m in &e.metrics {
+        for s in &m.per_env {
+            let Some(sum) = &s.summary else { continue };
+            let x = s.vs_baseline.as_ref();
+            let p = |f: fn(&Assessment) -> f64| x.map(|x| pval(f(x))).unwrap_or_default();
+            let flagged = a.noisy(&s.env, &e.label);
+            let mut verdict = verdict_cell(s, m.headline, s.env == a.baseline);
+            if x.is_some_and(|x| x.tests_disagree) {
+                verdict.push_str(" †");
+            }
+            if let Some(why) = &s.not_comparable {
+                verdict = format!("{verdict}: {why}");
+            }
+            rows.push(Row {
+                group: String::new(),
+                cells: vec![
+                    format!(
+                        "{}{} ({})",
+                        if m.headline { "" } else { "  " },
+                        m.name,
+                        m.unit
+                    )
+                    .into(),
+                    format!("{}{}", s.env, if flagged { " ⚑" } else { "" }).into(),
+                    sum.n.to_string().into(),
+                    num(sum.mean).into(),
+                    format!("[{}, {}]", num(sum.ci.lower), num(sum.ci.upper)).into(),
+                    format!("{:.1}%", sum.cv * 100.0).into(),
+                    x.map(ratio_text).unwrap_or_default().into(),
+                    x.map(effect).unwrap_or_default().into(),
+                    p(|x| x.p_welch).into(),
+                    p(|x| x.p_welch_adjusted).into(),
+                    p(|x| x.p_rank_adjusted).into(),
+                    Cell::toned(
+                        verdict,
+                        if m.headline {
+                            Tone::of(x.map(|x| x.outcome))
+                        } else {
+                            Tone::Muted
+                        },
+                    ),
+                ],
+                flagged,
+            });
+        }
+    }
+    Section {
+        id: format!("entry-{}", i + 1),
+        title: e.label.clone(),
+        level: 2,
+        terminal: true,
+        blocks: vec![
+            Block::Figures(figs),
+            Block::Folded {
+                summary: format!("Every metric of {}", e.label),
+                open: view.detail,
+                blocks: vec![
+                    Block::Note("A verdict in [brackets] belongs to a detail metric: its own Holm family, descriptive only. †: Welch's and the rank test disagree.".into()),
+                    Block::Table(Table {
+                        group: None,
+                        columns,
+                        rows,
+                    }),
+                ],
+            },
+        ],
+    }
+}
+
+fn run_line(env: &str, label: &str, round: usize, why: &str) -> String {
+    format!("{env} / {label} / round {}: {why}", round + 1)
+}
+
+fn flags(a: &Analysis, view: View) -> Option<Section> {
+    if a.flags.is_empty() {
+        return None;
+    }
+    let mut lines = flag_summary(a);
+    let lead = if lines.is_empty() {
+        String::new()
+    } else {
+        lines.remove(0)
+    };
+    let each: Vec<String> = a
+        .flags
+        .iter()
+        .map(|f| format!("⚑ {}", run_line(&f.env, &f.label, f.round, &f.reason)))
+        .collect();
+    let mut blocks = vec![
+        Block::Note("⚑: something else competed for the CPUs; results may be off.".into()),
+        Block::Para(lead),
+        Block::List(lines),
+        Block::Folded {
+            summary: "Each flagged run".into(),
+            open: view.detail,
+            blocks: vec![Block::List(each)],
+        },
+    ];
+    if !view.detail {
+        blocks.push(Block::TextHint(
+            "Each flagged run and why: --detail.".into(),
+        ));
+    }
+    Some(section("flags", "Flagged runs", blocks))
+}
+
+fn failures(a: &Analysis) -> Option<Section> {
+    (!a.failures.is_empty()).then(|| {
+        section(
+            "failures",
+            "Failed runs",
+            vec![Block::List(
+                a.failures
+                    .iter()
+                    .map(|f| run_line(&f.env, &f.label, f.round, &f.error))
+                    .collect(),
+            )],
+        )
+    })
+}
+
+/// The fleet report: the fleet view across hosts, then each host's own
+/// report, its sections one level down.
+pub fn fleet_document(f: &Fleet, view: View) -> Document {
+    let mut sections = vec![fleet_view(f)];
+    for h in &f.hosts {
+        let d = document(&h.analysis, view);
+        let mut blocks: Vec<Block> = vec![Block::Para(d.title)];
+        blocks.extend(d.intro.into_iter().map(Block::Para));
+        sections.push(Section {
+            id: format!("host-{}", slug(&h.host)),
+            title: format!("Host {}", h.host),
+            level: 2,
+            terminal: true,
+            blocks,
+        });
+        let host = slug(&h.host);
+        sections.extend(d.sections.into_iter().map(|mut s| {
+            s.level = 3;
+            s.id = format!("{host}-{}", s.id);
+            prefix_figures(&mut s.blocks, &host);
+            s
+        }));
+    }
+    Document {
+        title: "virtperf fleet report".into(),
+        intro: vec![
+            format!(
+                "Suite {}, baseline {}, {}.",
+                f.suite,
+                f.baseline,
+                fleet_hosts(f)
+            ),
+            crate::analysis::fleet::outlier_rule(&f.settings),
+        ],
+        sections,
+    }
+}
+
+/// Figures of several hosts in one document need distinct file names.
+fn prefix_figures(blocks: &mut [Block], prefix: &str) {
+    for b in blocks {
+        match b {
+            Block::Figures(fs) => {
+                for f in fs {
+                    f.id = format!("{prefix}-{}", f.id);
+                }
+            }
+            Block::Folded { blocks, .. } => prefix_figures(blocks, prefix),
+            _ => {}
+        }
+    }
+}
+
+fn fleet_view(f: &Fleet) -> Section {
+    if f.rows.is_empty() {
+        return section(
+            "fleet",
+            "Fleet view",
+            vec![Block::Para(
+                "No environment besides the baseline has results on any host.".into(),
+            )],
+        );
+    }
+    let rows = f
+        .rows
+        .iter()
+        .map(|r| {
+            let (range, iqr) = fleet_spread(r);
+            let per_host: Vec<String> = r
+                .points
+                .iter()
+                .map(|p| {
+                    format!(
+                        "{} {}{}",
+                        p.host,
+                        r.measure.show(p.value),
+                        if p.outlier { "*" } else { "" }
+                    )
+                })
+                .collect();
+            Row {
+                group: r.label.clone(),
+                cells: vec![
+                    r.kind.clone().into(),
+                    r.metric.clone().into(),
+                    r.measure.label().into(),
+                    r.n.to_string().into(),
+                    r.measure.show(r.median).into(),
+                    range.into(),
+                    iqr.into(),
+                    if r.outliers.is_empty() {
+                        "none".to_string()
+                    } else {
+                        r.outliers.join(", ")
+                    }
+                    .into(),
+                    per_host.join(", ").into(),
+                ],
+                flagged: !r.outliers.is_empty(),
+            }
+        })
+        .collect();
+    section(
+        "fleet",
+        "Fleet view (per entry, headline metric and environment kind)",
+        vec![
+            Block::Note("*: an outlier host.".into()),
+            Block::Table(Table {
+                group: Some("entry"),
+                columns: vec![
+                    Column::text("kind", 10),
+                    Column::text("metric", 24),
+                    Column::text("measure", 0),
+                    Column::num("hosts"),
+                    Column::num("median"),
+                    Column::num("min … max"),
+                    Column::num("IQR"),
+                    Column::text("outliers", 0),
+                    Column::text("per host", 0),
+                ],
+                rows,
+            }),
+        ],
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn slugs_are_file_names() {
+        assert_eq!(slug("qemu <b>&\"x\""), "qemu-b-x");
+        assert_eq!(slug("///"), "x");
+        assert_eq!(slug("cpu threads=2"), "cpu-threads-2");
+    }
+
+    #[test]
+    fn factors_read_to_three_figures_with_their_mark() {
+        assert_eq!(
+            factor_cell(1.4, 1.3834, 1.4162, Outcome::Slower),
+            "1.40× [1.38–1.42] ▲"
+        );
+        assert_eq!(
+            factor_cell(0.05, 0.04941, 0.0506, Outcome::Faster),
+            "0.0500× [0.0494–0.0506] ▼"
+        );
+        assert_eq!(sig3(312.4), "312");
+        assert_eq!(sig3(0.97), "0.970");
+    }
+
+    #[test]
+    fn an_area_is_decided_by_its_interval() {
+        let c = AreaSlowdown {
+            env: "vm".into(),
+            area: Area::Cpu,
+            point: 1.2,
+            lower: 1.06,
+            upper: 1.3,
+            verdicts: [1, 0, 0, 0],
+            rows: 1,
+        };
+        assert_eq!(c.outcome(0.05), Outcome::Slower);
+        let eq = AreaSlowdown {
+            point: 1.0,
+            lower: 0.97,
+            upper: 1.03,
+            ..c.clone()
+        };
+        assert_eq!(eq.outcome(0.05), Outcome::Equivalent);
+        // Slower by 3% and inside a 5% margin: equivalent, as a row is.
+        let small = AreaSlowdown {
+            point: 1.03,
+            lower: 1.02,
+            upper: 1.04,
+            ..c.clone()
+        };
+        assert_eq!(small.outcome(0.05), Outcome::Equivalent);
+        assert_eq!(small.outcome(0.01), Outcome::Slower);
+        let inc = AreaSlowdown {
+            lower: 0.9,
+            upper: 1.1,
+            ..c.clone()
+        };
+        assert_eq!(inc.outcome(0.05), Outcome::Inconclusive);
+        let fast = AreaSlowdown {
+            lower: 0.5,
+            upper: 0.8,
+            ..c
+        };
+        assert_eq!(fast.outcome(0.05), Outcome::Faster);
+    }
+}
