@@ -95,7 +95,19 @@ fn fitting(s: &str, max: f64, size: f64) -> usize {
 pub(super) fn wrap(text: &str, max: f64, size: f64, lines: usize) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();
     let mut cur = String::new();
+    // A lone separator ("·") stays at the end of the word before it, so no
+    // line starts with one.
+    let mut words: Vec<String> = Vec::new();
     for word in text.split(' ').filter(|w| !w.is_empty()) {
+        match words.last_mut() {
+            Some(last) if word == "·" => {
+                last.push_str(" ·");
+            }
+            _ => words.push(word.to_string()),
+        }
+    }
+    for word in &words {
+        let word = word.as_str();
         let joined = if cur.is_empty() {
             word.to_string()
         } else {
@@ -237,10 +249,37 @@ fn nice_ticks(lo: f64, hi: f64) -> Vec<f64> {
     (first..=last).map(|k| k as f64 * step).collect()
 }
 
-/// The vertical value axis shared by the bar and line charts: round ticks,
-/// gridlines, their labels and the unit.
+/// Powers of ten from below `lo` to above `hi`, with 2× and 5× between
+/// them when there are few.
+fn log_ticks(lo: f64, hi: f64) -> Vec<f64> {
+    let (a, b) = (lo.log10().floor() as i32, hi.log10().ceil() as i32);
+    let b = b.max(a + 1);
+    let steps: &[f64] = if b - a <= 2 { &[1.0, 2.0, 5.0] } else { &[1.0] };
+    (a..=b)
+        .flat_map(|e| steps.iter().map(move |k| k * 10f64.powi(e)))
+        .filter(|t| *t <= 10f64.powi(b) * 1.0001)
+        .collect()
+}
+
+/// Tick values as text with as few decimals as all of them need: "0",
+/// "2.5", "5", not "0", "2.50", "5.00".
+fn tick_texts(ticks: &[f64]) -> Vec<String> {
+    let decimals = (0..6)
+        .find(|d| {
+            let k = 10f64.powi(*d);
+            ticks
+                .iter()
+                .all(|t| ((t * k).round() - t * k).abs() < 1e-6 * (t.abs() * k).max(1.0))
+        })
+        .unwrap_or(6) as usize;
+    ticks.iter().map(|t| format!("{t:.decimals$}")).collect()
+}
+
+/// The vertical value axis shared by the bar and line charts: round ticks
+/// (on a log axis powers of ten), gridlines, their labels and the unit.
 struct ValueAxis {
     ticks: Vec<f64>,
+    log: bool,
     top: f64,
     height: f64,
 }
@@ -249,6 +288,17 @@ impl ValueAxis {
     fn new(lo: f64, hi: f64, top: f64, height: f64) -> ValueAxis {
         ValueAxis {
             ticks: nice_ticks(lo, hi),
+            log: false,
+            top,
+            height,
+        }
+    }
+
+    /// A log axis over `lo` … `hi`, both above zero.
+    fn log(lo: f64, hi: f64, top: f64, height: f64) -> ValueAxis {
+        ValueAxis {
+            ticks: log_ticks(lo, hi),
+            log: true,
             top,
             height,
         }
@@ -264,22 +314,26 @@ impl ValueAxis {
 
     /// The y of `v`, kept within the axis.
     fn y(&self, v: f64) -> f64 {
-        let f = (v - self.lo()) / (self.hi() - self.lo()).max(1e-12);
+        let f = if self.log {
+            let v = if v > 0.0 { v.log10() } else { f64::MIN };
+            (v - self.lo().log10()) / (self.hi().log10() - self.lo().log10()).max(1e-12)
+        } else {
+            (v - self.lo()) / (self.hi() - self.lo()).max(1e-12)
+        };
         self.top + self.height * (1.0 - f.clamp(0.0, 1.0))
     }
 
     /// Room left of the plot for the tick labels and the unit.
     fn left(&self) -> f64 {
-        let widest = self
-            .ticks
+        let widest = tick_texts(&self.ticks)
             .iter()
-            .map(|t| text_width(&num(*t), AXIS))
+            .map(|t| text_width(t, AXIS))
             .fold(0.0, f64::max);
         32.0 + widest + 6.0
     }
 
     fn write(&self, s: &mut String, left: f64, right: f64, unit: &str) {
-        for t in &self.ticks {
+        for (t, text) in self.ticks.iter().zip(tick_texts(&self.ticks)) {
             let y = self.y(*t);
             let _ = write!(
                 s,
@@ -292,8 +346,13 @@ impl ValueAxis {
                 class: "a",
                 anchor: "end",
             }
-            .line(s, &num(*t), f64::INFINITY);
+            .line(s, &text, f64::INFINITY);
         }
+        let unit = if self.log {
+            format!("{unit} (log scale)")
+        } else {
+            unit.to_string()
+        };
         let mid = self.top + self.height / 2.0;
         Text {
             x: 16.0,
@@ -303,8 +362,8 @@ impl ValueAxis {
         }
         .write(
             s,
-            &[abbreviate(unit, self.height, AXIS)],
-            unit,
+            &[abbreviate(&unit, self.height, AXIS)],
+            &unit,
             &format!(r#" transform="rotate(-90 16 {mid:.1})""#),
         );
     }
@@ -795,8 +854,22 @@ pub(super) fn line_chart(title: &str, xlabel: &str, unit: &str, series: &[Series
     let ys = || points().flat_map(|p| [p.1, p.2, p.3]).filter_map(finite);
     let lo = ys().fold(0.0, f64::min);
     let hi = ys().fold(0.0, f64::max);
-    let hi = if hi > lo { hi * 1.08 } else { lo + 1.0 };
-    let axis = ValueAxis::new(lo, hi, top, plot_h);
+    // Means 50× apart or more: on a linear axis all but the largest would
+    // lie on the floor.
+    let means = || points().map(|p| p.1).filter_map(finite);
+    let least = means().fold(f64::INFINITY, f64::min);
+    let axis = if least > 0.0 && means().fold(0.0, f64::max) >= 50.0 * least {
+        // An interval reaching down to nothing would stretch the axis over
+        // decades that hold no mean: a decade below the least is enough.
+        let floor = ys()
+            .filter(|v| *v > 0.0)
+            .fold(least, f64::min)
+            .max(least / 10.0);
+        ValueAxis::log(floor, hi, top, plot_h)
+    } else {
+        let hi = if hi > lo { hi * 1.08 } else { lo + 1.0 };
+        ValueAxis::new(lo, hi, top, plot_h)
+    };
     let left = axis.left();
     let mut xs: Vec<f64> = points().map(|p| p.0).filter(|x| x.is_finite()).collect();
     xs.sort_by(f64::total_cmp);
@@ -839,8 +912,7 @@ pub(super) fn line_chart(title: &str, xlabel: &str, unit: &str, series: &[Series
     let mut s = open(w, h, "lines", title);
     axis.write(&mut s, left, left + PLOT, unit);
     let mut right_edge = f64::MIN;
-    for t in &xs {
-        let label = num(*t);
+    for (t, label) in xs.iter().zip(tick_texts(&xs)) {
         let half = text_width(&label, AXIS) / 2.0;
         if tx(*t) - half < right_edge + 6.0 {
             continue;
@@ -1267,6 +1339,59 @@ mod tests {
         // The label column stays at 260 px, the plot inside the chart.
         let (w, _) = size(&svg);
         assert!(w <= 10.0 + LABEL_COLUMN + 12.0 + 520.0 + 12.0 + 90.0, "{w}");
+        marks_inside(&svg);
+    }
+
+    #[test]
+    fn a_separator_ends_a_line_rather_than_starting_one() {
+        let lines = wrap(
+            "memory memory-block-size=1K threads=16 · bandwidth_mib_per_sec",
+            LABEL_COLUMN,
+            AXIS,
+            2,
+        );
+        assert!(!lines.iter().any(|l| l.starts_with('·')), "{lines:?}");
+    }
+
+    #[test]
+    fn ticks_have_as_few_decimals_as_they_need() {
+        assert_eq!(tick_texts(&[0.0, 2.5, 5.0]), ["0.0", "2.5", "5.0"]);
+        assert_eq!(tick_texts(&[0.0, 10.0, 20.0]), ["0", "10", "20"]);
+        assert_eq!(tick_texts(&[1.0, 2.0, 4.0, 16.0]), ["1", "2", "4", "16"]);
+        assert_eq!(tick_texts(&[0.5, 1.0]), ["0.5", "1.0"]);
+        assert_eq!(
+            log_ticks(3.0, 2.0e6),
+            [1.0, 10.0, 100.0, 1e3, 1e4, 1e5, 1e6, 1e7]
+        );
+        assert_eq!(
+            log_ticks(3.0, 40.0),
+            [1.0, 2.0, 5.0, 10.0, 20.0, 50.0, 100.0]
+        );
+    }
+
+    #[test]
+    fn a_line_chart_of_lines_far_apart_has_a_log_value_axis() {
+        let series: Vec<Series> = [1.0, 1500.0]
+            .iter()
+            .map(|slow| {
+                let pts = [1.0, 2.0, 4.0]
+                    .iter()
+                    .map(|t| (*t, 9000.0 * t / slow, 0.0, 9500.0 * t / slow))
+                    .collect();
+                (format!("{slow}"), pts)
+            })
+            .collect();
+        let svg = line_chart("far apart", "threads", "MiB/s", &series);
+        assert!(svg.contains("MiB/s (log scale)"), "{svg}");
+        // The slow line is off the floor: its points stay above the axis's
+        // bottom (its lower bounds of 0 are clamped there).
+        let bottom = 44.0 + 200.0;
+        let ys: Vec<f64> = mark_coordinates(&svg)
+            .into_iter()
+            .filter(|m| m.0.contains("mark point"))
+            .map(|m| (m.2[0] + m.2[1]) / 2.0)
+            .collect();
+        assert!(ys.iter().all(|y| *y < bottom - 20.0), "{ys:?}");
         marks_inside(&svg);
     }
 
