@@ -160,9 +160,10 @@ pub const EXTREMES: [(&str, f64); 8] = [
 ];
 
 /// Every environment of `EXTREMES` slower by its factor on a throughput
-/// and a latency metric of an entry with a long label, and on a sweep over
-/// threads 1 … 16 (entries of one workload differing only there). The
-/// workloads are unknown to the registry, so every metric is a headline.
+/// and a latency metric of an entry with a long label (a workload unknown
+/// to the registry, so both are headline), and on memory's bandwidth over
+/// threads 1 … 16 × block sizes 1K and 4K: lines per block size, a heat map
+/// per environment, and the overview's memory column.
 pub fn extreme_analysis() -> Analysis {
     let jitter = [1.0, 1.01, 0.99, 1.005, 0.995];
     let mut runs = Vec::new();
@@ -186,23 +187,25 @@ pub fn extreme_analysis() -> Analysis {
                 doc: Some(fs),
                 error: None,
             });
-            for (k, threads) in [1u32, 2, 4, 8, 16].into_iter().enumerate() {
-                let bw = 9000.0 * f64::from(threads).powf(0.8) / slow * j;
-                let mem = doc_with(
-                    env,
-                    "membench",
-                    serde_json::json!({"threads": threads, "memory-block-size": "1K"}),
-                    vec![Metric::new("bandwidth_mib_per_sec", bw, "MiB/s", true)],
-                    0.0,
-                );
-                runs.push(RunRow {
-                    env: env.to_string(),
-                    entry: 1 + k,
-                    label: format!("memory memory-block-size=1K threads={threads}"),
-                    round,
-                    doc: Some(mem),
-                    error: None,
-                });
+            for (b, block) in ["1K", "4K"].into_iter().enumerate() {
+                for (k, threads) in [1u32, 2, 4, 8, 16].into_iter().enumerate() {
+                    let bw = 9000.0 * f64::from(threads).powf(0.8) * (1.0 + b as f64) / slow * j;
+                    let mem = doc_with(
+                        env,
+                        "memory",
+                        serde_json::json!({"threads": threads, "memory-block-size": block}),
+                        vec![Metric::new("mib_per_sec", bw, "MiB/s", true)],
+                        0.0,
+                    );
+                    runs.push(RunRow {
+                        env: env.to_string(),
+                        entry: 1 + b * 5 + k,
+                        label: format!("memory memory-block-size={block} threads={threads}"),
+                        round,
+                        doc: Some(mem),
+                        error: None,
+                    });
+                }
             }
         }
     }

@@ -54,8 +54,16 @@ fn page(d: &Document, title: &str) -> String {
         esc(&d.title),
         d.intro.iter().map(|p| esc(p)).collect::<Vec<_>>().join(" ")
     );
+    // The report's sections, and its entries as one link to the first.
+    let mut entries = false;
     for s in d.sections.iter().filter(|s| s.level == 2) {
-        let _ = write!(h, "<a href=\"#{}\">{}</a>", esc(&s.id), esc(&s.title));
+        let is_entry = s.id.starts_with("entry-");
+        if is_entry && entries {
+            continue;
+        }
+        entries |= is_entry;
+        let title = if is_entry { "Every entry" } else { &s.title };
+        let _ = write!(h, "<a href=\"#{}\">{}</a>", esc(&s.id), esc(title));
     }
     h.push_str("</nav>");
     for s in &d.sections {
