@@ -440,6 +440,47 @@ pub fn fleet_spread(r: &FleetRow) -> (String, String) {
 }
 
 #[cfg(test)]
+pub(crate) mod tests_support {
+    use super::*;
+    use crate::core::result::{Metric, ResultDoc};
+    use crate::stats::VerdictSettings;
+    use crate::store::{ComparisonRow, RunRow};
+
+    /// An analysis of host and vm over entries of these (workload,
+    /// label), one run each.
+    pub fn analysis_of(entries: &[(&str, &str)]) -> Analysis {
+        let mut runs = Vec::new();
+        for (i, (workload, label)) in entries.iter().enumerate() {
+            for env in ["host", "vm"] {
+                runs.push(RunRow {
+                    env: env.into(),
+                    entry: i,
+                    label: label.to_string(),
+                    round: 0,
+                    doc: Some(ResultDoc::new(
+                        workload,
+                        env,
+                        vec![Metric::new("x", 1.0, "ops/s", true)],
+                    )),
+                    error: None,
+                });
+            }
+        }
+        let cmp = ComparisonRow {
+            id: 1,
+            started_at: "2026-11-26T00:00:00Z".into(),
+            suite: "t".into(),
+            baseline: "host".into(),
+            envs: vec!["host".into(), "vm".into()],
+            args: vec![],
+            finished: true,
+            adaptive: false,
+        };
+        analyze(&cmp, &runs, &VerdictSettings::default())
+    }
+}
+
+#[cfg(test)]
 mod tests {
     use super::*;
     use crate::core::result::{Metric, Monitor, ResultDoc};

@@ -415,7 +415,8 @@ pub fn area_slowdowns(a: &Analysis) -> Vec<AreaSlowdown> {
         .collect()
 }
 
-/// A factor to three significant figures: 0.0512, 0.97, 1.40, 20.0, 312.
+/// A factor to two decimals from 0.1 to 10, else three significant
+/// figures: 0.0512, 0.97, 1.40, 20.0, 312.
 fn sig3(x: f64) -> String {
     let a = x.abs();
     if !x.is_finite() {
@@ -424,7 +425,7 @@ fn sig3(x: f64) -> String {
         format!("{x:.0}")
     } else if a >= 10.0 {
         format!("{x:.1}")
-    } else if a >= 1.0 {
+    } else if a >= 0.1 {
         format!("{x:.2}")
     } else {
         let d = (-a.log10().floor()) as usize + 2;
@@ -443,6 +444,17 @@ fn factor_cell(point: f64, lower: f64, upper: f64, o: Outcome) -> String {
         Outcome::Inconclusive => "?",
     };
     format!("{}× [{}–{}] {mark}", sig3(point), sig3(lower), sig3(upper))
+}
+
+/// "12▲ 1▼ 5= 16?": verdict counts in the marks the overview uses.
+fn verdict_marks(v: &[usize; 4]) -> String {
+    let parts: Vec<String> = ["▲", "▼", "=", "?"]
+        .iter()
+        .zip(v)
+        .filter(|(_, n)| **n > 0)
+        .map(|(m, n)| format!("{n}{m}"))
+        .collect();
+    parts.join(" ")
 }
 
 /// "5 slower, 1 equivalent, 2 inconclusive"
@@ -469,30 +481,32 @@ fn overview(a: &Analysis) -> Section {
         .into_iter()
         .filter(|ar| cells.iter().any(|c| c.area == *ar))
         .collect();
+    // Environments as columns: a comparison has fewer of them than areas,
+    // so the table stays narrow enough for a terminal.
+    let envs: Vec<(usize, &String)> = a
+        .envs
+        .iter()
+        .enumerate()
+        .filter(|(_, e)| cells.iter().any(|c| c.env == **e))
+        .collect();
     blocks.push(Block::Note(format!(
         "How much slower each environment is than {} per area, as a factor (above 1× slower, below faster): \
          the geometric mean over the area's headline metrics, with an interval that averages theirs on the log scale \
-         (conservative, as the metrics share runs), marked as a verdict would be: = equivalent when it lies within ±{}%, else ▲ slower or ▼ faster when it excludes 1×, \
-         ? otherwise. The last column counts the metrics' own verdicts.",
+         (conservative, as the metrics share runs), marked as a verdict would be: = equivalent when it lies within ±{}%, \
+         else ▲ slower or ▼ faster when it excludes 1×, ? otherwise. The last row counts the metrics' own verdicts.",
         a.baseline,
         super::percent(a.settings.margin)
     )));
-    let mut columns = vec![Column::text("environment", 20)];
-    columns.extend(areas.iter().map(|ar| Column::num(ar.name())));
-    columns.push(Column::text("headline verdicts", 0));
+    let mut columns = vec![Column::text("area", 0)];
+    columns.extend(envs.iter().map(|(_, e)| Column::num(e)));
     let mut rows = Vec::new();
-    let mut fig = Vec::new();
-    for (ei, env) in a.envs.iter().enumerate() {
-        let mine: Vec<&AreaSlowdown> = cells.iter().filter(|c| c.env == *env).collect();
-        if mine.is_empty() {
-            continue;
-        }
-        let mut total = [0usize; 4];
-        let mut row = vec![Cell::from(env.clone())];
-        for ar in &areas {
-            match mine.iter().find(|c| c.area == *ar) {
+    let mut totals = vec![[0usize; 4]; envs.len()];
+    for ar in &areas {
+        let mut row = vec![Cell::from(ar.name())];
+        for (k, (_, env)) in envs.iter().enumerate() {
+            match cells.iter().find(|c| c.area == *ar && c.env == **env) {
                 Some(c) => {
-                    for (t, v) in total.iter_mut().zip(c.verdicts) {
+                    for (t, v) in totals[k].iter_mut().zip(c.verdicts) {
                         *t += v;
                     }
                     let o = c.outcome(a.settings.margin);
@@ -508,26 +522,45 @@ fn overview(a: &Analysis) -> Section {
                             verdict_counts(&c.verdicts)
                         )),
                     });
-                    fig.push(SlowdownRow {
-                        label: format!("{env} · {}", ar.name()),
-                        point: c.point,
-                        lower: c.lower,
-                        upper: c.upper,
-                        runs: Vec::new(),
-                        verdict: Some(o),
-                        env: ei,
-                    });
                 }
-                None => row.push("–".into()),
+                None => row.push(Cell::toned("–".into(), Tone::Muted)),
             }
         }
-        row.push(verdict_counts(&total).into());
         rows.push(Row {
             group: String::new(),
             cells: row,
             flagged: false,
         });
     }
+    let mut last = vec![Cell::from("headline verdicts")];
+    last.extend(totals.iter().map(|t| Cell {
+        text: verdict_marks(t),
+        tone: Tone::Plain,
+        hover: Some(verdict_counts(t)),
+    }));
+    rows.push(Row {
+        group: String::new(),
+        cells: last,
+        flagged: false,
+    });
+    let cells = &cells;
+    let fig: Vec<SlowdownRow> = envs
+        .iter()
+        .flat_map(|(ei, env)| {
+            areas.iter().filter_map(move |ar| {
+                let c = cells.iter().find(|c| c.area == *ar && c.env == **env)?;
+                Some(SlowdownRow {
+                    label: format!("{env} · {}", ar.name()),
+                    point: c.point,
+                    lower: c.lower,
+                    upper: c.upper,
+                    runs: Vec::new(),
+                    verdict: Some(c.outcome(a.settings.margin)),
+                    env: *ei,
+                })
+            })
+        })
+        .collect();
     blocks.push(Block::Table(Table {
         group: None,
         columns,
@@ -676,8 +709,45 @@ fn geometric_mean(xs: &[f64]) -> f64 {
     (logs.iter().sum::<f64>() / logs.len() as f64).exp()
 }
 
+/// Each entry's label for a chart row: a label the suite gave as it is;
+/// a generated one ("workload k=v ...") keeps only the options in which
+/// it differs from the other entries of its workload, so rows of one
+/// entry are told apart by their metric and the options they share do not
+/// crowd out what matters ("disk", "cpu threads=2").
+pub fn short_labels(a: &Analysis) -> Vec<String> {
+    let tokens = |e: &EntryAnalysis| -> Option<Vec<String>> {
+        let rest = e.label.strip_prefix(&e.workload)?;
+        (rest.is_empty() || rest.starts_with(' '))
+            .then(|| rest.split_whitespace().map(str::to_string).collect())
+    };
+    a.entries
+        .iter()
+        .map(|e| {
+            let Some(mine) = tokens(e) else {
+                return e.label.clone();
+            };
+            let others: Vec<Vec<String>> = a
+                .entries
+                .iter()
+                .filter(|o| o.workload == e.workload)
+                .filter_map(tokens)
+                .collect();
+            let differing: Vec<&str> = mine
+                .iter()
+                .filter(|t| !others.iter().all(|o| o.contains(t)))
+                .map(String::as_str)
+                .collect();
+            std::iter::once(e.workload.as_str())
+                .chain(differing)
+                .collect::<Vec<_>>()
+                .join(" ")
+        })
+        .collect()
+}
+
 fn against_baseline(a: &Analysis) -> Section {
     let base_i = a.envs.iter().position(|e| *e == a.baseline);
+    let short = short_labels(a);
     let mut figs = Vec::new();
     for (ei, env) in a.envs.iter().enumerate() {
         if *env == a.baseline {
@@ -686,7 +756,8 @@ fn against_baseline(a: &Analysis) -> Section {
         let rows: Vec<SlowdownRow> = a
             .entries
             .iter()
-            .flat_map(|e| {
+            .zip(&short)
+            .flat_map(|(e, short)| {
                 e.metrics
                     .iter()
                     .filter(|m| m.headline)
@@ -702,7 +773,7 @@ fn against_baseline(a: &Analysis) -> Section {
                             .map(|x| slowdown(m.higher_is_better, x))
                             .unwrap_or((f64::NAN, f64::NAN, f64::NAN));
                         Some(SlowdownRow {
-                            label: format!("{} · {}", e.label, m.name),
+                            label: format!("{short} · {}", m.name),
                             point,
                             lower,
                             upper,
@@ -1272,6 +1343,21 @@ mod tests {
     use super::*;
 
     #[test]
+    fn chart_labels_keep_what_tells_entries_apart() {
+        let a = crate::report::tests_support::analysis_of(&[
+            ("cpu", "cpu cpu-max-prime=20000 threads=1 time=1"),
+            ("cpu", "cpu cpu-max-prime=20000 threads=2 time=1"),
+            ("disk", "disk disk-direct=on disk-file-size=16M"),
+            ("memory", "stream"),
+            ("memory", "memory memory-block-size=1K time=0.5"),
+        ]);
+        assert_eq!(
+            short_labels(&a),
+            ["cpu threads=1", "cpu threads=2", "disk", "stream", "memory"]
+        );
+    }
+
+    #[test]
     fn slugs_are_file_names() {
         assert_eq!(slug("qemu <b>&\"x\""), "qemu-b-x");
         assert_eq!(slug("///"), "x");
@@ -1289,7 +1375,8 @@ mod tests {
             "0.0500× [0.0494–0.0506] ▼"
         );
         assert_eq!(sig3(312.4), "312");
-        assert_eq!(sig3(0.97), "0.970");
+        assert_eq!(sig3(0.935), "0.94");
+        assert_eq!(verdict_marks(&[12, 1, 0, 16]), "12▲ 1▼ 16?");
     }
 
     #[test]

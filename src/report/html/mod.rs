@@ -20,7 +20,7 @@ pub struct HtmlExporter;
 
 const STYLE: &str = r#"body{font:14px/1.45 system-ui,-apple-system,Segoe UI,Helvetica,Arial,sans-serif;margin:24px auto;max-width:1200px;color:#222;padding:0 16px}
 h1{font-size:24px}h2{font-size:19px;margin-top:34px;border-bottom:1px solid #ddd}h3{font-size:15px}
-table{border-collapse:collapse;margin:8px 0 16px;font-size:12.5px}td,th{border:1px solid #ddd;padding:3px 7px;text-align:right}th{background:#f4f4f4}td.l,th.l{text-align:left}
+table{border-collapse:collapse;margin:8px 0 16px;font-size:12.5px}td,th{border:1px solid #ddd;padding:3px 7px;text-align:right;white-space:nowrap}th{background:#f4f4f4}td.l,th.l{text-align:left;white-space:normal}
 .scroll{overflow-x:auto;max-width:100%}
 .slower{color:#c0392b;font-weight:600}.faster{color:#2e7d32;font-weight:600}.equivalent{color:#1f5fa8;font-weight:600}.ns{color:#777}.flag{background:#fff3cd}
 td.slower{background:#fdecea}td.faster{background:#e8f5e9}td.equivalent{background:#e8f0fb}
