@@ -126,7 +126,10 @@ fn report_over_three_stores_shows_each_host_and_the_fleet_view() {
     assert!(docker_rows.iter().any(|l| l.contains(",true,3,")), "{csv}");
     let md = text("markdown");
     assert!(md.starts_with("# virtperf fleet report"), "{md}");
-    assert!(md.contains("## Fleet view") && md.contains("\n### Overview\n"), "{md}");
+    assert!(
+        md.contains("## Fleet view") && md.contains("\n### Overview\n"),
+        "{md}"
+    );
     assert_eq!(md.matches("\nvirtperf comparison #1\n").count(), 3, "{md}");
     let html = text("html");
     assert!(html.contains("<h1>virtperf fleet report</h1>"));

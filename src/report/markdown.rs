@@ -61,7 +61,7 @@ fn markdown(d: &Document) -> String {
 }
 
 fn blocks(out: &mut String, bs: &[Block]) {
-    for b in bs {
+    for b in model::text_blocks(bs) {
         match b {
             Block::Para(t) | Block::Note(t) | Block::TextHint(t) if !t.is_empty() => {
                 let _ = writeln!(out, "\n{}", cell(t));
@@ -76,11 +76,6 @@ fn blocks(out: &mut String, bs: &[Block]) {
                 }
             }
             Block::Table(t) => table(out, t),
-            Block::Folded {
-                open: true,
-                blocks: inner,
-                ..
-            } => blocks(out, inner),
             _ => {}
         }
     }

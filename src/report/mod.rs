@@ -466,17 +466,21 @@ pub(crate) mod tests_support {
                 });
             }
         }
-        let cmp = ComparisonRow {
-            id: 1,
-            started_at: "2026-11-26T00:00:00Z".into(),
+        analyze(&comparison_row(), &runs, &VerdictSettings::default())
+    }
+
+    /// Comparison #7 of host and vm, finished, fixed design.
+    pub fn comparison_row() -> ComparisonRow {
+        ComparisonRow {
+            id: 7,
+            started_at: "2026-11-22T00:00:00Z".into(),
             suite: "t".into(),
             baseline: "host".into(),
             envs: vec!["host".into(), "vm".into()],
             args: vec![],
             finished: true,
             adaptive: false,
-        };
-        analyze(&cmp, &runs, &VerdictSettings::default())
+        }
     }
 }
 
@@ -485,7 +489,8 @@ mod tests {
     use super::*;
     use crate::core::result::{Metric, Monitor, ResultDoc};
     use crate::stats::VerdictSettings;
-    use crate::store::{ComparisonRow, RunRow};
+    use crate::store::RunRow;
+    use tests_support::comparison_row;
 
     fn run(env: &str, round: usize, v: f64, steal: f64) -> RunRow {
         RunRow {
@@ -518,19 +523,6 @@ mod tests {
             &fixture_runs(),
             &VerdictSettings::default(),
         )
-    }
-
-    fn comparison_row() -> ComparisonRow {
-        ComparisonRow {
-            id: 7,
-            started_at: "2026-11-22T00:00:00Z".into(),
-            suite: "t".into(),
-            baseline: "host".into(),
-            envs: vec!["host".into(), "vm".into()],
-            args: vec![],
-            finished: true,
-            adaptive: false,
-        }
     }
 
     fn fixture_runs() -> Vec<RunRow> {

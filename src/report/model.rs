@@ -222,6 +222,22 @@ impl Block {
     }
 }
 
+/// The blocks a format without figures shows, in order: folded ones
+/// opened in (when open), figures and closed folds left out.
+pub fn text_blocks(bs: &[Block]) -> Vec<&Block> {
+    let mut out = Vec::new();
+    for b in bs {
+        match b {
+            Block::Folded {
+                open: true, blocks, ..
+            } => out.extend(text_blocks(blocks)),
+            Block::Folded { .. } | Block::Figures(_) => {}
+            b => out.push(b),
+        }
+    }
+    out
+}
+
 impl Document {
     /// Every figure, in the order of the document.
     pub fn figures(&self) -> Vec<&Figure> {

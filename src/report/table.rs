@@ -53,7 +53,7 @@ fn text(d: &Document) -> String {
 }
 
 fn blocks(out: &mut String, bs: &[Block]) {
-    for b in bs {
+    for b in model::text_blocks(bs) {
         match b {
             Block::Para(t) | Block::Note(t) | Block::TextHint(t) if !t.is_empty() => {
                 let _ = writeln!(out, "{}", wrap(t, 98, "  "));
@@ -71,11 +71,6 @@ fn blocks(out: &mut String, bs: &[Block]) {
                 }
             }
             Block::Table(t) => table(out, t),
-            Block::Folded {
-                open: true,
-                blocks: inner,
-                ..
-            } => blocks(out, inner),
             _ => {}
         }
     }
