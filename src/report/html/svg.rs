@@ -294,6 +294,33 @@ impl ValueAxis {
         }
     }
 
+    /// The axis for these values (means, intervals, runs) given their
+    /// means: linear from zero, or a log axis where the means lie 50× apart
+    /// or more (on a linear one all but the largest would lie on the floor).
+    fn for_values(
+        values: impl Iterator<Item = f64> + Clone,
+        means: impl Iterator<Item = f64> + Clone,
+        top: f64,
+        height: f64,
+    ) -> ValueAxis {
+        let lo = values.clone().fold(0.0, f64::min);
+        let hi = values.clone().fold(0.0, f64::max);
+        let least = means.clone().fold(f64::INFINITY, f64::min);
+        if least > 0.0 && means.fold(0.0, f64::max) >= 50.0 * least {
+            // An interval reaching down to nothing would stretch the axis
+            // over decades that hold no mean: a decade below the least is
+            // enough.
+            let floor = values
+                .filter(|v| *v > 0.0)
+                .fold(least, f64::min)
+                .max(least / 10.0);
+            ValueAxis::log(floor, hi, top, height)
+        } else {
+            let hi = if hi > lo { hi * 1.08 } else { lo + 1.0 };
+            ValueAxis::new(lo, hi, top, height)
+        }
+    }
+
     /// A log axis over `lo` … `hi`, both above zero.
     fn log(lo: f64, hi: f64, top: f64, height: f64) -> ValueAxis {
         ValueAxis {
@@ -402,18 +429,21 @@ pub(super) fn bar_chart(title: &str, unit: &str, bars: &[Bar]) -> String {
                 .filter_map(finite)
         })
     };
-    let lo = values().fold(0.0, f64::min);
-    let hi = values().fold(0.0, f64::max);
-    let hi = if hi > lo { hi * 1.08 } else { lo + 1.0 };
     let (top, plot_h) = (44.0, 180.0);
-    let axis = ValueAxis::new(lo, hi, top, plot_h);
+    let axis = ValueAxis::for_values(
+        values(),
+        bars.iter().map(|b| b.value).filter_map(finite),
+        top,
+        plot_h,
+    );
     let left = axis.left();
     let lines = labels.iter().map(Vec::len).max().unwrap_or(1) as f64;
     let w = (left + col * bars.len().max(1) as f64 + 10.0).max(title_width(title));
     let h = top + plot_h + 16.0 + lines * line_pitch(AXIS) + 4.0;
     let mut s = open(w, h, "bars", title);
     axis.write(&mut s, left, w - 10.0, unit);
-    let zero = axis.y(0.0);
+    // Bars stand on zero, or on a log axis on its floor.
+    let zero = axis.y(if axis.log { axis.lo() } else { 0.0 });
     for (i, (b, label)) in bars.iter().zip(&labels).enumerate() {
         let mid = left + (i as f64 + 0.5) * col;
         let x = mid - (BAR + 22.0) / 2.0;
@@ -852,24 +882,7 @@ pub(super) fn line_chart(title: &str, xlabel: &str, unit: &str, series: &[Series
     let points = || series.iter().flat_map(|s| s.1.iter());
     let finite = |v: f64| v.is_finite().then_some(v);
     let ys = || points().flat_map(|p| [p.1, p.2, p.3]).filter_map(finite);
-    let lo = ys().fold(0.0, f64::min);
-    let hi = ys().fold(0.0, f64::max);
-    // Means 50× apart or more: on a linear axis all but the largest would
-    // lie on the floor.
-    let means = || points().map(|p| p.1).filter_map(finite);
-    let least = means().fold(f64::INFINITY, f64::min);
-    let axis = if least > 0.0 && means().fold(0.0, f64::max) >= 50.0 * least {
-        // An interval reaching down to nothing would stretch the axis over
-        // decades that hold no mean: a decade below the least is enough.
-        let floor = ys()
-            .filter(|v| *v > 0.0)
-            .fold(least, f64::min)
-            .max(least / 10.0);
-        ValueAxis::log(floor, hi, top, plot_h)
-    } else {
-        let hi = if hi > lo { hi * 1.08 } else { lo + 1.0 };
-        ValueAxis::new(lo, hi, top, plot_h)
-    };
+    let axis = ValueAxis::for_values(ys(), points().map(|p| p.1).filter_map(finite), top, plot_h);
     let left = axis.left();
     let mut xs: Vec<f64> = points().map(|p| p.0).filter(|x| x.is_finite()).collect();
     xs.sort_by(f64::total_cmp);
@@ -1461,6 +1474,37 @@ mod tests {
         assert!(svg.contains(r#"class="chart bars""#));
         assert_eq!(marks_inside(&svg), 2 * (1 + 1 + 2));
         assert!(svg.contains("…"));
+    }
+
+    #[test]
+    fn bars_far_apart_stand_on_a_log_axis_and_none_is_flat() {
+        let bars: Vec<Bar> = [9000.0, 3_000_000.0, 6.0]
+            .iter()
+            .enumerate()
+            .map(|(i, v)| Bar {
+                label: format!("env{i}"),
+                value: *v,
+                lower: v * 0.98,
+                upper: v * 1.02,
+                color: color(i).into(),
+                runs: vec![*v],
+            })
+            .collect();
+        let svg = bar_chart("mib_per_sec", "MiB/s", &bars);
+        assert!(svg.contains("MiB/s (log scale)"), "{svg}");
+        // Every bar rises well off the floor, the smallest too.
+        let heights: Vec<f64> = svg
+            .split("<rect ")
+            .skip(1)
+            .filter(|r| r.contains("mark bar"))
+            .map(|r| {
+                let at = r.find("height=\"").unwrap() + 8;
+                r[at..at + r[at..].find('"').unwrap()].parse().unwrap()
+            })
+            .collect();
+        assert_eq!(heights.len(), 3);
+        assert!(heights.iter().all(|h| *h > 15.0), "{heights:?}");
+        marks_inside(&svg);
     }
 
     #[test]
