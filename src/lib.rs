@@ -17,7 +17,7 @@
 //! env       the Environment trait, one file per driver, the driver registry
 //! store     the results store (SQLite)
 //! analysis  summaries, comparisons, verdicts, categories, ranking, flags
-//! report    one exporter per format and their registry
+//! report    the document built from an analysis; one exporter per format
 //! compare   the scheduler: rounds, rotation, resume, auto-repeat, progress
 //! cli       argv into typed requests; help generated from the registries
 //! ```
