@@ -16,7 +16,13 @@ fn main() -> ExitCode {
         virtperf::env::qemu::guest::main();
     }
     signals::install();
-    match run(&args) {
+    if cli::as_sysbench() {
+        return as_sysbench(&args);
+    }
+    match cli::parse_request(&args)
+        .map_err(anyhow::Error::from)
+        .and_then(run)
+    {
         Ok(()) => ExitCode::SUCCESS,
         Err(err) => {
             // An error may carry a server's, a guest's or a store's text:
@@ -37,8 +43,30 @@ fn error_text(err: &anyhow::Error) -> String {
     virtperf::core::text::terminal_safe(&format!("{err:#}"), 16_000)
 }
 
-fn run(args: &[String]) -> anyhow::Result<()> {
-    match cli::parse_request(args)? {
+/// Started as `sysbench`: its refusals, warnings and exit codes (1 for
+/// anything that failed, as sysbench; 130 after Ctrl-C).
+fn as_sysbench(args: &[String]) -> ExitCode {
+    let (prefix, request) = match cli::sysbench::front(args) {
+        Ok(r) => r,
+        Err(answer) => {
+            print!("{}", answer.stdout);
+            eprint!("{}", answer.stderr);
+            return ExitCode::from(answer.code);
+        }
+    };
+    print!("{prefix}");
+    match run(request) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(err) if err.downcast_ref::<signals::Interrupted>().is_some() => ExitCode::from(130),
+        Err(err) => {
+            eprintln!("FATAL: {}", error_text(&err));
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn run(request: Request) -> anyhow::Result<()> {
+    match request {
         Request::Help(text) => print!("{text}"),
         Request::Version => println!("virtperf {}", env!("CARGO_PKG_VERSION")),
         Request::Agent => virtperf::agent::main()?,

@@ -8,6 +8,7 @@ pub mod report;
 pub mod serve;
 pub mod single;
 pub mod summary;
+pub mod sysbench;
 
 use crate::compare::{CompareArgs, ReportArgs};
 use crate::core::options::{self, CliError, OptKind, OptionSpec};
@@ -136,6 +137,31 @@ fn workload_help(def: &WorkloadDef) -> String {
     out.push('\n');
     out.push_str(&options::render_help("Output options", OUTPUT));
     out
+}
+
+/// The sysbench release whose text and behaviour the single-workload form
+/// follows.
+pub const SYSBENCH_VERSION: &str = "1.0.20";
+
+/// Whether this binary was started under the name `sysbench` (a link or a
+/// copy, as a drop-in): it then names itself as sysbench does, and answers
+/// bad input as sysbench does ([`sysbench::front`]).
+pub fn as_sysbench() -> bool {
+    std::env::args_os()
+        .next()
+        .map(std::path::PathBuf::from)
+        .and_then(|p| p.file_name().map(|n| n == "sysbench"))
+        .unwrap_or(false)
+}
+
+/// The first line of a run's text.
+pub fn banner() -> String {
+    let ours = env!("CARGO_PKG_VERSION");
+    if as_sysbench() {
+        format!("sysbench {SYSBENCH_VERSION} (virtperf {ours})")
+    } else {
+        format!("virtperf {ours} (sysbench {SYSBENCH_VERSION} compatible)")
+    }
 }
 
 /// Resolves raw arguments (without the program name) into a request.

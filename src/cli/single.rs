@@ -27,22 +27,52 @@ pub fn main(inv: &Invocation) -> Result<()> {
     }
 }
 
+/// Runs the job here. The text comes as sysbench prints it: the banner and
+/// options before the run, the workload's header as the workers start,
+/// the statistics after.
 fn in_process(inv: &Invocation, start: Option<StartAt>) -> Result<()> {
     // With --json, stdout carries the document: interim lines go to stderr.
     let observer: Arc<dyn Observer> = Arc::new(Terminal::new(inv.json));
-    let Some(mut done) = workload::execute(&inv.job, "host", "host", observer)? else {
+    let text = !inv.json && inv.job.command == workload::Command::Run;
+    let show = |s: &str| {
+        use std::io::Write;
+        print!("{s}");
+        let _ = std::io::stdout().flush();
+    };
+    // Printed once the workload is built and about to run: bad input
+    // leaves standard output empty.
+    let mut announce = |header: &str| {
+        if text {
+            let v = &inv.job.values;
+            let threads = if v.has("threads") {
+                v.int("threads")
+            } else {
+                1
+            };
+            show(&format!(
+                "{}\n\n{}{}",
+                super::banner(),
+                summary::preamble(threads.max(1)),
+                summary::started(header)
+            ));
+        }
+    };
+    let Some(mut done) =
+        workload::execute_announced(&inv.job, "host", "host", observer, &mut announce)?
+    else {
         return Ok(());
     };
     done.doc.env.start_at = start;
     if inv.json {
         println!("{}", serde_json::to_string(&done.doc)?);
     } else {
-        print!(
-            "{}",
-            summary::render(&done.doc, &done.text, inv.percentile())
-        );
+        show(&summary::results(&done.doc, &done.text, inv.percentile()));
         if let (true, Some(h)) = (inv.histogram, &done.histogram) {
-            print!("{}", summary::render_histogram(h));
+            show(&summary::render_histogram(h));
+        }
+        // A virtperf addition: not where sysbench's own output is asked for.
+        if let (Some(w), false) = (summary::noise_warning(&done.doc), super::as_sysbench()) {
+            eprintln!("{w}");
         }
     }
     Ok(())
@@ -92,11 +122,17 @@ fn in_envs(inv: &Invocation, start: Option<StartAt>) -> Result<()> {
             if inv.json {
                 println!("{}", serde_json::to_string(doc)?);
             } else {
+                let banner = format!(
+                    "virtperf {} (environment: {}, hypervisor: {})",
+                    doc.env.virtperf_version, doc.env.name, doc.env.hypervisor
+                );
                 print!(
                     "{}",
-                    summary::render(doc, &metrics_text(doc), inv.percentile())
+                    summary::render(doc, &banner, &metrics_text(doc), inv.percentile())
                 );
-                println!();
+                if let Some(w) = summary::noise_warning(doc) {
+                    eprintln!("{}: {w}", doc.env.name);
+                }
             }
         }
     }

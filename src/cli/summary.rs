@@ -32,18 +32,22 @@ pub fn render_histogram(h: &Histogram) -> String {
     out
 }
 
-pub fn render(doc: &ResultDoc, workload_text: &str, percentile: f64) -> String {
-    let mut out = String::new();
-    let threads = doc
-        .params
-        .get("threads")
-        .and_then(|v| v.as_u64())
-        .unwrap_or(1);
-    out.push_str(&format!(
-        "virtperf {} (environment: {}, hypervisor: {})\n\nRunning the test with following options:\nNumber of threads: {threads}\n\n",
-        doc.env.virtperf_version, doc.env.name, doc.env.hypervisor
-    ));
-    out.push_str(workload_text);
+/// sysbench's lines after the banner, before the workload's own header.
+pub fn preamble(threads: u64) -> String {
+    format!(
+        "Running the test with following options:\nNumber of threads: {threads}\nInitializing random number generator from current time\n\n\n"
+    )
+}
+
+/// The workload's header, then sysbench's lines as the workers start.
+pub fn started(header: &str) -> String {
+    format!("{header}Initializing worker threads...\n\nThreads started!\n\n")
+}
+
+/// Everything after the run: the workload's section, the general
+/// statistics, latency and fairness, as sysbench 1.0 prints them.
+pub fn results(doc: &ResultDoc, workload_text: &str, percentile: f64) -> String {
+    let mut out = String::from(workload_text);
     out.push_str(&format!(
         "\nGeneral statistics:\n    total time:                          {:.4}s\n    total number of events:              {}\n",
         doc.duration_s, doc.events
@@ -61,14 +65,36 @@ pub fn render(doc: &ResultDoc, workload_text: &str, percentile: f64) -> String {
             f.events_avg, f.events_stddev, f.exec_time_avg, f.exec_time_stddev
         ));
     }
-    let m = &doc.monitor;
-    if m.cpu_steal_pct > 5.0 || m.foreign_busy_pct > 10.0 {
-        out.push_str(&format!(
-            "\nWarning: noisy measurement: steal {:.1}%, other load {:.1}% of the CPUs\n",
-            m.cpu_steal_pct, m.foreign_busy_pct
-        ));
-    }
+    out.push('\n');
     out
+}
+
+/// A warning for a run that something else competed with (steal, other
+/// processes' load), for standard error: sysbench's text stays its own.
+pub fn noise_warning(doc: &ResultDoc) -> Option<String> {
+    let m = &doc.monitor;
+    (m.cpu_steal_pct > 5.0 || m.foreign_busy_pct > 10.0).then(|| {
+        format!(
+            "Warning: noisy measurement: steal {:.1}%, other load {:.1}% of the CPUs",
+            m.cpu_steal_pct, m.foreign_busy_pct
+        )
+    })
+}
+
+/// A whole run's text at once (a result that came back from an
+/// environment): the banner line, the preamble, and the results.
+pub fn render(doc: &ResultDoc, banner: &str, workload_text: &str, percentile: f64) -> String {
+    let threads = doc
+        .params
+        .get("threads")
+        .and_then(|v| v.as_u64())
+        .unwrap_or(1);
+    format!(
+        "{banner}\n\n{}{}{}",
+        preamble(threads),
+        started(""),
+        results(doc, workload_text, percentile)
+    )
 }
 
 fn trim_float(x: f64) -> String {

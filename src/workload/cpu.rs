@@ -93,6 +93,10 @@ impl Worker for CpuWorker {
 }
 
 impl Workload for CpuWorkload {
+    fn header(&self) -> String {
+        format!("Prime numbers limit: {}\n\n", self.max_prime)
+    }
+
     fn run(&mut self, engine: &EngineOptions) -> Result<Measurement> {
         let workers = (0..engine.threads)
             .map(|_| CpuWorker {
@@ -104,10 +108,7 @@ impl Workload for CpuWorkload {
         let eps = outcome.events_per_sec();
         let mut m = Measurement::from_outcome(&outcome, engine.percentile);
         m.metrics = vec![Metric::new("events_per_sec", eps, "events/s", true)];
-        m.text = format!(
-            "Prime numbers limit: {}\n\nCPU speed:\n    events per second: {eps:>10.2}\n",
-            self.max_prime
-        );
+        m.text = format!("CPU speed:\n    events per second: {eps:>8.2}\n");
         m.details = serde_json::json!({
             "primes_found_per_event": workers.first().map(|w| w.primes).unwrap_or(0)
         });

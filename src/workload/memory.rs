@@ -159,6 +159,13 @@ fn largest_cache_bytes() -> Option<u64> {
 }
 
 impl Workload for MemoryWorkload {
+    fn header(&self) -> String {
+        match self {
+            MemoryWorkload::Blocks(t) => t.header(),
+            MemoryWorkload::Stream(_) => String::new(),
+        }
+    }
+
     fn run(&mut self, engine: &EngineOptions) -> Result<Measurement> {
         match self {
             MemoryWorkload::Blocks(t) => t.run(engine),
@@ -254,6 +261,22 @@ impl Worker for BlockWorker {
 }
 
 impl BlockTest {
+    /// sysbench's options block: sizes in whole KiB and MiB, as it prints
+    /// them (1KiB, 102400MiB).
+    fn header(&self) -> String {
+        let oper = match self.oper {
+            Oper::Read => "read",
+            Oper::Write => "write",
+            Oper::None => "none",
+        };
+        format!(
+            "Running memory speed test with the following options:\n  block size: {}KiB\n  total size: {}MiB\n  operation: {oper}\n  scope: {}\n\n",
+            self.block / 1024,
+            self.total / (1024 * 1024),
+            if self.global { "global" } else { "local" },
+        )
+    }
+
     fn run(&self, engine: &EngineOptions) -> Result<Measurement> {
         let words = self.block / 8;
         let shared = (self.global && engine.threads > 1)
@@ -283,19 +306,16 @@ impl BlockTest {
             Metric::new("mib_per_sec", mib / secs, "MiB/s", true),
             Metric::new("ops_per_sec", ops, "ops/s", true),
         ];
-        let oper = match self.oper {
-            Oper::Read => "read",
-            Oper::Write => "write",
-            Oper::None => "none",
-        };
         m.text = format!(
-            "Running memory speed test with the following options:\n  block size: {}\n  total size: {}\n  operation: {oper}\n  scope: {}\n\nTotal operations: {} ({ops:.2} per second)\n\n{mib:.2} MiB transferred ({:.2} MiB/sec)\n",
-            Bytes(self.block as u64),
-            Bytes(self.total),
-            if self.global { "global" } else { "local" },
-            outcome.events,
-            mib / secs,
+            "Total operations: {} ({ops:>8.2} per second)\n\n",
+            outcome.events
         );
+        if !matches!(self.oper, Oper::None) {
+            m.text.push_str(&format!(
+                "{mib:>4.2} MiB transferred ({:>4.2} MiB/sec)\n\n",
+                mib / secs
+            ));
+        }
         Ok(m)
     }
 }

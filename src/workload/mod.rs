@@ -23,7 +23,7 @@ pub use crate::stats::ranking::Category;
 pub use def::{metric_from, Area, MetricDef, Needs, NetworkPeer, PeerServer, WorkloadDef};
 pub use job::{Job, JobWire};
 pub use registry::{find, names, WORKLOADS};
-pub use run::{execute, Executed};
+pub use run::{execute, execute_announced, Executed};
 
 use std::path::Path;
 use std::time::Duration;
@@ -71,7 +71,8 @@ pub struct Measurement {
     pub latency: Option<Latency>,
     pub fairness: Option<Fairness>,
     pub details: serde_json::Value,
-    /// The workload's own section of the text summary ("CPU speed: ...").
+    /// The workload's own section of the text summary after the run
+    /// ("CPU speed: ..."), as sysbench prints it.
     pub text: String,
     /// Event latencies (ns), kept for `--histogram`; not in the document.
     pub histogram: Option<engine::Histogram>,
@@ -99,6 +100,13 @@ pub trait Workload {
     /// Creates what the run needs (files); most workloads need nothing.
     fn prepare(&mut self, _obs: &dyn Observer) -> Result<()> {
         Ok(())
+    }
+
+    /// What the run's text says before it starts, as sysbench prints it
+    /// between the options and "Initializing worker threads..." ("Prime
+    /// numbers limit: 10000" and a blank line); most workloads say nothing.
+    fn header(&self) -> String {
+        String::new()
     }
 
     /// Measures once.

@@ -41,6 +41,19 @@ pub fn execute(
     env_kind: &str,
     observer: Arc<dyn Observer>,
 ) -> Result<Option<Executed>> {
+    execute_announced(job, env_name, env_kind, observer, &mut |_| {})
+}
+
+/// [`execute`], handing `announce` the workload's header
+/// ([`super::Workload::header`]) just before a `run` starts, for a text
+/// summary printed as the run goes (sysbench's order).
+pub fn execute_announced(
+    job: &Job,
+    env_name: &str,
+    env_kind: &str,
+    observer: Arc<dyn Observer>,
+    announce: &mut dyn FnMut(&str),
+) -> Result<Option<Executed>> {
     let mut workload = (job.def.build)(&job.values)?;
     match job.command {
         Command::Prepare => {
@@ -61,6 +74,7 @@ pub fn execute(
         }
         Command::Run => {
             let engine = EngineOptions::from_values(&job.values, observer);
+            announce(&workload.header());
             let started_at = now_rfc3339_ms();
             let sampler = monitor::Sampler::start();
             let m = workload.run(&engine)?;

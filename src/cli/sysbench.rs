@@ -1,0 +1,206 @@
+//! The `sysbench` persona: started under that name (a link or a copy of
+//! this binary), virtperf answers a command line as sysbench 1.0.20 does —
+//! its banner, its messages on the stream it uses, its exit code 1 — and
+//! runs what it accepts through the usual parser. Learned from running
+//! Debian's sysbench side by side (`tests/sysbench_compat.rs` compares the
+//! two on every case below).
+
+use super::{parse_request, Request, SYSBENCH_VERSION};
+use crate::core::options::CliError;
+use crate::workload::{self, Command};
+
+/// What the persona answers instead of running anything: the text for
+/// each stream and the exit code.
+#[derive(Debug, Default, PartialEq)]
+pub struct Answer {
+    pub stdout: String,
+    pub stderr: String,
+    pub code: u8,
+}
+
+/// sysbench 0.4's option names, as 1.0 still takes them with a warning on
+/// standard output before its banner (last given, first warned).
+const DEPRECATED: &[(&str, &str)] = &[
+    ("--tx-rate", "--rate"),
+    ("--max-requests", "--events"),
+    ("--max-time", "--time"),
+    ("--num-threads", "--threads"),
+];
+
+/// The request to run, with what sysbench prints before it (warnings, and
+/// the banner where the request does not print its own: a run prints it
+/// before its options), or the answer that ends the command.
+pub fn front(args: &[String]) -> Result<(String, Request), Answer> {
+    let banner = format!("{}\n\n", super::banner());
+    if args.iter().any(|a| a == "--version") {
+        return Err(Answer {
+            stdout: format!("sysbench {SYSBENCH_VERSION}\n"),
+            ..Answer::default()
+        });
+    }
+    let mut warnings = String::new();
+    for a in args.iter().rev() {
+        let name = a.split('=').next().unwrap_or(a);
+        if let Some((old, new)) = DEPRECATED.iter().find(|(old, _)| *old == name) {
+            warnings.push_str(&format!(
+                "WARNING: {old} is deprecated, use {new} instead\n"
+            ));
+        }
+    }
+    let mut stderr = String::new();
+    let mut words: Vec<&str> = Vec::new();
+    for a in args {
+        if let Some(test) = a.strip_prefix("--test=") {
+            stderr.push_str("WARNING: the --test option is deprecated. You can pass a script name or path on the command line without any options.\n");
+            words.insert(0, test);
+        } else if !a.starts_with('-') {
+            words.push(a);
+        }
+    }
+    let refuse = |stdout: String, stderr: String| Answer {
+        stdout,
+        stderr,
+        code: 1,
+    };
+    if let Some(extra) = words.get(2) {
+        return Err(refuse(
+            String::new(),
+            format!("Unrecognized command line argument: {extra}\n"),
+        ));
+    }
+    let head = format!("{warnings}{banner}");
+    let Some(test) = words.first().copied() else {
+        // sysbench would read a Lua script from standard input.
+        return Err(refuse(
+            head,
+            format!("{stderr}Usage: sysbench [options]... [testname] [command]; see 'sysbench --help'\n"),
+        ));
+    };
+    let Some(def) = workload::find(test) else {
+        return Err(refuse(
+            format!("{head}FATAL: Cannot find benchmark '{test}': no such built-in test, file or module\n"),
+            stderr,
+        ));
+    };
+    let command = match words.get(1).copied() {
+        None => {
+            return Err(refuse(
+                head,
+                format!("{stderr}The '{test}' test requires a command argument. See 'sysbench {test} help'\n"),
+            ))
+        }
+        Some("help") => None,
+        Some(word) => match Command::parse(word) {
+            Some(c) => Some(c),
+            None => {
+                return Err(refuse(head, format!("{stderr}Unknown command: {word}\n")));
+            }
+        },
+    };
+    if let Some(c @ (Command::Prepare | Command::Cleanup)) = command {
+        if !def.needs.prepare {
+            return Err(refuse(
+                head,
+                format!(
+                    "{stderr}'{test}' test does not implement the '{}' command.\n",
+                    c.name()
+                ),
+            ));
+        }
+    }
+    match parse_request(args) {
+        Ok(request) => {
+            if !stderr.is_empty() {
+                eprint!("{stderr}");
+            }
+            let runs = matches!(&request, Request::Workload(inv) if inv.job.command == Command::Run && !inv.json);
+            Ok((if runs { warnings } else { head }, request))
+        }
+        Err(e) => Err(refuse(head, format!("{stderr}{}\n", message(&e, args)))),
+    }
+}
+
+/// sysbench's words for a refused option: the argument as typed, and an
+/// option's name with underscores.
+fn message(e: &CliError, args: &[String]) -> String {
+    match e {
+        CliError::UnknownOption { name, .. } => {
+            let typed = args
+                .iter()
+                .find(|a| {
+                    a.strip_prefix("--")
+                        .is_some_and(|a| a == name || a.starts_with(&format!("{name}=")))
+                })
+                .cloned()
+                .unwrap_or_else(|| format!("--{name}"));
+            format!("invalid option: {typed}")
+        }
+        CliError::InvalidValue { name, value, .. } => format!(
+            "Invalid value for the '{}' option: '{value}'",
+            name.replace('-', "_")
+        ),
+        other => other.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn answer(args: &[&str]) -> Answer {
+        let args: Vec<String> = args.iter().map(|s| s.to_string()).collect();
+        match front(&args) {
+            Err(a) => a,
+            Ok(_) => panic!("{args:?} was accepted"),
+        }
+    }
+
+    #[test]
+    fn refusals_read_as_sysbench_writes_them() {
+        let a = answer(&["cpu"]);
+        assert_eq!(a.code, 1);
+        assert_eq!(
+            a.stderr,
+            "The 'cpu' test requires a command argument. See 'sysbench cpu help'\n"
+        );
+        assert!(a.stdout.ends_with(")\n\n"), "{a:?}");
+        assert_eq!(
+            answer(&["cpu", "prepare"]).stderr,
+            "'cpu' test does not implement the 'prepare' command.\n"
+        );
+        assert_eq!(answer(&["cpu", "foo"]).stderr, "Unknown command: foo\n");
+        let extra = answer(&["cpu", "run", "extra"]);
+        assert_eq!(
+            (extra.stdout.as_str(), extra.stderr.as_str()),
+            ("", "Unrecognized command line argument: extra\n")
+        );
+        assert!(answer(&["nosuch", "run"]).stdout.ends_with(
+            "FATAL: Cannot find benchmark 'nosuch': no such built-in test, file or module\n"
+        ));
+        assert_eq!(
+            answer(&["cpu", "--bogus=3", "run"]).stderr,
+            "invalid option: --bogus=3\n"
+        );
+        assert_eq!(
+            answer(&["cpu", "--cpu-max-prime=abc", "run"]).stderr,
+            "Invalid value for the 'cpu_max_prime' option: 'abc'\n"
+        );
+        assert_eq!(answer(&["--version"]).stdout, "sysbench 1.0.20\n");
+        assert_eq!(answer(&["--version"]).code, 0);
+    }
+
+    #[test]
+    fn old_spellings_warn_and_run() {
+        let args: Vec<String> = ["--test=cpu", "--max-time=1", "--num-threads=2", "run"]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+        let (head, request) = front(&args).expect("runs");
+        // The run prints its banner itself, after the warnings.
+        assert_eq!(
+            head,
+            "WARNING: --num-threads is deprecated, use --threads instead\nWARNING: --max-time is deprecated, use --time instead\n"
+        );
+        assert!(matches!(request, Request::Workload(_)));
+    }
+}

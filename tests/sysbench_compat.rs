@@ -1,0 +1,144 @@
+//! virtperf started as `sysbench` against Debian's sysbench 1.0.20, side by
+//! side on the same command lines: the same exit code, and the same
+//! standard output and standard error line for line once figures are
+//! masked (they differ run to run), runs of spaces are one (a figure's
+//! width moves its padding) and the banner's parenthesis is set aside (it
+//! names the build).
+
+use std::path::Path;
+use std::process::Command;
+
+mod common;
+use common::skip;
+
+/// Figures as N, runs of spaces as one, the banner's parenthesis as ().
+fn masked(text: &str) -> String {
+    let mut out = String::new();
+    for line in text.lines() {
+        let line = if line.starts_with("sysbench 1.0.20 (") {
+            "sysbench 1.0.20 ()".to_string()
+        } else {
+            line.to_string()
+        };
+        let mut prev_space = false;
+        let mut in_number = false;
+        for c in line.chars() {
+            if c.is_ascii_digit() || (in_number && c == '.') {
+                if !in_number {
+                    out.push('N');
+                }
+                in_number = true;
+                prev_space = false;
+                continue;
+            }
+            in_number = false;
+            if c == ' ' {
+                if !prev_space {
+                    out.push(' ');
+                }
+                prev_space = true;
+                continue;
+            }
+            prev_space = false;
+            out.push(c);
+        }
+        out.push('\n');
+    }
+    out
+}
+
+struct Seen {
+    code: Option<i32>,
+    stdout: String,
+    stderr: String,
+}
+
+fn run(program: &Path, args: &[&str], dir: &Path) -> Seen {
+    let out = Command::new(program)
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .unwrap_or_else(|e| panic!("{}: {e}", program.display()));
+    Seen {
+        code: out.status.code(),
+        stdout: masked(&String::from_utf8_lossy(&out.stdout)),
+        stderr: masked(&String::from_utf8_lossy(&out.stderr)),
+    }
+}
+
+#[test]
+fn started_as_sysbench_it_answers_as_sysbench_does() {
+    let real = Path::new("/usr/bin/sysbench");
+    if !real.exists() {
+        skip("Debian's sysbench is not installed (apt-get install sysbench)");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let ours = dir.path().join("sysbench");
+    std::os::unix::fs::symlink(assert_cmd::cargo::cargo_bin("virtperf"), &ours).unwrap();
+    let cases: &[&[&str]] = &[
+        &[
+            "cpu",
+            "--cpu-max-prime=1000",
+            "--events=100",
+            "--threads=2",
+            "run",
+        ],
+        &["memory", "--memory-total-size=64M", "run"],
+        &[
+            "memory",
+            "--memory-block-size=4K",
+            "--memory-oper=read",
+            "--memory-total-size=32M",
+            "run",
+        ],
+        &["threads", "--events=200", "run"],
+        &["mutex", "--mutex-locks=2000", "--mutex-loops=100", "run"],
+        &["--test=cpu", "--max-requests=50", "--num-threads=2", "run"],
+        &["cpu"],
+        &["cpu", "prepare"],
+        &["cpu", "cleanup"],
+        &["cpu", "foo"],
+        &["cpu", "run", "extra"],
+        &["cpu", "--bogus", "run"],
+        &["cpu", "--cpu-max-prime=abc", "run"],
+        &["nosuch", "run"],
+        &["help"],
+        &["--version"],
+    ];
+    let mut differ = Vec::new();
+    for args in cases {
+        let theirs = run(real, args, dir.path());
+        let mine = run(&ours, args, dir.path());
+        let line = args.join(" ");
+        if theirs.code != mine.code {
+            differ.push(format!(
+                "sysbench {line}: exit {:?}, ours {:?}",
+                theirs.code, mine.code
+            ));
+        }
+        for (stream, a, b) in [
+            ("stdout", &theirs.stdout, &mine.stdout),
+            ("stderr", &theirs.stderr, &mine.stderr),
+        ] {
+            if a != b {
+                differ.push(format!(
+                    "sysbench {line}: {stream} differs\n--- sysbench\n{a}--- ours\n{b}"
+                ));
+            }
+        }
+    }
+    assert!(differ.is_empty(), "{}", differ.join("\n"));
+}
+
+#[test]
+fn the_mask_keeps_words_and_layout() {
+    // The comparison above can fail: a word, a line or a blank line apart
+    // is a difference.
+    assert_eq!(
+        masked("sysbench 1.0.20 (x)\n\n    events per second:  5177.97\n"),
+        "sysbench N ()\n\n events per second: N\n"
+    );
+    assert_ne!(masked("CPU speed:\n"), masked("CPU speed:\n\n"));
+    assert_ne!(masked("Threads started!\n"), masked("Threads started\n"));
+}
