@@ -31,7 +31,14 @@ const DEPRECATED: &[(&str, &str)] = &[
 /// the banner where the request does not print its own: a run prints it
 /// before its options), or the answer that ends the command.
 pub fn front(args: &[String]) -> Result<(String, Request), Answer> {
+    let args = &last_of_each(args);
     let banner = format!("{}\n\n", super::banner());
+    if args.iter().any(|a| a == "--help" || a == "--help=on") {
+        return Err(Answer {
+            stdout: general_help(),
+            ..Answer::default()
+        });
+    }
     if args.iter().any(|a| a == "--version") {
         return Err(Answer {
             stdout: format!("sysbench {SYSBENCH_VERSION}\n"),
@@ -89,7 +96,17 @@ pub fn front(args: &[String]) -> Result<(String, Request), Answer> {
                 format!("{stderr}The '{test}' test requires a command argument. See 'sysbench {test} help'\n"),
             ))
         }
-        Some("help") => None,
+        Some("help") => {
+            let text = match def.sysbench {
+                Some(s) => format!("{test} options:\n{}\n", s.options),
+                None => super::workload_help(def),
+            };
+            return Err(Answer {
+                stdout: format!("{head}{text}"),
+                stderr,
+                code: 0,
+            });
+        }
         Some(word) => match Command::parse(word) {
             Some(c) => Some(c),
             None => {
@@ -118,6 +135,59 @@ pub fn front(args: &[String]) -> Result<(String, Request), Answer> {
         }
         Err(e) => Err(refuse(head, format!("{stderr}{}\n", message(&e, args)))),
     }
+}
+
+/// The arguments with only the last of a repeated option: sysbench takes
+/// the last, where virtperf refuses a repeat.
+fn last_of_each(args: &[String]) -> Vec<String> {
+    let name = |a: &str| a.split('=').next().unwrap_or(a).to_string();
+    args.iter()
+        .enumerate()
+        .filter(|(i, a)| {
+            !a.starts_with("--")
+                || !args[i + 1..]
+                    .iter()
+                    .any(|b| b.starts_with("--") && name(b) == name(a))
+        })
+        .map(|(_, a)| a.clone())
+        .collect()
+}
+
+/// `sysbench --help` as sysbench lays it out, listing what virtperf takes:
+/// the general options it has (none that it would refuse), and sysbench's
+/// tests it implements.
+fn general_help() -> String {
+    let mut out = String::from(
+        "Usage:\n  sysbench [options]... [testname] [command]\n\n\
+         Commands implemented by most tests: prepare run cleanup help\n\n\
+         General options:\n",
+    );
+    for (option, help) in [
+        ("--threads=N", "number of threads to use [1]"),
+        ("--events=N", "limit for total number of events [0]"),
+        ("--time=N", "limit for total execution time in seconds [10]"),
+        ("--rate=N", "average transactions rate. 0 for unlimited rate [0]"),
+        ("--report-interval=N", "periodically report intermediate statistics with a specified interval in seconds. 0 disables intermediate reports [0]"),
+        ("--help[=on|off]", "print help and exit [off]"),
+        ("--version[=on|off]", "print version and exit [off]"),
+        ("--tx-rate=N", "deprecated alias for --rate [0]"),
+        ("--max-requests=N", "deprecated alias for --events [0]"),
+        ("--max-time=N", "deprecated alias for --time [0]"),
+        ("--num-threads=N", "deprecated alias for --threads [1]"),
+    ] {
+        out.push_str(&format!("  {option:<31} {help}\n"));
+    }
+    out.push_str(
+        "\n  --percentile=N       percentile to calculate in latency statistics (1-100) [95]\n  \
+         --histogram[=on|off] print latency histogram in report [off]\n\nCompiled-in tests:\n",
+    );
+    for def in workload::WORKLOADS {
+        if let Some(s) = def.sysbench {
+            out.push_str(&format!("  {} - {}\n", def.name, s.summary));
+        }
+    }
+    out.push_str("\nSee 'sysbench <testname> help' for a list of options for each test.\n\n");
+    out
 }
 
 /// sysbench's words for a refused option: the argument as typed, and an
@@ -186,7 +256,40 @@ mod tests {
             "Invalid value for the 'cpu_max_prime' option: 'abc'\n"
         );
         assert_eq!(answer(&["--version"]).stdout, "sysbench 1.0.20\n");
+        let help = answer(&["cpu", "help"]);
+        assert_eq!(help.code, 0);
+        assert!(help.stdout.ends_with(
+            ")\n\ncpu options:\n  --cpu-max-prime=N upper limit for primes generator [10000]\n\n"
+        ), "{help:?}");
+        let general = answer(&["--help"]);
+        assert!(general.stdout.starts_with("Usage:\n"), "{general:?}");
+        assert!(general.stdout.contains("\nCompiled-in tests:\n  "));
+        assert!(general
+            .stdout
+            .contains("Commands implemented by most tests: prepare run cleanup help\n"));
         assert_eq!(answer(&["--version"]).code, 0);
+    }
+
+    #[test]
+    fn the_last_of_a_repeated_option_wins() {
+        let args: Vec<String> = [
+            "cpu",
+            "--cpu-max-prime=5",
+            "--threads=2",
+            "--cpu-max-prime=7",
+            "run",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+        assert_eq!(
+            last_of_each(&args),
+            ["cpu", "--threads=2", "--cpu-max-prime=7", "run"]
+        );
+        let Ok((_, Request::Workload(inv))) = front(&args) else {
+            panic!("refused");
+        };
+        assert_eq!(inv.job.values.int("cpu-max-prime"), 7);
     }
 
     #[test]

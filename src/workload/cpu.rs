@@ -35,6 +35,10 @@ pub const DEF: WorkloadDef = WorkloadDef {
         None,
     )],
     area: crate::workload::Area::Cpu,
+    sysbench: Some(crate::workload::SysbenchTest {
+        summary: "CPU performance test",
+        options: "  --cpu-max-prime=N upper limit for primes generator [10000]\n",
+    }),
     build,
 };
 

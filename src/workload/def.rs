@@ -144,6 +144,15 @@ pub fn metric_from(table: &[MetricDef], name: &str, value: f64) -> Metric {
     Metric::new(name, value, def.unit, def.higher_is_better)
 }
 
+/// A sysbench built-in test as sysbench 1.0.20 names it in `--help`
+/// ("cpu - CPU performance test") and lists its options in `help` (the
+/// lines after "cpu options:", in its layout and words).
+#[derive(Debug, Clone, Copy)]
+pub struct SysbenchTest {
+    pub summary: &'static str,
+    pub options: &'static str,
+}
+
 /// The part of a machine a workload measures: a report's overview gives
 /// one slowdown per environment and area.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, serde::Serialize)]
@@ -193,6 +202,9 @@ pub struct WorkloadDef {
     pub metrics: &'static [MetricDef],
     /// What part of a machine it measures, for a report's overview.
     pub area: Area,
+    /// For sysbench's own tests: how sysbench 1.0.20 lists and describes
+    /// it, for the `sysbench` persona's help.
+    pub sysbench: Option<SysbenchTest>,
     /// Builds it from validated options.
     pub build: fn(&Values) -> Result<Box<dyn Workload>>,
 }

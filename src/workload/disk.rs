@@ -142,6 +142,7 @@ pub const DEF: WorkloadDef = WorkloadDef {
         MetricDef::new("*_per_sec", "files/s", true, false, None),
     ],
     area: crate::workload::Area::Disk,
+    sysbench: None,
     build,
 };
 

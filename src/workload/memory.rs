@@ -75,6 +75,10 @@ pub const DEF: WorkloadDef = WorkloadDef {
         MetricDef::new("stream_*", "MiB/s", true, false, None),
     ],
     area: crate::workload::Area::Memory,
+    sysbench: Some(crate::workload::SysbenchTest {
+        summary: "Memory functions speed test",
+        options: "  --memory-block-size=SIZE    size of memory block for test [1K]\n  --memory-total-size=SIZE    total size of data to transfer [100G]\n  --memory-scope=STRING       memory access scope {global,local} [global]\n  --memory-oper=STRING        type of memory operations {read, write, none} [write]\n  --memory-access-mode=STRING memory access mode {seq,rnd} [seq]\n",
+    }),
     build,
 };
 
@@ -293,10 +297,12 @@ impl BlockTest {
                 sink: 0,
             })
             .collect();
-        // --memory-total-size is an event budget, as in sysbench.
+        // --memory-total-size is the event budget and --events has no say,
+        // as in sysbench (its memory test runs --memory-total-size /
+        // --memory-block-size events whatever --events asks).
         let budget = (self.total / self.block as u64).max(1);
         let mut opts = engine.clone();
-        opts.events = Some(opts.events.map_or(budget, |e| e.min(budget)));
+        opts.events = Some(budget);
         let (outcome, _) = engine::run(&opts, workers)?;
         let secs = outcome.duration.as_secs_f64().max(1e-9);
         let ops = outcome.events as f64 / secs;

@@ -20,7 +20,9 @@ mod registry;
 mod run;
 
 pub use crate::stats::ranking::Category;
-pub use def::{metric_from, Area, MetricDef, Needs, NetworkPeer, PeerServer, WorkloadDef};
+pub use def::{
+    metric_from, Area, MetricDef, Needs, NetworkPeer, PeerServer, SysbenchTest, WorkloadDef,
+};
 pub use job::{Job, JobWire};
 pub use registry::{find, names, WORKLOADS};
 pub use run::{execute, execute_announced, Executed};

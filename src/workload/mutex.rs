@@ -53,6 +53,10 @@ pub const DEF: WorkloadDef = WorkloadDef {
         MetricDef::new("events_per_sec", "events/s", true, false, None),
     ],
     area: crate::workload::Area::Cpu,
+    sysbench: Some(crate::workload::SysbenchTest {
+        summary: "Mutex performance test",
+        options: "  --mutex-num=N   total size of mutex array [4096]\n  --mutex-locks=N number of mutex locks to do per thread [50000]\n  --mutex-loops=N number of empty loops to do outside mutex lock [10000]\n",
+    }),
     build,
 };
 

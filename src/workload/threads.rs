@@ -44,6 +44,10 @@ pub const DEF: WorkloadDef = WorkloadDef {
         MetricDef::new("total_time_s", "s", false, false, None),
     ],
     area: crate::workload::Area::Cpu,
+    sysbench: Some(crate::workload::SysbenchTest {
+        summary: "Threads subsystem performance test",
+        options: "  --thread-yields=N number of yields to do per request [1000]\n  --thread-locks=N  number of locks per thread [8]\n",
+    }),
     build,
 };
 

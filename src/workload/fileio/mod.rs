@@ -60,6 +60,10 @@ pub const DEF: WorkloadDef = WorkloadDef {
         MetricDef::new("written_mib_per_sec", "MiB/s", true, false, None),
     ],
     area: crate::workload::Area::Disk,
+    sysbench: Some(crate::workload::SysbenchTest {
+        summary: "File I/O test",
+        options: "  --file-num=N                  number of files to create [128]\n  --file-block-size=N           block size to use in all IO operations [16384]\n  --file-total-size=SIZE        total size of files to create [2G]\n  --file-test-mode=STRING       test mode {seqwr, seqrewr, seqrd, rndrd, rndwr, rndrw}\n  --file-io-mode=STRING         file operations mode {sync,async,mmap} [sync]\n  --file-async-backlog=N        number of asynchronous operatons to queue per thread [128]\n  --file-extra-flags=[LIST,...] list of additional flags to use to open files {sync,dsync,direct} []\n  --file-fsync-freq=N           do fsync() after this number of requests (0 - don't use fsync()) [100]\n  --file-fsync-all[=on|off]     do fsync() after each write operation [off]\n  --file-fsync-end[=on|off]     do fsync() at the end of test [on]\n  --file-fsync-mode=STRING      which method to use for synchronization {fsync, fdatasync} [fsync]\n  --file-merged-requests=N      merge at most this number of IO requests if possible (0 - don't merge) [0]\n  --file-rw-ratio=N             reads/writes ratio for combined test [1.5]\n",
+    }),
     build,
 };
 

@@ -74,6 +74,7 @@ pub const DEF: WorkloadDef = WorkloadDef {
     needs: Needs::NONE,
     metrics: METRICS,
     area: crate::workload::Area::Cpu,
+    sysbench: None,
     build,
 };
 

@@ -100,6 +100,7 @@ pub const DEF: WorkloadDef = WorkloadDef {
     needs: Needs::NONE,
     metrics: METRICS,
     area: crate::workload::Area::MicroOps,
+    sysbench: None,
     build,
 };
 

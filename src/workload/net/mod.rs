@@ -168,6 +168,7 @@ pub const DEF: WorkloadDef = WorkloadDef {
     },
     metrics: METRICS,
     area: crate::workload::Area::Network,
+    sysbench: None,
     build,
 };
 

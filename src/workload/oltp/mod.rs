@@ -112,6 +112,7 @@ const fn def(test: Test, build: fn(&Values) -> Result<Box<dyn Workload>>) -> Wor
         },
         metrics: METRICS,
         area: crate::workload::Area::Oltp,
+        sysbench: None,
         build,
     }
 }
