@@ -84,6 +84,8 @@ fn started_as_sysbench_it_answers_as_sysbench_does() {
     let dir = tempfile::tempdir().unwrap();
     let ours = dir.path().join("sysbench");
     std::os::unix::fs::symlink(assert_cmd::cargo::cargo_bin("virtperf"), &ours).unwrap();
+    // Each command runs in its own directory (fileio's files), in this
+    // order for each: sysbench's run first, then ours.
     let cases: &[&[&str]] = &[
         &[
             "cpu",
@@ -126,6 +128,34 @@ fn started_as_sysbench_it_answers_as_sysbench_does() {
             "run",
         ],
         &["memory", "--memory-total-size=8M", "--events=1", "run"],
+        &["fileio", "--file-num=4", "--file-total-size=4M", "prepare"],
+        &[
+            "fileio",
+            "--file-num=4",
+            "--file-total-size=4M",
+            "--file-test-mode=rndrw",
+            "--events=300",
+            "run",
+        ],
+        &[
+            "fileio",
+            "--file-num=4",
+            "--file-total-size=4M",
+            "--file-test-mode=seqrd",
+            "--file-extra-flags=direct",
+            "--events=100",
+            "run",
+        ],
+        &[
+            "fileio",
+            "--file-num=4",
+            "--file-total-size=4M",
+            "--file-test-mode=seqwr",
+            "--file-fsync-freq=0",
+            "--events=100",
+            "run",
+        ],
+        &["fileio", "--file-num=4", "--file-total-size=4M", "cleanup"],
     ];
     let mut differ = Vec::new();
     for args in cases {
@@ -163,6 +193,30 @@ fn started_as_sysbench_it_answers_as_sysbench_does() {
         }
     }
     assert!(differ.is_empty(), "{}", differ.join("\n"));
+}
+
+#[test]
+fn fileio_counts_requests_as_events_not_the_closing_fsyncs() {
+    // sysbench: --events=150 of random writes is 150 events, whatever
+    // fsyncs --file-fsync-end makes after them.
+    let dir = tempfile::tempdir().unwrap();
+    let fileio = |cmd: &[&str]| {
+        common::output_ok(
+            common::virtperf()
+                .current_dir(dir.path())
+                .args(["fileio", "--file-num=4", "--file-total-size=4M"])
+                .args(cmd),
+        )
+    };
+    fileio(&["prepare"]);
+    let out = fileio(&["--file-test-mode=rndwr", "--events=150", "run"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("    total number of events:              150\n"),
+        "{text}"
+    );
+    assert!(text.contains("Calling fsync() at the end of test, Enabled.\n"));
+    fileio(&["cleanup"]);
 }
 
 #[test]

@@ -55,6 +55,12 @@ pub struct Invocation {
 }
 
 impl Invocation {
+    /// Whether its text begins with the banner line (a run, and the
+    /// prepare and cleanup of a workload that has them), as sysbench's does.
+    pub fn prints_banner(&self) -> bool {
+        !self.json && (self.job.command == Command::Run || self.job.def.needs.prepare)
+    }
+
     /// The percentile the text summary shows.
     pub fn percentile(&self) -> f64 {
         let v = &self.job.values;

@@ -41,6 +41,10 @@ fn in_process(inv: &Invocation, start: Option<StartAt>) -> Result<()> {
     };
     // Printed once the workload is built and about to run: bad input
     // leaves standard output empty.
+    if inv.prints_banner() && inv.job.command != workload::Command::Run {
+        // sysbench's banner heads its prepare and cleanup text too.
+        show(&format!("{}\n\n", super::banner()));
+    }
     let mut announce = |header: &str| {
         if text {
             let v = &inv.job.values;

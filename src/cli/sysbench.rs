@@ -130,8 +130,8 @@ pub fn front(args: &[String]) -> Result<(String, Request), Answer> {
             if !stderr.is_empty() {
                 eprint!("{stderr}");
             }
-            let runs = matches!(&request, Request::Workload(inv) if inv.job.command == Command::Run && !inv.json);
-            Ok((if runs { warnings } else { head }, request))
+            let own = matches!(&request, Request::Workload(inv) if inv.prints_banner());
+            Ok((if own { warnings } else { head }, request))
         }
         Err(e) => Err(refuse(head, format!("{stderr}{}\n", message(&e, args)))),
     }

@@ -37,7 +37,7 @@ pub struct Silent;
 
 impl Observer for Silent {}
 
-/// Writes to the terminal: chatter and notes on stderr, interim lines on
+/// Writes to the terminal: notes on stderr, chatter and interim lines on
 /// stdout (as sysbench does) unless stdout carries a JSON document, progress
 /// as one redrawn line on a terminal and plain lines otherwise.
 pub struct Terminal {
@@ -67,8 +67,12 @@ impl Terminal {
 
 impl Observer for Terminal {
     fn chatter(&self, line: &str) {
-        self.close_line();
-        eprintln!("{line}");
+        if self.interim_to_stderr {
+            self.close_line();
+            eprintln!("{line}");
+        } else {
+            println!("{line}");
+        }
     }
 
     fn interim(&self, line: &str) {

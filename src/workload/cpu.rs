@@ -97,7 +97,7 @@ impl Worker for CpuWorker {
 }
 
 impl Workload for CpuWorkload {
-    fn header(&self) -> String {
+    fn header(&self, _engine: &EngineOptions) -> String {
         format!("Prime numbers limit: {}\n\n", self.max_prime)
     }
 

@@ -163,9 +163,9 @@ fn largest_cache_bytes() -> Option<u64> {
 }
 
 impl Workload for MemoryWorkload {
-    fn header(&self) -> String {
+    fn header(&self, _engine: &EngineOptions) -> String {
         match self {
-            MemoryWorkload::Blocks(t) => t.header(),
+            MemoryWorkload::Blocks(t) => t.header(_engine),
             MemoryWorkload::Stream(_) => String::new(),
         }
     }
@@ -267,7 +267,7 @@ impl Worker for BlockWorker {
 impl BlockTest {
     /// sysbench's options block: sizes in whole KiB and MiB, as it prints
     /// them (1KiB, 102400MiB).
-    fn header(&self) -> String {
+    fn header(&self, _engine: &EngineOptions) -> String {
         let oper = match self.oper {
             Oper::Read => "read",
             Oper::Write => "write",

@@ -107,7 +107,7 @@ pub trait Workload {
     /// What the run's text says before it starts, as sysbench prints it
     /// between the options and "Initializing worker threads..." ("Prime
     /// numbers limit: 10000" and a blank line); most workloads say nothing.
-    fn header(&self) -> String {
+    fn header(&self, _engine: &EngineOptions) -> String {
         String::new()
     }
 

@@ -52,12 +52,11 @@ pub(super) fn run_test(cfg: &Config, mode: Mode, engine: &EngineOptions) -> Resu
     for s in &stats {
         total.merge(s);
     }
-    Ok(measurement(cfg, mode, engine, &outcome, &total))
+    Ok(measurement(cfg, engine, &outcome, &total))
 }
 
 pub(super) fn measurement(
     cfg: &Config,
-    mode: Mode,
     engine: &EngineOptions,
     outcome: &engine::Outcome,
     t: &OpStats,
@@ -65,7 +64,8 @@ pub(super) fn measurement(
     let secs = outcome.duration.as_secs_f64().max(1e-9);
     let mib = |b: u64| b as f64 / (1024.0 * 1024.0);
     let mut m = Measurement::from_outcome(outcome, engine.percentile);
-    m.events = t.reads + t.writes + t.fsyncs;
+    // Requests are events; the fsyncs after the last one are not.
+    m.events = t.reads + t.writes + t.fsyncs - t.end_fsyncs;
     if cfg.io == IoMode::Async {
         // Engine events are submissions; the honest latency is each
         // operation's submission-to-completion time.
@@ -104,68 +104,84 @@ pub(super) fn measurement(
         "reads": t.reads, "writes": t.writes, "fsyncs": t.fsyncs,
         "bytes_read": t.bytes_read, "bytes_written": t.bytes_written,
     });
-    let p = engine.percentile;
-    let lat_line = |name: &str, h: &Histogram| {
-        if h.is_empty() {
-            String::new()
-        } else {
-            let s = engine::summarize(h, p);
-            format!(
-                "  {name:<6} latency (ms): min {:.3}  avg {:.3}  p50 {:.3}  p{} {:.3}  p99 {:.3}  max {:.3}\n",
-                s.min,
-                s.avg,
-                s.p50,
-                p,
-                s.selected.map(|x| x.1).unwrap_or(s.p95),
-                s.p99,
-                s.max
-            )
-        }
-    };
+    // sysbench's own lines; the latency per operation is in the
+    // document's details, not in sysbench's text.
     m.text = format!(
-        "Extra file open flags: {}\n{} files, {} each\n{} total file size\nBlock size {}\n{}Using {} I/O mode{}\nDoing {} test\n\nFile operations:\n    reads/s:                      {:.2}\n    writes/s:                     {:.2}\n    fsyncs/s:                     {:.2}\n\nThroughput:\n    read, MiB/s:                  {:.2}\n    written, MiB/s:               {:.2}\n\nLatency by operation:\n{}{}{}",
-        flags_text(cfg),
-        cfg.num,
-        Bytes(cfg.file_size),
-        Bytes(cfg.total()),
-        Bytes(cfg.block),
-        if cfg.fsync_freq > 0 {
-            format!("Periodic FSYNC enabled, calling fsync() each {} requests.\n", cfg.fsync_freq)
-        } else {
-            String::new()
-        },
-        match cfg.io {
-            IoMode::Sync => "synchronous",
-            IoMode::Async => "asynchronous (io_uring)",
-            IoMode::Mmap => "mmaped",
-        },
-        if cfg.validate { ", with checksum validation" } else { "" },
-        mode.describe(),
+        "\nFile operations:\n    reads/s:                      {:.2}\n    writes/s:                     {:.2}\n    fsyncs/s:                     {:.2}\n\nThroughput:\n    read, MiB/s:                  {:.2}\n    written, MiB/s:               {:.2}\n",
         t.reads as f64 / secs,
         t.writes as f64 / secs,
         t.fsyncs as f64 / secs,
         mib(t.bytes_read) / secs,
         mib(t.bytes_written) / secs,
-        lat_line("read", &t.read_hist),
-        lat_line("write", &t.write_hist),
-        lat_line("fsync", &t.fsync_hist),
     );
     m
 }
 
+/// What sysbench prints of a fileio run before it starts, line for line.
+pub(super) fn header(cfg: &Config, mode: Mode, engine: &EngineOptions) -> String {
+    let mut h = format!(
+        "Extra file open flags: {}\n{} files, {} each\n{} total file size\nBlock size {}\n",
+        flags_text(cfg),
+        cfg.num,
+        Bytes(cfg.file_size),
+        Bytes(cfg.total()),
+        Bytes(cfg.block),
+    );
+    if cfg.merged > 0 {
+        h.push_str(&format!(
+            "Merging requests up to {} for sequential IO.\n",
+            Bytes(cfg.block * cfg.merged)
+        ));
+    }
+    if matches!(mode, Mode::RndRd | Mode::RndWr | Mode::RndRw) {
+        h.push_str(&format!(
+            "Number of IO requests: {}\nRead/Write ratio for combined random IO test: {:2.2}\n",
+            engine.events.unwrap_or(0),
+            cfg.rw_ratio
+        ));
+    }
+    if cfg.fsync_freq > 0 {
+        h.push_str(&format!(
+            "Periodic FSYNC enabled, calling fsync() each {} requests.\n",
+            cfg.fsync_freq
+        ));
+    }
+    if cfg.fsync_end {
+        h.push_str("Calling fsync() at the end of test, Enabled.\n");
+    }
+    if cfg.fsync_all {
+        h.push_str("Calling fsync() after each write operation.\n");
+    }
+    h.push_str(&format!(
+        "Using {} I/O mode\n",
+        match cfg.io {
+            IoMode::Sync => "synchronous",
+            IoMode::Async => "asynchronous",
+            IoMode::Mmap => "mmaped",
+        }
+    ));
+    if cfg.validate {
+        h.push_str("Using checksums validation.\n");
+    }
+    h.push_str(&format!("Doing {} test\n", mode.describe()));
+    h
+}
+
+/// The extra open flags as sysbench words them: "(none)", or each flag
+/// followed by a space ("sync ", "dsync ") and "directio" last.
 pub(super) fn flags_text(cfg: &Config) -> String {
-    let mut f = Vec::new();
+    let mut f = String::new();
     if cfg.open_flags & libc::O_SYNC == libc::O_SYNC {
-        f.push("sync");
+        f.push_str("sync ");
     } else if cfg.open_flags & libc::O_DSYNC != 0 {
-        f.push("dsync");
+        f.push_str("dsync ");
     }
     if cfg.direct {
-        f.push("direct");
+        f.push_str("directio");
     }
     if f.is_empty() {
         "(none)".into()
     } else {
-        f.join(" ")
+        f
     }
 }

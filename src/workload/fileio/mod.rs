@@ -84,6 +84,13 @@ impl FileioWorkload {
 }
 
 impl Workload for FileioWorkload {
+    fn header(&self, engine: &EngineOptions) -> String {
+        self.cfg
+            .mode
+            .map(|mode| measure::header(&self.cfg, mode, engine))
+            .unwrap_or_default()
+    }
+
     fn files_dir(&self) -> Option<&std::path::Path> {
         Some(&self.cfg.dir)
     }
@@ -95,13 +102,17 @@ impl Workload for FileioWorkload {
             files::remove_all(&cfg.dir)?;
             return Ok(());
         }
+        // sysbench's words and units (Kb and Mb meaning KiB and MiB).
         obs.chatter(&format!(
-            "{} files, {}KiB each, {}MiB total\nCreating files for the test...",
+            "{} files, {}Kb each, {}Mb total\nCreating files for the test...\nExtra file open flags: {}",
             cfg.num,
             cfg.file_size / 1024,
-            cfg.total() >> 20
+            cfg.total() >> 20,
+            measure::flags_text(cfg)
         ));
-        let (written, secs) = create_files(cfg)?;
+        let (written, secs) = create_files(cfg, &mut |i| {
+            obs.chatter(&format!("Creating file {}", files::file_name(i)))
+        })?;
         obs.chatter(&format!(
             "{written} bytes written in {secs:.2} seconds ({:.2} MiB/sec).",
             written as f64 / (1024.0 * 1024.0) / secs.max(1e-9)
@@ -110,8 +121,8 @@ impl Workload for FileioWorkload {
     }
 
     fn cleanup(&mut self, obs: &dyn Observer) -> Result<()> {
-        let n = files::remove_all(&self.cfg.dir)?;
-        obs.chatter(&format!("Removing test files... {n} removed"));
+        obs.chatter("Removing test files...");
+        files::remove_all(&self.cfg.dir)?;
         Ok(())
     }
 
@@ -168,7 +179,7 @@ mod tests {
         // prepare fails after creating test_file.1.
         std::fs::create_dir(dir.path().join("test_file.2")).unwrap();
         let c = cfg(&[&d, "--file-num=3", "--file-total-size=48K"]);
-        assert!(create_files(&c).is_err());
+        assert!(create_files(&c, &mut |_| {}).is_err());
         assert!(old.exists(), "a test file from before was removed");
         assert!(!dir.path().join("test_file.1").exists());
     }

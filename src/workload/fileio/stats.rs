@@ -7,6 +7,9 @@ pub struct OpStats {
     pub reads: u64,
     pub writes: u64,
     pub fsyncs: u64,
+    /// Of `fsyncs`, those `--file-fsync-end` made after the last request:
+    /// counted in the fsync rate, not as events (as sysbench counts).
+    pub end_fsyncs: u64,
     pub bytes_read: u64,
     pub bytes_written: u64,
     pub read_hist: Histogram,
@@ -20,6 +23,7 @@ impl OpStats {
             reads: 0,
             writes: 0,
             fsyncs: 0,
+            end_fsyncs: 0,
             bytes_read: 0,
             bytes_written: 0,
             read_hist: new_histogram(),
@@ -48,10 +52,17 @@ impl OpStats {
         }
     }
 
+    /// An fsync made after the last request (`--file-fsync-end`).
+    pub(super) fn record_end_fsync(&mut self, ns: u64) {
+        self.record(Op::Fsync, 0, ns);
+        self.end_fsyncs += 1;
+    }
+
     pub(super) fn merge(&mut self, other: &OpStats) {
         self.reads += other.reads;
         self.writes += other.writes;
         self.fsyncs += other.fsyncs;
+        self.end_fsyncs += other.end_fsyncs;
         self.bytes_read += other.bytes_read;
         self.bytes_written += other.bytes_written;
         self.read_hist.add(&other.read_hist).expect("same bounds");

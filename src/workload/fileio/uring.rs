@@ -172,8 +172,7 @@ impl Worker for UringWorker {
             for file in 0..cfg.num {
                 let t0 = Instant::now();
                 self.shared.fsync(file)?;
-                self.stats
-                    .record(Op::Fsync, 0, t0.elapsed().as_nanos() as u64);
+                self.stats.record_end_fsync(t0.elapsed().as_nanos() as u64);
             }
         }
         Ok(())

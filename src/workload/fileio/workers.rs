@@ -6,7 +6,10 @@ use super::*;
 
 /// Creates (or extends) the test files, block by block, each fsynced at the
 /// end as sysbench does so cache flushes do not land in the run.
-pub fn create_files(cfg: &Config) -> Result<(u64, f64)> {
+/// Creates the test files (or extends them to size), telling `creating`
+/// each file's number as it starts on it; returns the bytes written and
+/// the seconds it took.
+pub fn create_files(cfg: &Config, creating: &mut dyn FnMut(usize)) -> Result<(u64, f64)> {
     let existing: u64 = (0..cfg.num)
         .map(|i| {
             std::fs::symlink_metadata(cfg.path(i))
@@ -20,6 +23,7 @@ pub fn create_files(cfg: &Config) -> Result<(u64, f64)> {
     let mut source = DataSource::new(cfg.block as usize, cfg.random_data, 0x9e37);
     let mut written = 0u64;
     for i in 0..cfg.num {
+        creating(i);
         let path = cfg.path(i);
         // A file that was there before (an earlier prepare being extended)
         // is not ours to remove if this one fails.
@@ -248,8 +252,7 @@ impl Worker for SyncWorker {
             for file in 0..cfg.num {
                 let t0 = Instant::now();
                 self.shared.fsync(file)?;
-                self.stats
-                    .record(Op::Fsync, 0, t0.elapsed().as_nanos() as u64);
+                self.stats.record_end_fsync(t0.elapsed().as_nanos() as u64);
             }
         }
         Ok(())
