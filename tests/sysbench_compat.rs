@@ -156,6 +156,22 @@ fn started_as_sysbench_it_answers_as_sysbench_does() {
             "run",
         ],
         &["fileio", "--file-num=4", "--file-total-size=4M", "cleanup"],
+        &["--verbosity=0", "cpu", "--events=10", "run"],
+        &["--verbosity=2", "--max-time=1", "cpu", "--events=10", "run"],
+        &[
+            "--verbosity=1",
+            "fileio",
+            "--file-num=2",
+            "--file-total-size=1M",
+            "prepare",
+        ],
+        &[
+            "--verbosity=1",
+            "fileio",
+            "--file-num=2",
+            "--file-total-size=1M",
+            "cleanup",
+        ],
     ];
     let mut differ = Vec::new();
     for args in cases {

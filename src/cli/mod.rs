@@ -40,7 +40,16 @@ pub const OUTPUT: &[OptionSpec] = &[
     )
     .repeatable(),
     crate::core::start_at::OPTION,
+    OptionSpec::new(
+        "verbosity",
+        OptKind::Int { min: 0, max: 5 },
+        "3",
+        "as sysbench's: below 3 the text summary and the prepare and cleanup lines are not printed, only warnings and errors",
+    ),
 ];
+
+/// sysbench's notice level: the run's text is printed from it up.
+const NOTICE: u64 = 3;
 
 /// A parsed single-workload invocation.
 #[derive(Debug, Clone)]
@@ -48,6 +57,8 @@ pub struct Invocation {
     pub job: Job,
     pub json: bool,
     pub histogram: bool,
+    /// `--verbosity`, sysbench's levels (3, notices, by default).
+    pub verbosity: u64,
     /// Where to run it; empty: in this process.
     pub envs: Vec<Spec>,
     /// `--start-at`, seconds since the epoch.
@@ -58,7 +69,13 @@ impl Invocation {
     /// Whether its text begins with the banner line (a run, and the
     /// prepare and cleanup of a workload that has them), as sysbench's does.
     pub fn prints_banner(&self) -> bool {
-        !self.json && (self.job.command == Command::Run || self.job.def.needs.prepare)
+        self.prints_text() && (self.job.command == Command::Run || self.job.def.needs.prepare)
+    }
+
+    /// Whether the text summary and the prepare and cleanup lines are
+    /// printed (no JSON asked for, and `--verbosity` at notices or more).
+    pub fn prints_text(&self) -> bool {
+        !self.json && self.verbosity >= NOTICE
     }
 
     /// The percentile the text summary shows.
@@ -269,6 +286,7 @@ pub fn parse_request(args: &[String]) -> Result<Request, CliError> {
         job,
         json: all.flag("json"),
         histogram: all.flag("histogram"),
+        verbosity: all.int("verbosity"),
         envs,
         start_at: match all.text("start-at") {
             "" => None,

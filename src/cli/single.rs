@@ -32,8 +32,9 @@ pub fn main(inv: &Invocation) -> Result<()> {
 /// the statistics after.
 fn in_process(inv: &Invocation, start: Option<StartAt>) -> Result<()> {
     // With --json, stdout carries the document: interim lines go to stderr.
-    let observer: Arc<dyn Observer> = Arc::new(Terminal::new(inv.json));
-    let text = !inv.json && inv.job.command == workload::Command::Run;
+    let observer: Arc<dyn Observer> =
+        Arc::new(Terminal::new(inv.json).quiet(!inv.json && !inv.prints_text()));
+    let text = inv.prints_text() && inv.job.command == workload::Command::Run;
     let show = |s: &str| {
         use std::io::Write;
         print!("{s}");
@@ -69,7 +70,7 @@ fn in_process(inv: &Invocation, start: Option<StartAt>) -> Result<()> {
     done.doc.env.start_at = start;
     if inv.json {
         println!("{}", serde_json::to_string(&done.doc)?);
-    } else {
+    } else if text {
         show(&summary::results(&done.doc, &done.text, inv.percentile()));
         if let (true, Some(h)) = (inv.histogram, &done.histogram) {
             show(&summary::render_histogram(h));

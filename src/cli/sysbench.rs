@@ -32,7 +32,16 @@ const DEPRECATED: &[(&str, &str)] = &[
 /// before its options), or the answer that ends the command.
 pub fn front(args: &[String]) -> Result<(String, Request), Answer> {
     let args = &last_of_each(args);
-    let banner = format!("{}\n\n", super::banner());
+    // sysbench's levels: the banner is a notice (3), a warning is 2.
+    let verbosity = args
+        .iter()
+        .find_map(|a| a.strip_prefix("--verbosity=")?.parse::<u64>().ok())
+        .unwrap_or(3);
+    let banner = if verbosity >= 3 {
+        format!("{}\n\n", super::banner())
+    } else {
+        String::new()
+    };
     if args.iter().any(|a| a == "--help" || a == "--help=on") {
         return Err(Answer {
             stdout: general_help(),
@@ -48,7 +57,10 @@ pub fn front(args: &[String]) -> Result<(String, Request), Answer> {
     let mut warnings = String::new();
     for a in args.iter().rev() {
         let name = a.split('=').next().unwrap_or(a);
-        if let Some((old, new)) = DEPRECATED.iter().find(|(old, _)| *old == name) {
+        if let Some((old, new)) = DEPRECATED
+            .iter()
+            .find(|(old, _)| *old == name && verbosity >= 2)
+        {
             warnings.push_str(&format!(
                 "WARNING: {old} is deprecated, use {new} instead\n"
             ));

@@ -42,6 +42,9 @@ impl Observer for Silent {}
 /// as one redrawn line on a terminal and plain lines otherwise.
 pub struct Terminal {
     interim_to_stderr: bool,
+    /// Chatter and interim lines are not printed (`--verbosity` below
+    /// sysbench's notices).
+    quiet: bool,
     tty: bool,
     /// Whether a progress line is open (and must be ended before a note).
     open: Mutex<bool>,
@@ -51,9 +54,16 @@ impl Terminal {
     pub fn new(interim_to_stderr: bool) -> Terminal {
         Terminal {
             interim_to_stderr,
+            quiet: false,
             tty: std::io::stderr().is_terminal(),
             open: Mutex::new(false),
         }
+    }
+
+    /// The same, printing no chatter and no interim lines.
+    pub fn quiet(mut self, quiet: bool) -> Terminal {
+        self.quiet = quiet;
+        self
     }
 
     fn close_line(&self) {
@@ -67,7 +77,8 @@ impl Terminal {
 
 impl Observer for Terminal {
     fn chatter(&self, line: &str) {
-        if self.interim_to_stderr {
+        if self.quiet {
+        } else if self.interim_to_stderr {
             self.close_line();
             eprintln!("{line}");
         } else {
@@ -76,6 +87,9 @@ impl Observer for Terminal {
     }
 
     fn interim(&self, line: &str) {
+        if self.quiet {
+            return;
+        }
         if self.interim_to_stderr {
             self.close_line();
             eprintln!("{line}");
