@@ -124,10 +124,14 @@ impl SshEnvironment {
     }
 
     fn remote_within(&self, script: &str, input: Option<&[u8]>, limit: Duration) -> Result<String> {
+        self.remote_limited(script, input, Limits::new(limit))
+    }
+
+    fn remote_limited(&self, script: &str, input: Option<&[u8]>, limits: Limits) -> Result<String> {
         let mut cmd = self.ssh();
         cmd.arg(script);
         let what = script.split_whitespace().next().unwrap_or("");
-        let out = run_bounded(cmd, input, Limits::new(limit)).map_err(|e| match e {
+        let out = run_bounded(cmd, input, limits).map_err(|e| match e {
             Bounded::TimedOut(limit) => anyhow::anyhow!(
                 "ssh {}: '{what}' did not finish within {} s (timeout={}): the target or the connection hangs",
                 self.spec.text,
@@ -163,7 +167,13 @@ impl Environment for SshEnvironment {
     fn launch(&self, _index: usize) -> Result<Launched> {
         // In the target's TMPDIR when it has one (a test's namespace shares
         // this machine's /tmp and gives each target its own).
-        let dir = self.remote("mktemp -d \"${TMPDIR:-/tmp}/virtperf.XXXXXXXX\"", None)?;
+        // Run to its end even after Ctrl-C: only its output names the
+        // directory it made, which is then removed below.
+        let dir = self.remote_limited(
+            "mktemp -d \"${TMPDIR:-/tmp}/virtperf.XXXXXXXX\"",
+            None,
+            Limits::new(self.timeout()).finishing(),
+        )?;
         if dir.is_empty()
             || !dir
                 .chars()
@@ -184,6 +194,9 @@ impl Environment for SshEnvironment {
             run_cleanup(rm, limit);
             why
         };
+        if crate::core::signals::interrupted() {
+            return Err(remove(crate::core::signals::Interrupted.into()));
+        }
         let binary = std::fs::read("/proc/self/exe").context("reading this binary")?;
         self.remote_within(
             &format!("cat > {q}/virtperf && chmod 700 {q}/virtperf && mkdir {q}/work"),

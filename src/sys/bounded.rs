@@ -22,6 +22,10 @@ pub struct Limits {
     /// can remove what it made) and killed if it has not ended within
     /// `grace`. `None`: killed at once.
     pub grace: Option<Duration>,
+    /// Whether an interrupt lets it run on to its end (within `time`): a
+    /// command whose outcome must be known to undo it (a remote `mktemp`
+    /// that made a directory whose name only its output gives).
+    pub finish: bool,
 }
 
 impl Limits {
@@ -31,7 +35,15 @@ impl Limits {
             time,
             kept: OUTPUT_KEPT,
             grace: None,
+            finish: false,
         }
+    }
+
+    /// The same, run to its end after an interrupt (the caller undoes
+    /// what it made, then reports the interrupt).
+    pub fn finishing(mut self) -> Self {
+        self.finish = true;
+        self
     }
 }
 
@@ -91,7 +103,7 @@ pub fn run_bounded(
             Ok(None) => {}
             Err(e) => return Err(Bounded::Failed(e.into())),
         }
-        let interrupted = crate::core::signals::interrupted();
+        let interrupted = crate::core::signals::interrupted() && !limits.finish;
         if Instant::now() >= until || interrupted {
             stop(&mut child, limits.grace);
             return Err(if interrupted {

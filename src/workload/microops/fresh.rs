@@ -77,9 +77,9 @@ pub fn run(args: &[String], limit: Duration) -> Result<Measurement> {
         crate::sys::this_binary().context("microops: finding this binary for a fresh process")?;
     cmd.args(args).env(ENV, "1");
     let limits = Limits {
-        time: limit,
         kept: MAX_OUTPUT,
         grace: Some(STOP_GRACE),
+        ..Limits::new(limit)
     };
     let out = run_bounded(cmd, None, limits).map_err(|e| match e {
         Bounded::Interrupted => crate::core::signals::Interrupted.into(),
