@@ -288,18 +288,27 @@ fn vp(args: &[String]) -> (i32, String, String) {
 }
 
 /// Starts virtperf with `args` in a process group of its own (only the
-/// signals sent here reach it) with its stderr in a file, waits until the
-/// stderr shows `mark` (at most 60 s), sends `signals` 200 ms apart and
-/// returns the exit code, the stderr once it ends (at most 60 s more) and
-/// how long it took to end after the first signal.
+/// signals sent here reach it) with its stdout and stderr in one file
+/// (prepare's lines are on stdout, as sysbench prints them; notes on
+/// stderr), waits until the file shows `mark` (at most 60 s), sends
+/// `signals` 200 ms apart and returns the exit code, the output once it
+/// ends (at most 60 s more) and how long it took to end after the first
+/// signal.
 fn interrupted(args: &[String], mark: &str, signals: &[i32]) -> (Option<i32>, String, Duration) {
     use std::os::unix::process::CommandExt;
     let stderr = tempfile::NamedTempFile::new().unwrap();
+    // Both streams appended to one file: neither overwrites the other.
+    let append = || {
+        std::fs::OpenOptions::new()
+            .append(true)
+            .open(stderr.path())
+            .unwrap()
+    };
     let mut child = Command::new(assert_cmd::cargo::cargo_bin("virtperf"))
         .args(args)
         .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(stderr.reopen().unwrap())
+        .stdout(append())
+        .stderr(append())
         .process_group(0)
         .spawn()
         .unwrap();
