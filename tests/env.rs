@@ -928,3 +928,123 @@ fn ssh_an_interrupted_upload_leaves_no_remote_directory() {
     std::thread::sleep(std::time::Duration::from_secs(3));
     assert!(left().is_empty(), "{:?}", left());
 }
+
+/// (boot, reboot) of every run of `env` in a comparison's store.
+fn boots_in(out: &Path, env: &str) -> Vec<(String, String)> {
+    let db = rusqlite::Connection::open(out.join("results.db")).unwrap();
+    let mut q = db
+        .prepare(
+            "SELECT json_extract(doc, '$.env.boot'), json_extract(doc, '$.env.reboot') FROM runs WHERE env = ?1",
+        )
+        .unwrap();
+    q.query_map([env], |r| {
+        Ok((
+            r.get::<_, Option<String>>(0)?.unwrap_or_default(),
+            r.get::<_, Option<String>>(1)?.unwrap_or_default(),
+        ))
+    })
+    .unwrap()
+    .map(Result::unwrap)
+    .collect()
+}
+
+/// Two rounds of a short cpu run in `spec` (labelled `fresh`), in a
+/// comparison against the host; the store's directory.
+fn two_rounds(vp: Command, spec: &str) -> tempfile::TempDir {
+    let out = tempfile::tempdir().unwrap();
+    let mut vp = vp;
+    output_ok(vp.args([
+        "compare",
+        "--out",
+        out.path().to_str().unwrap(),
+        "--env",
+        spec,
+        "--repeat",
+        "2",
+        "cpu",
+        "--time=0.2",
+        "--cpu-max-prime=2000",
+    ]));
+    out
+}
+
+#[test]
+fn docker_reboot_each_run_gives_every_run_a_fresh_container() {
+    let _serial = serial();
+    if !engine_ok("docker") {
+        return;
+    }
+    let out = two_rounds(virtperf(), "docker:name=fresh,reboot=each-run");
+    let runs = boots_in(out.path(), "fresh");
+    assert_eq!(runs.len(), 2, "{runs:?}");
+    assert!(runs.iter().all(|(_, r)| r == "each-run"), "{runs:?}");
+    // A container's host name is its id: a new container per run.
+    let host = |b: &str| b.split_once('@').unwrap().1.to_string();
+    assert_ne!(host(&runs[0].0), host(&runs[1].0), "{runs:?}");
+    // Without it, both rounds run in the one container.
+    let kept = two_rounds(virtperf(), "docker:name=fresh");
+    let runs = boots_in(kept.path(), "fresh");
+    assert_eq!(host(&runs[0].0), host(&runs[1].0), "{runs:?}");
+    assert!(runs.iter().all(|(_, r)| r.is_empty()));
+    no_virtperf_containers_in("docker");
+}
+
+#[test]
+fn qemu_reboot_each_run_boots_a_fresh_guest_before_every_run() {
+    let _serial = serial();
+    if !qemu_ok() {
+        return;
+    }
+    let (tmp, vp) = private_tmp();
+    let out = two_rounds(
+        vp(),
+        "qemu:accel=tcg,memory=512m,smp=1,disk=64m,net=none,name=fresh,reboot=each-run",
+    );
+    let runs = boots_in(out.path(), "fresh");
+    assert_eq!(runs.len(), 2, "{runs:?}");
+    let id = |b: &str| b.split_once('@').unwrap().0.to_string();
+    assert_ne!(
+        id(&runs[0].0),
+        id(&runs[1].0),
+        "a boot id per run: {runs:?}"
+    );
+    assert!(runs.iter().all(|(_, r)| r == "each-run"));
+    assert!(qemu_leftovers(tmp.path()).is_empty());
+}
+
+#[test]
+fn an_ssh_target_that_does_not_come_back_from_reboot_is_given_up() {
+    let _serial = serial();
+    let Some(host) = SshHost::start() else {
+        return;
+    };
+    // `true` reboots nothing: the boot id never changes.
+    let spec = format!(
+        "{},reboot=each-run,reboot-command=true,reboot-timeout=10",
+        host.spec()
+    );
+    let started = std::time::Instant::now();
+    virtperf()
+        .args(["cpu", "--time=0.2", "--env", &spec])
+        .timeout(std::time::Duration::from_secs(90))
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains(
+            "did not come back with a new boot within 10 s of 'true' (reboot-timeout=10)",
+        ));
+    let took = started.elapsed();
+    assert!(took < std::time::Duration::from_secs(45), "{took:?}");
+    let left: Vec<_> = std::fs::read_dir("/tmp")
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .filter(|e| e.file_name().to_string_lossy().starts_with("virtperf."))
+        .collect();
+    assert!(left.is_empty(), "{left:?}");
+    virtperf()
+        .args(["cpu", "--env", &format!("{},reboot=sometimes", host.spec())])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains(
+            "reboot=sometimes: use each-run or no",
+        ));
+}

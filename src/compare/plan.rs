@@ -20,7 +20,7 @@ pub const OPTIONS: &[OptionSpec] = &[
         "suite",
         OptKind::Text,
         "quick",
-        "built-in suite (quick, standard, seed000-esxi-hyperv, seed002-qemu-docker, seed003-oltp, seed004-kvm-sysbench) or a TOML file",
+        "built-in suite (quick, standard, seed000-esxi-hyperv, seed001-tschudin, seed002-qemu-docker, seed003-oltp, seed004-kvm-sysbench) or a TOML file",
     ),
     OptionSpec::new("baseline", OptKind::Text, "host", "the environment the others are compared with"),
     OptionSpec::new(
@@ -257,6 +257,9 @@ pub fn resolve(args: &PlanArgs, observer: &dyn Observer) -> Result<(Plan, PlanAr
     };
     let baseline = args.baseline.clone();
     let mut others = args.envs.clone();
+    if others.is_empty() && !suite.envs.is_empty() {
+        others = suite_envs(&suite, observer)?;
+    }
     if others.is_empty() {
         observer.note("looking for available environments (virtperf envs)...");
         others = probe::available()
@@ -293,6 +296,33 @@ pub fn resolve(args: &PlanArgs, observer: &dyn Observer) -> Result<(Plan, PlanAr
         settings: settings(args.margin_pct),
     };
     Ok((plan, stored))
+}
+
+/// The environments a suite names (its matrix), parsed as `--env` values;
+/// those this machine cannot run are left out with a note.
+fn suite_envs(suite: &crate::suite::Suite, observer: &dyn Observer) -> Result<Vec<Spec>, CliError> {
+    let mut out = Vec::new();
+    for text in &suite.envs {
+        let spec = Spec::parse(text)
+            .map_err(|e| CliError::Usage(format!("suite {}: envs: {e}", suite.name)))?;
+        let (ok, why) = (spec.driver.probe)(&spec);
+        if ok {
+            out.push(spec);
+        } else {
+            observer.note(&format!(
+                "suite {}: leaving out {text}: {}",
+                suite.name,
+                crate::core::text::one_line(&why, 200)
+            ));
+        }
+    }
+    observer.note(&format!(
+        "suite {}: comparing {} of its {} environments (give --env to choose others)",
+        suite.name,
+        out.len(),
+        suite.envs.len()
+    ));
+    Ok(out)
 }
 
 /// An environment spec stored as the text it was given as, parsed again

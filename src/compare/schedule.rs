@@ -97,7 +97,7 @@ impl Executor for Drivers<'_> {
             Some(open) => open,
             slot => slot.insert(env::Opened::start(driver, self.need, self.observer)?),
         };
-        let outcome = open.run(driver, jobs, on_result);
+        let outcome = open.run(driver, jobs, on_result, self.observer);
         if outcome.is_err() {
             // Whatever broke (a hung agent, a stop), the instances go.
             self.open[env] = None;
@@ -553,6 +553,7 @@ mod tests {
             name: "t".into(),
             description: String::new(),
             repeat: None,
+            envs: Vec::new(),
             entries: (0..n)
                 .map(|i| {
                     let args: Vec<String> =

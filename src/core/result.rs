@@ -101,6 +101,20 @@ pub struct EnvInfo {
     /// file system they were on.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub storage: Option<Storage>,
+    /// Which boot of which machine ran it: the kernel's boot id and the
+    /// host name, as seen inside (a fresh VM has a new boot id, a fresh
+    /// container a new host name), so runs that should have had a boot of
+    /// their own can be checked.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub boot: Option<String>,
+    /// How many instances ran at once and were summed into this result
+    /// (`count=N`, a group's members); none for one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub instances: Option<u32>,
+    /// `reboot=each-run` when the instance was booted afresh for this run
+    /// (set by the host).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reboot: Option<String>,
 }
 
 /// The file system under a workload's files, as seen from inside.

@@ -13,6 +13,7 @@ pub fn combine(label: &str, docs: &[ResultDoc]) -> Option<ResultDoc> {
     let first = docs.first()?;
     let mut out = first.clone();
     out.env.name = label.to_string();
+    out.env.instances = Some(docs.len() as u32);
     out.metrics = first
         .metrics
         .iter()

@@ -17,6 +17,11 @@ pub struct Spec {
     pub driver: &'static DriverDef,
     pub label: String,
     pub count: usize,
+    /// `reboot=each-run`: every run starts in a freshly booted instance
+    /// (seed 001 rebooted before each of its runs): the instance is ended
+    /// and started again before each run, after the driver's
+    /// [`Environment::reboot`](super::Environment::reboot).
+    pub reboot: bool,
     /// `USER@HOST` and port for ssh.
     pub target: Option<(String, Option<u16>)>,
     pub opts: BTreeMap<String, String>,

@@ -81,6 +81,20 @@ pub trait Environment {
     /// Starts instance `index` (of `spec().count`).
     fn launch(&self, index: usize) -> Result<Launched>;
 
+    /// `reboot=each-run`: brings instance `index`, which has just been
+    /// ended, back to a fresh boot before it is launched again (an ssh
+    /// target's `reboot` and the wait for it). By default nothing: a fresh
+    /// launch is a fresh boot (a new VM, a new container).
+    fn reboot(&self, _index: usize) -> Result<()> {
+        Ok(())
+    }
+
+    /// Whether a launch starts from a fresh boot (a new VM or container),
+    /// so that `reboot=each-run` need not reboot before the first run.
+    fn launch_is_fresh(&self) -> bool {
+        true
+    }
+
     /// How long the agent may take to say hello (a VM boots first).
     fn boot_deadline(&self) -> Duration {
         Duration::from_secs(30)

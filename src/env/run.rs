@@ -52,7 +52,7 @@ pub fn run_with(
 ) -> Result<Vec<InstanceOutcome>> {
     check_jobs(jobs)?;
     let mut open = Opened::start(env, NetNeed::of(jobs), obs)?;
-    let outcome = open.run(env, jobs, on_result)?;
+    let outcome = open.run(env, jobs, on_result, obs)?;
     open.close();
     Ok(outcome)
 }
@@ -84,6 +84,27 @@ pub struct Opened {
     sessions: Vec<Session>,
     ready_after: Vec<Duration>,
     need: NetNeed,
+    /// The instances have run nothing since a fresh boot (`reboot=each-run`).
+    fresh: bool,
+}
+
+/// Launches every instance of `env` and waits for each agent's hello:
+/// the sessions and how long each took to be ready.
+fn launch_all(env: &dyn Environment, obs: &dyn Observer) -> Result<(Vec<Session>, Vec<Duration>)> {
+    let count = env.spec().count;
+    let mut sessions = Vec::with_capacity(count);
+    for i in 0..count {
+        let label = env.instance_label(i);
+        let launched = env.launch(i).with_context(|| format!("starting {label}"))?;
+        sessions.push(Session::start(launched, label)?);
+    }
+    let mut ready_after = Vec::new();
+    for s in &mut sessions {
+        let first = s.next(env.boot_deadline())?;
+        check_hello(&s.label, first, obs)?;
+        ready_after.push(s.launched_at.elapsed());
+    }
+    Ok((sessions, ready_after))
 }
 
 impl Opened {
@@ -92,24 +113,36 @@ impl Opened {
     pub fn start(env: &mut dyn Environment, need: NetNeed, obs: &dyn Observer) -> Result<Opened> {
         env.use_network(need);
         env.prepare(obs)?;
-        let count = env.spec().count;
-        let mut sessions = Vec::with_capacity(count);
-        for i in 0..count {
-            let label = env.instance_label(i);
-            let launched = env.launch(i).with_context(|| format!("starting {label}"))?;
-            sessions.push(Session::start(launched, label)?);
-        }
-        let mut ready_after = Vec::new();
-        for s in &mut sessions {
-            let first = s.next(env.boot_deadline())?;
-            check_hello(&s.label, first, obs)?;
-            ready_after.push(s.launched_at.elapsed());
-        }
+        let (sessions, ready_after) = launch_all(env, obs)?;
         Ok(Opened {
             sessions,
             ready_after,
             need,
+            fresh: env.launch_is_fresh(),
         })
+    }
+
+    /// `reboot=each-run`: ends every instance, has the driver reboot it
+    /// ([`Environment::reboot`]) and starts it again, greeted as at the
+    /// start.
+    fn restart(&mut self, env: &dyn Environment, obs: &dyn Observer) -> Result<()> {
+        for s in &mut self.sessions {
+            let _ = s.send_line(BYE);
+        }
+        for s in self.sessions.drain(..) {
+            let mut s = s;
+            s.finish(Duration::from_secs(20));
+        }
+        for i in 0..env.spec().count {
+            let label = env.instance_label(i);
+            env.reboot(i).with_context(|| {
+                format!("rebooting {label} before the next run (reboot=each-run)")
+            })?;
+        }
+        let (sessions, ready_after) = launch_all(env, obs)?;
+        self.sessions = sessions;
+        self.ready_after = ready_after;
+        Ok(())
     }
 
     /// Whether plans needing `need` can run here (the network the
@@ -130,8 +163,42 @@ impl Opened {
     }
 
     /// Runs `jobs` in every instance (started together when there are
-    /// several), handing each result to `on_result` as it arrives.
+    /// several), handing each result to `on_result` as it arrives. With
+    /// `reboot=each-run` every job runs in freshly booted instances.
     pub fn run(
+        &mut self,
+        env: &dyn Environment,
+        jobs: &[Job],
+        on_result: &mut OnResult,
+        obs: &dyn Observer,
+    ) -> Result<Vec<InstanceOutcome>> {
+        if !env.spec().reboot {
+            return self.run_plan(env, jobs, on_result);
+        }
+        let mut outcomes: Vec<InstanceOutcome> = Vec::new();
+        for (k, job) in jobs.iter().enumerate() {
+            if !self.fresh {
+                self.restart(env, obs)?;
+            }
+            self.fresh = false;
+            let mut shifted =
+                |i: usize, _: usize, r: &std::result::Result<ResultDoc, String>| on_result(i, k, r);
+            let one = self.run_plan(env, std::slice::from_ref(job), &mut shifted)?;
+            if outcomes.is_empty() {
+                outcomes = one;
+            } else {
+                for (all, one) in outcomes.iter_mut().zip(one) {
+                    all.results.extend(one.results);
+                    all.ready_after = one.ready_after;
+                    all.forwarded = one.forwarded;
+                }
+            }
+        }
+        Ok(outcomes)
+    }
+
+    /// Sends `jobs` as one plan to every instance and reads the results.
+    fn run_plan(
         &mut self,
         env: &dyn Environment,
         jobs: &[Job],
@@ -163,6 +230,9 @@ impl Opened {
                 // be ready, the network path, other processes' load.
                 if let Ok(doc) = &mut outcome {
                     doc.env.ready_s = Some(self.ready_after[i].as_secs_f64());
+                    doc.env.reboot = env.spec().reboot.then(|| "each-run".to_string());
+                    // The guest's text: one bounded line.
+                    doc.env.boot = doc.env.boot.as_deref().map(|b| text::one_line(b, 120));
                     if let Some(path) = net.path(want) {
                         doc.env.net_path = Some(path.to_string());
                     }

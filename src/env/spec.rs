@@ -1,7 +1,7 @@
 //! Environment specs as typed on the command line:
 //! `host`, `docker[:cpus=2,memory=2g,...]`, `podman[:...]`,
 //! `qemu[:smp=2,memory=2g,accel=auto|kvm|tcg,...]`, `ssh:USER@HOST[:PORT][,opt=v]`,
-//! each with optional `count=N` and `name=LABEL`; and `group:SPEC+SPEC...`,
+//! each with optional `count=N`, `name=LABEL` and `reboot=each-run`; and `group:SPEC+SPEC...`,
 //! different environments started together. The `Spec` type lives beside
 //! `DriverDef` in `def` (each names the other); its parsing is here.
 
@@ -74,6 +74,7 @@ impl Spec {
         }
         let mut opts = BTreeMap::new();
         let mut count = 1;
+        let mut reboot = false;
         let mut label = None;
         let mut seen = std::collections::BTreeSet::new();
         for pair in pairs.split(',').filter(|p| !p.is_empty()) {
@@ -90,6 +91,13 @@ impl Spec {
                         .ok()
                         .filter(|&n| (1..=64).contains(&n))
                         .ok_or_else(|| bad(format!("count={v}: expected 1 to 64")))?;
+                }
+                "reboot" => {
+                    reboot = match v {
+                        "each-run" => true,
+                        "no" => false,
+                        _ => return Err(bad(format!("reboot={v}: use each-run or no"))),
+                    };
                 }
                 "name" => {
                     if v.is_empty() {
@@ -109,7 +117,7 @@ impl Spec {
                             .options
                             .iter()
                             .map(|o| o.key)
-                            .chain(["count", "name"])
+                            .chain(["count", "name", "reboot"])
                             .collect();
                         return Err(bad(format!(
                             "unknown option '{k}' for {}: use {}",
@@ -124,6 +132,7 @@ impl Spec {
             driver,
             label: label.unwrap_or_else(|| text.to_string()),
             count,
+            reboot,
             target,
             opts,
             text: text.to_string(),
@@ -176,6 +185,11 @@ impl Spec {
                     "{which}: count= inside a group is not supported; list the member again with another name= instead"
                 )));
             }
+            if m.reboot {
+                return Err(bad(format!(
+                    "{which}: reboot= inside a group is not supported; measure the member on its own with reboot=each-run"
+                )));
+            }
             if let Some(other) = members.iter().position(|x| x.label == m.label) {
                 return Err(bad(format!(
                     "members {} and {} are both labelled '{}': give one a name= of its own (e.g. {}:name=b)",
@@ -191,6 +205,7 @@ impl Spec {
             driver: &super::group::DEF,
             label: text.to_string(),
             count: members.len(),
+            reboot: false,
             target: None,
             opts: BTreeMap::new(),
             text: text.to_string(),

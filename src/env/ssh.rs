@@ -35,6 +35,16 @@ pub const DEF: DriverDef = DriverDef {
         EnvOption::new("identity", Check::Text, "the private key file"),
         EnvOption::new("known-hosts", Check::Text, "the known_hosts file"),
         EnvOption::new(
+            "reboot-command",
+            Check::Text,
+            "with reboot=each-run: the command that reboots the target (default 'sudo -n reboot')",
+        ),
+        EnvOption::new(
+            "reboot-timeout",
+            Check::Whole(10, 3600),
+            "with reboot=each-run: seconds the target may take to come back with a new boot (default 300)",
+        ),
+        EnvOption::new(
             "timeout",
             Check::Whole(1, 86400),
             "seconds one set-up command (mktemp, the upload, rm) may take (default: 30 for each small command, the upload 30 + 1 per MiB)",
@@ -157,11 +167,71 @@ impl SshEnvironment {
     pub fn check(&self) -> Result<()> {
         self.remote("true", None).map(|_| ())
     }
+
+    /// The target's kernel boot id: a reboot changes it.
+    fn boot_id(&self) -> Result<String> {
+        let id = self.remote("cat /proc/sys/kernel/random/boot_id", None)?;
+        match id.len() == 36 && id.chars().all(|c| c.is_ascii_hexdigit() || c == '-') {
+            true => Ok(id),
+            false => bail!(
+                "ssh {}: the target's /proc/sys/kernel/random/boot_id reads {:?}, not a boot id: reboot=each-run needs a Linux target",
+                self.spec.text,
+                crate::core::text::one_line(&id, 60)
+            ),
+        }
+    }
 }
+
+/// How often a rebooting target is asked whether it is back.
+const REBOOT_POLL: Duration = Duration::from_secs(2);
 
 impl Environment for SshEnvironment {
     fn spec(&self) -> &Spec {
         &self.spec
+    }
+
+    /// Connecting is not booting: `reboot=each-run` reboots before the
+    /// first run too.
+    fn launch_is_fresh(&self) -> bool {
+        false
+    }
+
+    /// `reboot=each-run`: runs `reboot-command` on the target and waits
+    /// until it answers with another boot id, within `reboot-timeout`.
+    fn reboot(&self, _index: usize) -> Result<()> {
+        let before = self.boot_id()?;
+        let command = self.spec.opt("reboot-command").unwrap_or("sudo -n reboot");
+        let limit = Duration::from_secs(
+            self.spec
+                .opt("reboot-timeout")
+                .and_then(|t| t.parse().ok())
+                .unwrap_or(300),
+        );
+        let began = std::time::Instant::now();
+        // The connection may drop as the target goes down: not an error.
+        // What counts is the boot id it comes back with.
+        if let Err(e) = self.remote(command, None) {
+            if e.is::<crate::core::signals::Interrupted>() {
+                return Err(e);
+            }
+        }
+        loop {
+            crate::core::signals::check()?;
+            if let Ok(now) = self.boot_id() {
+                if now != before {
+                    return Ok(());
+                }
+            }
+            if began.elapsed() >= limit {
+                bail!(
+                    "ssh {}: the target did not come back with a new boot within {} s of '{command}' (reboot-timeout={}): check that the command reboots it (reboot-command=, e.g. 'sudo -n reboot' with passwordless sudo for reboot) and that it comes back on the network",
+                    self.spec.text,
+                    limit.as_secs(),
+                    limit.as_secs()
+                );
+            }
+            std::thread::sleep(REBOOT_POLL);
+        }
     }
 
     fn launch(&self, _index: usize) -> Result<Launched> {

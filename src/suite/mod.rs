@@ -32,8 +32,16 @@ pub struct Suite {
     pub description: String,
     /// Repetitions the suite asks for, unless `--repeat` overrides.
     pub repeat: Option<u32>,
+    /// The environments the suite compares when no `--env` is given (its
+    /// matrix, e.g. seed 001's 1, 2 and 4 simultaneous VMs), as `--env`
+    /// texts; `compare` parses them and leaves out those this machine
+    /// cannot run, saying so.
+    pub envs: Vec<String>,
     pub entries: Vec<Entry>,
 }
+
+/// The most environments a suite may name.
+pub const MAX_SUITE_ENVS: usize = 32;
 
 /// The most runs one round of a suite may hold, sweeps expanded.
 pub const MAX_ENTRIES: usize = 10_000;
@@ -47,6 +55,10 @@ pub const BUILTIN: &[(&str, &str)] = &[
     (
         "seed000-esxi-hyperv",
         include_str!("../../suites/seed000-esxi-hyperv.toml"),
+    ),
+    (
+        "seed001-tschudin",
+        include_str!("../../suites/seed001-tschudin.toml"),
     ),
     (
         "seed002-qemu-docker",
@@ -97,6 +109,7 @@ pub fn from_args(args: &[String]) -> Result<Suite> {
         name: "command-line".into(),
         description: String::new(),
         repeat: None,
+        envs: Vec::new(),
         entries: vec![entry],
     })
 }
@@ -117,10 +130,28 @@ pub fn parse(name: &str, text: &str) -> Result<Suite> {
         Some(other) => bail!("repeat = {other}: must be a whole number from 1 to {MAX_REPEAT}"),
     };
     for key in doc.keys() {
-        if !["description", "repeat", "run"].contains(&key.as_str()) {
-            bail!("unknown top-level key '{key}': use description, repeat and [[run]] tables");
+        if !["description", "repeat", "envs", "run"].contains(&key.as_str()) {
+            bail!(
+                "unknown top-level key '{key}': use description, repeat, envs and [[run]] tables"
+            );
         }
     }
+    let envs = match doc.get("envs") {
+        None => Vec::new(),
+        Some(toml::Value::Array(list))
+            if list.len() <= MAX_SUITE_ENVS
+                && list
+                    .iter()
+                    .all(|v| v.as_str().is_some_and(|s| !s.is_empty() && s.len() <= 500)) =>
+        {
+            list.iter()
+                .filter_map(|v| v.as_str().map(str::to_string))
+                .collect()
+        }
+        Some(_) => bail!(
+            "envs: must be a list of at most {MAX_SUITE_ENVS} --env specs as strings, e.g. envs = [\"docker\", \"qemu:smp=2\"]"
+        ),
+    };
     let runs = match doc.get("run") {
         Some(toml::Value::Array(runs)) => runs,
         _ => bail!("no [[run]] tables: a suite needs at least one"),
@@ -146,6 +177,7 @@ pub fn parse(name: &str, text: &str) -> Result<Suite> {
         name: name.to_string(),
         description,
         repeat,
+        envs,
         entries,
     })
 }

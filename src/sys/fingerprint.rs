@@ -29,7 +29,17 @@ pub fn take(name: &str, kind: &str) -> EnvInfo {
         start_at: None,
         net_path: None,
         storage: None,
+        boot: boot(),
+        instances: None,
+        reboot: None,
     }
+}
+
+/// `BOOT_ID@HOSTNAME`: which boot of which (virtual) machine this is.
+fn boot() -> Option<String> {
+    let id = read_trim("/proc/sys/kernel/random/boot_id")?;
+    let host = read_trim("/proc/sys/kernel/hostname").unwrap_or_default();
+    Some(format!("{id}@{host}"))
 }
 
 /// IPv4 interfaces other than loopback, from getifaddrs(3).
