@@ -115,6 +115,9 @@ pub struct Analysis {
     pub fingerprints: BTreeMap<String, crate::core::result::EnvInfo>,
     pub entries: Vec<EntryAnalysis>,
     pub rankings: Vec<(String, Ranking)>,
+    /// Seed 001's ranking of the kinds of environment, each at its best
+    /// configuration per category.
+    pub solutions: Vec<stats::Solution>,
     pub flags: Vec<Flag>,
     pub failures: Vec<Failure>,
     /// (environment, entry label) pairs with a run whose files were on a
@@ -344,6 +347,7 @@ pub fn analyze(cmp: &ComparisonRow, runs: &[RunRow], settings: &VerdictSettings)
         fingerprints,
         entries,
         rankings: Vec::new(),
+        solutions: Vec::new(),
         flags,
         failures,
         fsync_ignored,
@@ -354,6 +358,7 @@ pub fn analyze(cmp: &ComparisonRow, runs: &[RunRow], settings: &VerdictSettings)
         summary_control(&mut a, settings);
     }
     a.rankings = rankings(&a.envs, &a.baseline, &a.entries);
+    a.solutions = solutions(&a);
     a
 }
 
@@ -385,20 +390,41 @@ fn rankings(envs: &[String], baseline: &str, entries: &[EntryAnalysis]) -> Vec<(
         .enumerate()
         .filter(|(_, e)| **e != baseline)
         .map(|(ei, env)| {
-            let ratios: Vec<(stats::Category, String, f64)> = entries
+            let ratios: Vec<(stats::Category, String, stats::RatioEstimate)> = entries
                 .iter()
                 .flat_map(|e| e.metrics.iter().map(move |m| (e, m)))
                 .filter_map(|(e, m)| {
                     let category = metric_def(&e.workload, &m.name)?.category?;
-                    m.per_env[ei]
-                        .vs_baseline
-                        .as_ref()
-                        .map(|c| (category, m.name.clone(), c.ratio.point))
+                    m.per_env[ei].vs_baseline.as_ref().map(|c| {
+                        let r = stats::RatioEstimate {
+                            point: c.ratio.point,
+                            lower: c.ratio.lower,
+                            upper: c.ratio.upper,
+                        };
+                        (category, m.name.clone(), r)
+                    })
                 })
                 .collect();
             (env.clone(), stats::ranking(&ratios))
         })
         .collect()
+}
+
+/// Seed 001's ranking of solutions: environments of one kind (driver)
+/// are one solution's configurations (1, 2, 4 instances...).
+fn solutions(a: &Analysis) -> Vec<stats::Solution> {
+    let envs: Vec<(String, String, Ranking)> = a
+        .rankings
+        .iter()
+        .map(|(env, r)| {
+            let kind = a
+                .fingerprints
+                .get(env)
+                .map_or_else(|| env.clone(), |f| f.kind.clone());
+            (kind, env.clone(), r.clone())
+        })
+        .collect();
+    stats::solutions(&envs)
 }
 
 /// One family of an entry (headline or detail) in environment `ei` against

@@ -432,7 +432,10 @@ pub fn area_slowdowns(a: &Analysis) -> Vec<AreaSlowdown> {
 }
 
 /// A factor to two decimals from 0.1 to 10, else three significant
-/// figures: 0.0512, 0.97, 1.40, 20.0, 312.
+/// figures: 0.0512, 0.97, 1.40, 20.0, 312. Shorter than
+/// [`super::ratio_num`] on purpose: the overview puts a factor and its two
+/// ends in one cell per area and environment, where the headline rows'
+/// third decimal would only widen the table.
 fn sig3(x: f64) -> String {
     let a = x.abs();
     if !x.is_finite() {
@@ -928,6 +931,29 @@ fn sweeps(a: &Analysis) -> Option<Section> {
     })
 }
 
+/// A category's figure with its interval, as seed 001 writes it (two
+/// decimals).
+fn category_cell(value: Option<f64>, interval: Option<(f64, f64)>, hover: String) -> Cell {
+    // Two decimals as the seed, none where that would only add digits.
+    let f = |x: f64| match x.abs() < 1000.0 {
+        true => format!("{x:.2}"),
+        false => format!("{x:.0}"),
+    };
+    match (value, interval) {
+        (Some(v), Some((lo, hi))) => Cell {
+            text: format!("{} [{}, {}]", f(v), f(lo), f(hi)),
+            tone: Tone::Plain,
+            hover: Some(hover),
+        },
+        (Some(v), None) => Cell {
+            text: f(v),
+            tone: Tone::Plain,
+            hover: Some(hover),
+        },
+        _ => Cell::toned("–".into(), Tone::Muted),
+    }
+}
+
 fn categories(a: &Analysis) -> Option<Section> {
     if a.rankings.is_empty() {
         return None;
@@ -939,41 +965,46 @@ fn categories(a: &Analysis) -> Option<Section> {
             "None of this suite's workloads belong to seed 001's categories (disk, micro-operations, LINPACK, network).".into(),
         )]));
     }
-    let names: Vec<(&str, &str)> = a.rankings[0]
+    let names: Vec<(&str, &str, &str)> = a.rankings[0]
         .1
         .categories
         .iter()
-        .map(|c| (c.name, c.unit))
+        .map(|c| (c.name, c.unit, c.short))
         .collect();
     let mut columns = vec![Column::text("category", 0), Column::text("unit", 0)];
     columns.extend(a.rankings.iter().map(|(env, _)| Column::num(env)));
-    let mut rows: Vec<Row> = names
-        .iter()
-        .enumerate()
-        .map(|(i, (name, unit))| {
-            let mut cells = vec![Cell::from(*name), Cell::from(*unit)];
-            cells.extend(a.rankings.iter().map(|(_, r)| {
-                let c = &r.categories[i];
-                match c.value {
-                    Some(v) => Cell {
-                        text: format!("{v:.2}"),
-                        tone: Tone::Plain,
-                        hover: Some(format!("from {}", c.from.join(", "))),
-                    },
-                    None => Cell::toned("–".into(), Tone::Muted),
-                }
-            }));
-            Row {
-                group: String::new(),
-                cells,
-                flagged: false,
-            }
-        })
-        .collect();
+    // What each column is: its kind and how many instances ran at once.
+    let mut instances = vec![Cell::from("instances at once"), Cell::from("")];
+    instances.extend(a.rankings.iter().map(|(env, _)| {
+        let f = a.fingerprints.get(env);
+        let n = f.and_then(|f| f.instances).unwrap_or(1);
+        let kind = f.map_or("", |f| f.kind.as_str());
+        Cell::from(format!("{kind} ×{n}"))
+    }));
+    let mut rows = vec![Row {
+        group: String::new(),
+        cells: instances,
+        flagged: false,
+    }];
+    rows.extend(names.iter().enumerate().map(|(i, (name, unit, _))| {
+        let mut cells = vec![Cell::from(*name), Cell::from(*unit)];
+        cells.extend(a.rankings.iter().map(|(_, r)| {
+            let c = &r.categories[i];
+            category_cell(c.value, c.interval, format!("from {}", c.from.join(", ")))
+        }));
+        Row {
+            group: String::new(),
+            cells,
+            flagged: false,
+        }
+    }));
     let mut score = vec![Cell::from("ranking score"), Cell::from("lower is better")];
-    score.extend(a.rankings.iter().map(|(_, r)| match r.score {
-        Some(s) => Cell::from(format!("{s:.2}")),
-        None => Cell::toned("–".into(), Tone::Muted),
+    score.extend(a.rankings.iter().map(|(_, r)| {
+        category_cell(
+            r.score,
+            r.score_interval,
+            "(Σ overhead %) × (Σ times slower)".into(),
+        )
     }));
     rows.push(Row {
         group: String::new(),
@@ -981,7 +1012,7 @@ fn categories(a: &Analysis) -> Option<Section> {
         flagged: false,
     });
     let mut blocks = vec![
-        Block::Note("Seed 001's arithmetic: computing power, disk I/O and network I/O as mean overhead %, disk read latency and micro-operations as mean times slower; the score multiplies the sum of the first by the sum of the second. Point figures without intervals, as the seed gives them; the headline rows carry the intervals.".into()),
+        Block::Note("Seed 001's arithmetic: computing power, disk I/O and network I/O as the mean overhead % of their metrics ((1 − ratio) × 100, the ratio environment / baseline of a throughput), disk read latency and micro-operations as the mean times slower (environment / baseline of a time); the score multiplies the sum of the first by the sum of the second, lower is better. In brackets, each figure's interval: a category's ends are the means of its metrics' 95% interval ends (it covers the category whenever each metric's interval covers its own), the score's the products of the sums' ends. Environments with count=N sum their instances' throughputs and average their times, as the seed summed its VMs.".into()),
         Block::Table(Table {
             group: None,
             columns,
@@ -1000,7 +1031,95 @@ fn categories(a: &Analysis) -> Option<Section> {
             missing.join(", ")
         )));
     }
+    let several = a.solutions.iter().any(|s| {
+        a.rankings
+            .iter()
+            .filter(|(env, _)| a.fingerprints.get(env).is_some_and(|f| f.kind == s.kind))
+            .count()
+            > 1
+    });
+    let mut ranked: Vec<&crate::stats::Solution> =
+        a.solutions.iter().filter(|s| s.rank.is_some()).collect();
+    ranked.sort_by_key(|s| s.rank);
+    if several {
+        if let Some(table) = solutions_table(a, &names) {
+            blocks.push(Block::Note("The ranking, as seed 001 made it: per kind of environment and category, the best of its configurations (for seed 001, 1, 2 or 4 VMs at once; named where a kind has several), the score of those figures, and the kinds ranked by score, best first.".into()));
+            blocks.push(table);
+        }
+    } else if !ranked.is_empty() {
+        let list: Vec<String> = ranked
+            .iter()
+            .map(|s| format!("{}. {}", s.rank.unwrap_or(0), s.kind))
+            .collect();
+        blocks.push(Block::Para(format!(
+            "The kinds ranked by score, best first (one configuration each): {}.",
+            list.join(", ")
+        )));
+    }
     Some(section("categories", title, blocks))
+}
+
+/// Seed 001's ranking of the kinds of environment, best first, a column
+/// each; none when no kind has a score.
+fn solutions_table(a: &Analysis, names: &[(&str, &str, &str)]) -> Option<Block> {
+    if a.solutions.iter().all(|s| s.score.is_none()) {
+        return None;
+    }
+    let mut order: Vec<&crate::stats::Solution> = a.solutions.iter().collect();
+    order.sort_by_key(|s| s.rank.unwrap_or(usize::MAX));
+    // Which configuration a figure came from, where a kind has several.
+    let configurations = |kind: &str| {
+        a.rankings
+            .iter()
+            .filter(|(env, _)| a.fingerprints.get(env).is_some_and(|f| f.kind == kind))
+            .count()
+    };
+    let mut columns = vec![Column::text("category", 0), Column::text("unit", 0)];
+    columns.extend(order.iter().map(|s| match s.rank {
+        Some(r) => Column::num(&format!("{r}. {}", s.kind)),
+        None => Column::num(&s.kind),
+    }));
+    let mut rows: Vec<Row> = names
+        .iter()
+        .enumerate()
+        .map(|(ci, (name, unit, _))| {
+            let mut cells = vec![Cell::from(*name), Cell::from(*unit)];
+            cells.extend(order.iter().map(|s| match &s.best[ci] {
+                Some((env, c)) => {
+                    let mut cell =
+                        category_cell(c.value, c.interval, format!("from {}", c.from.join(", ")));
+                    if configurations(&s.kind) > 1 {
+                        cell.text = format!("{} {env}", cell.text);
+                    }
+                    cell
+                }
+                None => Cell::toned("–".into(), Tone::Muted),
+            }));
+            Row {
+                group: String::new(),
+                cells,
+                flagged: false,
+            }
+        })
+        .collect();
+    let mut score = vec![Cell::from("ranking score"), Cell::from("lower is better")];
+    score.extend(order.iter().map(|s| {
+        category_cell(
+            s.score,
+            s.score_interval,
+            "(Σ overhead %) × (Σ times slower)".into(),
+        )
+    }));
+    rows.push(Row {
+        group: String::new(),
+        cells: score,
+        flagged: false,
+    });
+    Some(Block::Table(Table {
+        group: None,
+        columns,
+        rows,
+    }))
 }
 
 fn net_paths(a: &Analysis) -> Option<Section> {

@@ -14,7 +14,7 @@ mod verdict;
 mod welch;
 
 pub use mannwhitney::mann_whitney_p;
-pub use ranking::{ranking, Category, CategoryValue, Ranking};
+pub use ranking::{ranking, solutions, Category, CategoryValue, Ranking, RatioEstimate, Solution};
 pub use splitmix::SplitMix64;
 pub use tdist::{
     regularized_incomplete_beta, student_t_cdf, student_t_quantile, student_t_upper_tail,

@@ -4,6 +4,14 @@
 //! disk read latency and micro-operations as "times slower"; score =
 //! (sum of the overhead percentages) × (sum of the times-slower figures).
 //! Lower is better. Computed from whatever metrics are present.
+//!
+//! Each figure also carries an interval: a category's ends are the averages
+//! of its metrics' interval ends (so it covers the category's value
+//! whenever every metric's interval covers its own, and it is no narrower
+//! than the average metric's, however they correlate), and the score's
+//! ends are the products of the sums' ends. Seed 001 ran 1, 2 and 4 VMs at
+//! once and took, per figure, the best of those configurations:
+//! [`solutions`] does that per kind of environment and ranks the kinds.
 
 use serde::Serialize;
 
@@ -42,6 +50,17 @@ impl Category {
         }
     }
 
+    /// The name in a table's heading, with its unit.
+    pub fn short(self) -> &'static str {
+        match self {
+            Category::Computing => "LINPACK %",
+            Category::DiskIo => "disk I/O %",
+            Category::NetworkIo => "network I/O %",
+            Category::DiskLatency => "disk latency ×",
+            Category::MicroOps => "micro-ops ×",
+        }
+    }
+
     /// Overhead in percent (throughputs), else times slower (latencies).
     pub fn is_overhead(self) -> bool {
         matches!(
@@ -54,8 +73,12 @@ impl Category {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct CategoryValue {
     pub name: &'static str,
+    /// The name in a table's heading, with its unit.
+    pub short: &'static str,
     /// Overhead in percent, or times slower.
     pub value: Option<f64>,
+    /// Its interval, in the same unit.
+    pub interval: Option<(f64, f64)>,
     pub unit: &'static str,
     /// The metrics it was computed from.
     pub from: Vec<String>,
@@ -65,49 +88,55 @@ pub struct CategoryValue {
 pub struct Ranking {
     pub categories: Vec<CategoryValue>,
     pub score: Option<f64>,
+    pub score_interval: Option<(f64, f64)>,
     /// Categories with no metric in this comparison.
     pub missing: Vec<&'static str>,
 }
 
-/// `ratios`: (category, metric name, mean(env) / mean(base)) for every
-/// metric of one environment that feeds a category.
-pub fn ranking(ratios: &[(Category, String, f64)]) -> Ranking {
+/// One metric's ratio env / baseline with its 95% interval.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct RatioEstimate {
+    pub point: f64,
+    pub lower: f64,
+    pub upper: f64,
+}
+
+/// `ratios`: (category, metric name, mean(env) / mean(base) with its
+/// interval) for every metric of one environment that feeds a category.
+pub fn ranking(ratios: &[(Category, String, RatioEstimate)]) -> Ranking {
     let mut categories = Vec::new();
     let mut missing = Vec::new();
-    let (mut overhead_sum, mut times_sum) = (0.0, 0.0);
-    let (mut any_overhead, mut any_times) = (false, false);
     for &category in Category::ALL {
-        let (name, is_overhead) = (category.name(), &category.is_overhead());
-        let found: Vec<(String, f64)> = ratios
+        let is_overhead = category.is_overhead();
+        let found: Vec<(&str, RatioEstimate)> = ratios
             .iter()
-            .filter(|(c, _, r)| *c == category && r.is_finite())
-            .map(|(_, m, r)| (m.clone(), *r))
+            .filter(|(c, _, r)| *c == category && r.point.is_finite())
+            .map(|(_, m, r)| (m.as_str(), *r))
             .collect();
-        let value = (!found.is_empty()).then(|| {
-            let mean_ratio = found.iter().map(|(_, r)| r).sum::<f64>() / found.len() as f64;
-            if *is_overhead {
-                (1.0 - mean_ratio) * 100.0
+        let mean = |f: fn(&RatioEstimate) -> f64| {
+            found.iter().map(|(_, r)| f(r)).sum::<f64>() / found.len() as f64
+        };
+        let (value, interval) = if found.is_empty() {
+            missing.push(category.name());
+            (None, None)
+        } else {
+            let (point, lower, upper) = (mean(|r| r.point), mean(|r| r.lower), mean(|r| r.upper));
+            let finite = lower.is_finite() && upper.is_finite();
+            if is_overhead {
+                let pct = |r: f64| (1.0 - r) * 100.0;
+                (Some(pct(point)), finite.then(|| (pct(upper), pct(lower))))
             } else {
-                mean_ratio
+                (Some(point), finite.then_some((lower, upper)))
             }
-        });
-        match value {
-            Some(v) if *is_overhead => {
-                overhead_sum += v;
-                any_overhead = true;
-            }
-            Some(v) => {
-                times_sum += v;
-                any_times = true;
-            }
-            None => missing.push(name),
-        }
-        let mut from: Vec<String> = found.into_iter().map(|(m, _)| m).collect();
+        };
+        let mut from: Vec<String> = found.into_iter().map(|(m, _)| m.to_string()).collect();
         from.dedup();
         categories.push(CategoryValue {
-            name,
+            name: category.name(),
+            short: category.short(),
             value,
-            unit: if *is_overhead {
+            interval,
+            unit: if is_overhead {
                 "% overhead"
             } else {
                 "times slower"
@@ -115,40 +144,192 @@ pub fn ranking(ratios: &[(Category, String, f64)]) -> Ranking {
             from,
         });
     }
+    let (score, score_interval) = score(&categories);
     Ranking {
         categories,
-        score: (any_overhead && any_times).then_some(overhead_sum * times_sum),
+        score,
+        score_interval,
         missing,
     }
+}
+
+/// (Σ overhead %) × (Σ times slower), and its interval from the sums'
+/// ends; none unless both kinds of category are present.
+fn score(categories: &[CategoryValue]) -> (Option<f64>, Option<(f64, f64)>) {
+    let sum = |overhead: bool| {
+        let of: Vec<&CategoryValue> = categories
+            .iter()
+            .filter(|c| c.value.is_some() && (c.unit == "% overhead") == overhead)
+            .collect();
+        if of.is_empty() {
+            return None;
+        }
+        let point: f64 = of.iter().filter_map(|c| c.value).sum();
+        let ends = of
+            .iter()
+            .map(|c| c.interval)
+            .collect::<Option<Vec<_>>>()
+            .map(|v| v.iter().fold((0.0, 0.0), |(l, u), (a, b)| (l + a, u + b)));
+        Some((point, ends))
+    };
+    let (Some((o, o_ends)), Some((t, t_ends))) = (sum(true), sum(false)) else {
+        return (None, None);
+    };
+    let interval = o_ends.zip(t_ends).map(|((ol, ou), (tl, tu))| {
+        let products = [ol * tl, ol * tu, ou * tl, ou * tu];
+        (
+            products.iter().copied().fold(f64::INFINITY, f64::min),
+            products.iter().copied().fold(f64::NEG_INFINITY, f64::max),
+        )
+    });
+    (Some(o * t), interval)
+}
+
+/// One kind of environment (a virtualization solution) in seed 001's
+/// ranking: per category the best of its configurations (1, 2, 4
+/// instances...), and the score of those.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Solution {
+    pub kind: String,
+    /// Per category (in [`Category::ALL`]'s order): the environment whose
+    /// figure was best, and the figure.
+    pub best: Vec<Option<(String, CategoryValue)>>,
+    pub score: Option<f64>,
+    pub score_interval: Option<(f64, f64)>,
+    /// 1 for the lowest score; none without a score.
+    pub rank: Option<usize>,
+}
+
+/// Seed 001's ranking of solutions: `envs` are (kind, environment label,
+/// its ranking); per kind and category the lowest figure of its
+/// environments (the seed's "higher score measured inside virtual
+/// machines"), the score of those, ranks by score (lower is better).
+pub fn solutions(envs: &[(String, String, Ranking)]) -> Vec<Solution> {
+    let mut kinds: Vec<&str> = Vec::new();
+    for (k, _, _) in envs {
+        if !kinds.contains(&k.as_str()) {
+            kinds.push(k);
+        }
+    }
+    let mut out: Vec<Solution> = kinds
+        .into_iter()
+        .map(|kind| {
+            let best: Vec<Option<(String, CategoryValue)>> = (0..Category::ALL.len())
+                .map(|ci| {
+                    envs.iter()
+                        .filter(|(k, _, _)| k == kind)
+                        .filter_map(|(_, env, r)| {
+                            let c = r.categories.get(ci)?;
+                            c.value.map(|v| (v, env.clone(), c.clone()))
+                        })
+                        .min_by(|a, b| a.0.total_cmp(&b.0))
+                        .map(|(_, env, c)| (env, c))
+                })
+                .collect();
+            let cats: Vec<CategoryValue> = best.iter().flatten().map(|(_, c)| c.clone()).collect();
+            let (score, score_interval) = score(&cats);
+            Solution {
+                kind: kind.to_string(),
+                best,
+                score,
+                score_interval,
+                rank: None,
+            }
+        })
+        .collect();
+    let mut scored: Vec<(usize, f64)> = out
+        .iter()
+        .enumerate()
+        .filter_map(|(i, s)| s.score.map(|v| (i, v)))
+        .collect();
+    scored.sort_by(|a, b| a.1.total_cmp(&b.1));
+    for (rank, (i, _)) in scored.into_iter().enumerate() {
+        out[i].rank = Some(rank + 1);
+    }
+    out
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    fn r(point: f64, lower: f64, upper: f64) -> RatioEstimate {
+        RatioEstimate {
+            point,
+            lower,
+            upper,
+        }
+    }
+
     #[test]
     fn seed_001_arithmetic() {
         use Category::*;
-        let r = ranking(&[
-            (DiskIo, "put_block_kib_per_sec".into(), 0.8),
-            (DiskIo, "rewrite_kib_per_sec".into(), 0.9),
-            (DiskIo, "get_block_kib_per_sec".into(), 1.0),
-            (DiskLatency, "get_block_latency_max_ms".into(), 2.0),
-            (MicroOps, "getpid_ns".into(), 6.0),
-            (MicroOps, "simplemath_ns".into(), 1.0),
+        let ranked = ranking(&[
+            (DiskIo, "put_block_kib_per_sec".into(), r(0.8, 0.7, 0.9)),
+            (DiskIo, "rewrite_kib_per_sec".into(), r(0.9, 0.8, 1.0)),
+            (DiskIo, "get_block_kib_per_sec".into(), r(1.0, 0.9, 1.1)),
+            (
+                DiskLatency,
+                "get_block_latency_max_ms".into(),
+                r(2.0, 1.5, 2.5),
+            ),
+            (MicroOps, "getpid_ns".into(), r(6.0, 5.0, 7.0)),
+            (MicroOps, "simplemath_ns".into(), r(1.0, 0.9, 1.1)),
         ]);
-        let disk = &r.categories[1];
+        let disk = &ranked.categories[1];
         assert!((disk.value.unwrap() - 10.0).abs() < 1e-9);
-        assert_eq!(r.categories[3].value, Some(2.0));
-        assert_eq!(r.categories[4].value, Some(3.5));
-        assert!((r.score.unwrap() - 10.0 * 5.5).abs() < 1e-9);
-        assert_eq!(r.missing, vec!["computing power (LINPACK)", "network I/O"]);
+        // Overhead from the average ratio's ends: 1 − 1.0 and 1 − 0.8.
+        let (lo, hi) = disk.interval.unwrap();
+        assert!(
+            (lo - 0.0).abs() < 1e-9 && (hi - 20.0).abs() < 1e-9,
+            "{lo} {hi}"
+        );
+        assert_eq!(ranked.categories[3].value, Some(2.0));
+        assert_eq!(ranked.categories[4].value, Some(3.5));
+        assert_eq!(ranked.categories[4].interval, Some((2.95, 4.05)));
+        assert!((ranked.score.unwrap() - 10.0 * 5.5).abs() < 1e-9);
+        let (slo, shi) = ranked.score_interval.unwrap();
+        assert!(slo.abs() < 1e-9 && (shi - 20.0 * (2.5 + 4.05)).abs() < 1e-9);
+        assert_eq!(
+            ranked.missing,
+            vec!["computing power (LINPACK)", "network I/O"]
+        );
     }
 
     #[test]
     fn no_score_without_both_kinds() {
-        let r = ranking(&[(Category::DiskIo, "put_block_kib_per_sec".into(), 0.5)]);
-        assert_eq!(r.score, None);
-        assert!(r.missing.contains(&"micro-operations"));
+        let ranked = ranking(&[(
+            Category::DiskIo,
+            "put_block_kib_per_sec".into(),
+            r(0.5, 0.4, 0.6),
+        )]);
+        assert_eq!(ranked.score, None);
+        assert!(ranked.missing.contains(&"micro-operations"));
+    }
+
+    #[test]
+    fn solutions_take_each_categorys_best_configuration_and_rank_by_score() {
+        use Category::*;
+        let env = |disk: f64, micro: f64| {
+            ranking(&[
+                (DiskIo, "put_block_kib_per_sec".into(), r(disk, disk, disk)),
+                (MicroOps, "getpid_ns".into(), r(micro, micro, micro)),
+            ])
+        };
+        let envs = vec![
+            ("qemu".to_string(), "qemu-x1".to_string(), env(0.5, 3.0)),
+            ("qemu".to_string(), "qemu-x2".to_string(), env(0.8, 4.0)),
+            ("docker".to_string(), "docker-x1".to_string(), env(0.9, 1.5)),
+        ];
+        let s = solutions(&envs);
+        assert_eq!(s.len(), 2);
+        let qemu = &s[0];
+        // Disk: x2's 20% beats x1's 50%; micro-ops: x1's 3.0 beats 4.0.
+        let disk = qemu.best[1].as_ref().unwrap();
+        assert_eq!(disk.0, "qemu-x2");
+        assert_eq!(qemu.best[4].as_ref().unwrap().0, "qemu-x1");
+        assert!((qemu.score.unwrap() - 20.0 * 3.0).abs() < 1e-6);
+        assert!((s[1].score.unwrap() - 10.0 * 1.5).abs() < 1e-6);
+        assert_eq!((s[0].rank, s[1].rank), (Some(2), Some(1)));
     }
 }
