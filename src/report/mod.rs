@@ -193,7 +193,9 @@ pub fn percent(x: f64) -> String {
     s.trim_end_matches('0').trim_end_matches('.').to_string()
 }
 
-/// A ratio with three significant figures or so: 0.0412, 0.970, 36.9.
+/// A ratio with three significant figures or so: 0.0412, 0.970, 36.9. The
+/// headline rows' ratios and intervals; the overview's cells use the
+/// shorter `model::sig3`.
 pub fn ratio_num(x: f64) -> String {
     if !x.is_finite() {
         return "–".into();

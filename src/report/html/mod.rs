@@ -188,35 +188,8 @@ fn table(h: &mut String, t: &Table) {
 /// One figure as inline SVG.
 pub fn figure(f: &Figure) -> String {
     match &f.kind {
-        FigureKind::Slowdown { rows, margin } => {
-            let rows: Vec<RatioRow> = rows
-                .iter()
-                .map(|r| RatioRow {
-                    label: r.label.clone(),
-                    point: r.point,
-                    lower: r.lower,
-                    upper: r.upper,
-                    runs: r.runs.clone(),
-                    verdict: r.verdict,
-                    color: color(r.env),
-                })
-                .collect();
-            ratio_chart(&f.title, &rows, *margin)
-        }
-        FigureKind::Bars { unit, bars } => {
-            let bars: Vec<Bar> = bars
-                .iter()
-                .map(|b| Bar {
-                    label: b.label.clone(),
-                    value: b.value,
-                    lower: b.lower,
-                    upper: b.upper,
-                    color: color(b.env).to_string(),
-                    runs: b.runs.clone(),
-                })
-                .collect();
-            bar_chart(&f.title, unit, &bars)
-        }
+        FigureKind::Slowdown { rows, margin } => ratio_chart(&f.title, rows, *margin),
+        FigureKind::Bars { unit, bars } => bar_chart(&f.title, unit, bars),
         FigureKind::Lines {
             xlabel,
             unit,

@@ -12,6 +12,7 @@
 
 use std::fmt::Write as _;
 
+use super::super::model::{BarData, SlowdownRow};
 use super::super::num;
 use crate::stats::Outcome;
 
@@ -380,35 +381,13 @@ impl ValueAxis {
         } else {
             unit.to_string()
         };
-        let mid = self.top + self.height / 2.0;
-        Text {
-            x: 16.0,
-            y: mid,
-            class: "a",
-            anchor: "middle",
-        }
-        .write(
-            s,
-            &[abbreviate(&unit, self.height, AXIS)],
-            &unit,
-            &format!(r#" transform="rotate(-90 16 {mid:.1})""#),
-        );
+        axis_title(s, &unit, self.top + self.height / 2.0, self.height);
     }
-}
-
-pub(super) struct Bar {
-    pub(super) label: String,
-    pub(super) value: f64,
-    pub(super) lower: f64,
-    pub(super) upper: f64,
-    pub(super) color: String,
-    /// Each run's value, drawn as points beside the bar.
-    pub(super) runs: Vec<f64>,
 }
 
 /// Vertical bars with 95% whiskers, starting at zero, each run a point
 /// beside its bar; labels wrapped onto two lines of at most 130 px.
-pub(super) fn bar_chart(title: &str, unit: &str, bars: &[Bar]) -> String {
+pub(super) fn bar_chart(title: &str, unit: &str, bars: &[BarData]) -> String {
     const BAR: f64 = 40.0;
     let labels: Vec<Vec<String>> = bars
         .iter()
@@ -457,7 +436,7 @@ pub(super) fn bar_chart(title: &str, unit: &str, bars: &[Bar]) -> String {
                 r##"<rect x="{x:.1}" y="{:.1}" width="{BAR}" height="{:.1}" fill="{}" class="mark bar"><title>{}: {}</title></rect>"##,
                 yv.min(zero),
                 (yv - zero).abs().max(0.5),
-                b.color,
+                color(b.env),
                 esc(&b.label),
                 num(b.value)
             );
@@ -493,7 +472,7 @@ pub(super) fn bar_chart(title: &str, unit: &str, bars: &[Bar]) -> String {
                     r##"<circle cx="{:.1}" cy="{:.1}" r="3" fill="{}" stroke="#222" stroke-width="0.6" class="mark run"><title>run {}: {}</title></circle>"##,
                     x + BAR + 6.0 + (k % 3) as f64 * 5.0,
                     axis.y(*v),
-                    b.color,
+                    color(b.env),
                     k + 1,
                     num(*v)
                 );
@@ -511,18 +490,21 @@ pub(super) fn bar_chart(title: &str, unit: &str, bars: &[Bar]) -> String {
     s
 }
 
-/// One row of a ratio chart: a headline metric of one entry, as a factor
-/// where above 1 is slower (so a throughput's ratio is inverted).
-pub(super) struct RatioRow {
-    pub(super) label: String,
-    /// Geometric-mean slowdown with its 95% interval.
-    pub(super) point: f64,
-    pub(super) lower: f64,
-    pub(super) upper: f64,
-    /// Each run's own slowdown against the baseline's geometric mean.
-    pub(super) runs: Vec<f64>,
-    pub(super) verdict: Option<Outcome>,
-    pub(super) color: &'static str,
+/// A vertical axis's title, rotated, centred at height `mid`, and cut to
+/// `fit` pixels (the full text on hover).
+fn axis_title(s: &mut String, title: &str, mid: f64, fit: f64) {
+    Text {
+        x: 16.0,
+        y: mid,
+        class: "a",
+        anchor: "middle",
+    }
+    .write(
+        s,
+        &[abbreviate(title, fit, AXIS)],
+        title,
+        &format!(r#" transform="rotate(-90 16 {mid:.1})""#),
+    );
 }
 
 fn verdict_color(v: Option<Outcome>) -> &'static str {
@@ -650,7 +632,9 @@ impl LogAxis {
 /// a diamond in its verdict's colour with its 95% interval, its figure at
 /// the row's end. What lies beyond the axis is an arrow at its edge with
 /// the figure beside it. Labels take at most two lines of 260 px.
-pub(super) fn ratio_chart(title: &str, rows: &[RatioRow], margin: f64) -> String {
+/// `rows`: headline metrics of one environment, each as a factor where above
+/// 1 is slower (a throughput's ratio inverted), coloured by environment.
+pub(super) fn ratio_chart(title: &str, rows: &[SlowdownRow], margin: f64) -> String {
     const PLOT: f64 = 520.0;
     let labels: Vec<Vec<String>> = rows
         .iter()
@@ -766,7 +750,7 @@ pub(super) fn ratio_chart(title: &str, rows: &[RatioRow], margin: f64) -> String
                 r##"<circle cx="{:.1}" cy="{:.1}" r="3.2" fill="{}" stroke="#fff" stroke-width="0.6" class="mark run"><title>run {}: {}</title></circle>"##,
                 x(*v),
                 yy - 7.0 + (k % 3) as f64 * 1.5,
-                r.color,
+                color(r.env),
                 k + 1,
                 factor_text(*v)
             );
@@ -821,7 +805,7 @@ pub(super) fn ratio_chart(title: &str, rows: &[RatioRow], margin: f64) -> String
                 continue;
             }
             let mean_beyond = axis.side(r.point) == sign as i8;
-            let fill = if mean_beyond { vc } else { r.color };
+            let fill = if mean_beyond { vc } else { color(r.env) };
             let edge = if sign > 0.0 { left + PLOT } else { left };
             let base = edge - sign * 10.0;
             let _ = write!(
@@ -1156,19 +1140,7 @@ pub(super) fn heat_map(
         anchor: "middle",
     }
     .line(&mut s, xlabel, grid_w.max(60.0));
-    let mid = top + grid_h / 2.0;
-    Text {
-        x: 16.0,
-        y: mid,
-        class: "a",
-        anchor: "middle",
-    }
-    .write(
-        &mut s,
-        &[abbreviate(ylabel, grid_h.max(40.0), AXIS)],
-        ylabel,
-        &format!(r#" transform="rotate(-90 16 {mid:.1})""#),
-    );
+    axis_title(&mut s, ylabel, top + grid_h / 2.0, grid_h.max(40.0));
     Text {
         x: 10.0,
         y: top + grid_h + 56.0,
@@ -1278,21 +1250,21 @@ mod tests {
         marks.len()
     }
 
-    fn row(label: &str, point: f64) -> RatioRow {
-        RatioRow {
+    fn row(label: &str, point: f64) -> SlowdownRow {
+        SlowdownRow {
             label: label.into(),
             point,
             lower: point * 0.9,
             upper: point * 1.1,
             runs: vec![point * 0.95, point, point * 1.05],
             verdict: Some(Outcome::Slower),
-            color: color(1),
+            env: 1,
         }
     }
 
     #[test]
     fn a_ratio_beyond_the_axis_is_an_arrow_with_its_figure() {
-        let rows: Vec<RatioRow> = [0.003, 1.0, 20.8, 300.0, 5000.0]
+        let rows: Vec<SlowdownRow> = [0.003, 1.0, 20.8, 300.0, 5000.0]
             .iter()
             .map(|v| row(&format!("entry {v}"), *v))
             .collect();
@@ -1456,15 +1428,15 @@ mod tests {
 
     #[test]
     fn a_bar_chart_keeps_its_columns_narrow_and_its_marks_inside() {
-        let bars: Vec<Bar> = ["host", "a very long environment name that goes on and on"]
+        let bars: Vec<BarData> = ["host", "a very long environment name that goes on and on"]
             .iter()
             .enumerate()
-            .map(|(i, l)| Bar {
+            .map(|(i, l)| BarData {
                 label: l.to_string(),
                 value: 100.0 * (i + 1) as f64,
                 lower: 90.0 * (i + 1) as f64,
                 upper: 110.0 * (i + 1) as f64,
-                color: color(i).into(),
+                env: i,
                 runs: vec![95.0, 105.0],
             })
             .collect();
@@ -1478,15 +1450,15 @@ mod tests {
 
     #[test]
     fn bars_far_apart_stand_on_a_log_axis_and_none_is_flat() {
-        let bars: Vec<Bar> = [9000.0, 3_000_000.0, 6.0]
+        let bars: Vec<BarData> = [9000.0, 3_000_000.0, 6.0]
             .iter()
             .enumerate()
-            .map(|(i, v)| Bar {
+            .map(|(i, v)| BarData {
                 label: format!("env{i}"),
                 value: *v,
                 lower: v * 0.98,
                 upper: v * 1.02,
-                color: color(i).into(),
+                env: i,
                 runs: vec![*v],
             })
             .collect();
