@@ -163,6 +163,10 @@ impl Opened {
                 // be ready, the network path, other processes' load.
                 if let Ok(doc) = &mut outcome {
                     doc.env.ready_s = Some(self.ready_after[i].as_secs_f64());
+                    let settings = env.settings(i);
+                    if !settings.is_empty() {
+                        doc.env.settings = settings;
+                    }
                     if let Some(path) = net.path(want) {
                         doc.env.net_path = Some(path.to_string());
                     }
