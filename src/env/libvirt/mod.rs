@@ -1081,6 +1081,8 @@ impl Environment for LibvirtEnvironment {
         self.modules = modules;
         let extra = self.extra_modules()?;
         self.cpu = self.cpu_element(self.virt_type())?;
+        // pin= names CPUs this machine has.
+        self.cputune(1)?;
         self.sweep();
         owner::sweep_dirs(&std::env::temp_dir(), PREFIX);
         let tag = Owner::me().map(Owner::tag).unwrap_or_default();
