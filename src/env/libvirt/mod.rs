@@ -280,10 +280,10 @@ impl LibvirtEnvironment {
                 }
             }
             None => {
-                for k in ["shared", "snapshot"]
+                if let Some(k) = ["shared", "snapshot"]
                     .iter()
                     .chain(SSH_ONLY)
-                    .filter(|k| s.opt(k).is_some())
+                    .find(|k| s.opt(k).is_some())
                 {
                     bail!(
                         "--env {}: {k}= is for an existing domain: give domain=NAME, or leave {k}= out",
@@ -1195,10 +1195,8 @@ mod tests {
             ("qemu+ssh://root@far/system", true),
             ("qemu+tcp://localhost/system", false),
         ] {
-            let e = LibvirtEnvironment {
-                uri: uri.into(),
-                ..env("libvirt").unwrap()
-            };
+            let mut e = env("libvirt").unwrap();
+            e.uri = uri.into();
             assert_eq!(e.remote(), remote, "{uri}");
         }
     }
