@@ -426,7 +426,8 @@ impl DomainXml {
         let disks: Vec<String> = devices
             .map(|d| {
                 d.all("disk")
-                    .filter(|k| k.attr("device").unwrap_or("disk") == "disk")
+                    // A disk device, not a cdrom, floppy or LUN; libvirt's default.
+                    .filter(|k| matches!(k.attr("device"), None | Some("disk")))
                     .map(|k| {
                         let t = k.child("target");
                         let drv = k.child("driver");
