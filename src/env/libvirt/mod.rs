@@ -358,7 +358,7 @@ impl LibvirtEnvironment {
                 bail!(
                     "uri={}: libvirt does not answer ({}): start libvirtd (or virtqemud), or give uri= of one that runs",
                     self.uri,
-                    text::one_line(&err, 400)
+                    text::one_line(&err.lines().map(str::trim).collect::<Vec<_>>().join("; "), 400)
                 );
             }
             bail!("uri={}: virsh {what}: {err}", self.uri);
