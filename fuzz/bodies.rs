@@ -93,6 +93,36 @@ pub fn net_control(data: &[u8]) {
     }
 }
 
+/// A libvirt domain's or capabilities' XML, as `virsh` prints it (from a
+/// daemon that may be on another machine): what parses yields bounded
+/// essentials, and every value written back escaped parses to itself.
+pub fn libvirt_xml(data: &[u8]) {
+    use virtperf::env::libvirt::xml;
+    let Ok(text) = std::str::from_utf8(data) else {
+        return;
+    };
+    if let Ok(domain) = xml::DomainXml::parse(text) {
+        for (k, v) in domain.essentials() {
+            assert!(v.chars().count() <= 200, "{k} unbounded");
+            assert!(!v.contains('\n'), "{k} spans lines");
+        }
+        let _ = domain.ways_in();
+    }
+    if let Ok(caps) = xml::CpuCaps::parse(text) {
+        let _ = caps.usable_models(8);
+    }
+    if let Ok(e) = xml::parse(text) {
+        let again = format!(
+            "<x v='{}'>{}</x>",
+            xml::escape(&e.name),
+            xml::escape(&e.text)
+        );
+        let back = xml::parse(&again).expect("escaped text parses");
+        assert_eq!(back.attr("v"), Some(e.name.as_str()));
+        assert_eq!(back.text, e.text.trim());
+    }
+}
+
 /// A target's body.
 pub type Body = fn(&[u8]);
 
@@ -104,4 +134,5 @@ pub const TARGETS: &[(&str, Body)] = &[
     ("option_value", option_value),
     ("suite", suite),
     ("net_control", net_control),
+    ("libvirt_xml", libvirt_xml),
 ];

@@ -2,6 +2,8 @@
 //! workload in one environment, with where it was measured. Everything that
 //! leaves a run (JSON output, the agent's stream, the results store) is this.
 
+use std::collections::BTreeMap;
+
 use serde::{Deserialize, Serialize};
 
 pub const SCHEMA: &str = "virtperf.result/1";
@@ -115,6 +117,11 @@ pub struct EnvInfo {
     /// (set by the host).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reboot: Option<String>,
+    /// How the environment's driver set it up, as the host saw it (a
+    /// libvirt domain's vCPUs, pinning, CPU mode, memory backing, disk bus
+    /// and cache, NIC model), setting by setting.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub settings: BTreeMap<String, String>,
 }
 
 /// The file system under a workload's files, as seen from inside.

@@ -12,6 +12,7 @@ pub mod def;
 pub mod docker;
 pub mod group;
 pub mod host;
+pub mod libvirt;
 pub mod net;
 pub mod probe;
 pub mod qemu;
@@ -21,6 +22,7 @@ mod session;
 pub mod spec;
 pub mod ssh;
 
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::process::{Child, ExitStatus};
 use std::time::Duration;
@@ -138,6 +140,14 @@ pub trait Environment {
     /// forwarded port, if any).
     fn route_to_env(&self, _index: usize, _forwarded: Option<(u16, u16)>) -> Result<Route> {
         Ok(Route::loopback("loopback"))
+    }
+
+    /// How instance `index` is set up, as the driver knows it and the
+    /// guest cannot see (a libvirt domain's XML essentials), for the
+    /// fingerprint; empty where there is nothing beyond what the agent
+    /// reports.
+    fn settings(&self, _index: usize) -> BTreeMap<String, String> {
+        BTreeMap::new()
     }
 
     /// Why instance `index` failed, when the driver knows (an OOM kill),

@@ -5,7 +5,7 @@
 
 use anyhow::Result;
 
-use super::{docker, group, host, qemu, ssh, DriverDef, Environment, Spec};
+use super::{docker, group, host, libvirt, qemu, ssh, DriverDef, Environment, Spec};
 
 /// Every environment driver, one line each.
 pub static DRIVERS: &[&DriverDef] = &[
@@ -13,6 +13,7 @@ pub static DRIVERS: &[&DriverDef] = &[
     &docker::DOCKER,
     &docker::PODMAN,
     &qemu::DEF,
+    &libvirt::DEF,
     &ssh::DEF,
     &group::DEF,
 ];

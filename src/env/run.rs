@@ -233,6 +233,10 @@ impl Opened {
                     doc.env.reboot = env.spec().reboot.then(|| "each-run".to_string());
                     // The guest's text: one bounded line.
                     doc.env.boot = doc.env.boot.as_deref().map(|b| text::one_line(b, 120));
+                    let settings = env.settings(i);
+                    if !settings.is_empty() {
+                        doc.env.settings = settings;
+                    }
                     if let Some(path) = net.path(want) {
                         doc.env.net_path = Some(path.to_string());
                     }

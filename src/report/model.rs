@@ -663,6 +663,12 @@ fn environments(a: &Analysis) -> Section {
     ];
     let mut columns = vec![Column::text("environment", 0)];
     columns.extend(cols.iter().map(|c| Column::text(c, 0)));
+    // How a driver set its environment up (a libvirt domain's XML
+    // essentials), where one says.
+    let settings = a.fingerprints.values().any(|f| !f.settings.is_empty());
+    if settings {
+        columns.push(Column::text("settings", 0));
+    }
     let rows = a
         .envs
         .iter()
@@ -670,7 +676,7 @@ fn environments(a: &Analysis) -> Section {
             let f = a.fingerprints.get(env);
             let storage = f.and_then(|f| f.storage.as_ref());
             let hv = f.map(|f| f.hypervisor.as_str()).unwrap_or("");
-            Row {
+            let mut row = Row {
                 group: String::new(),
                 cells: vec![
                     env.clone().into(),
@@ -703,7 +709,21 @@ fn environments(a: &Analysis) -> Section {
                         .into(),
                 ],
                 flagged: storage.is_some_and(|s| s.fsync_ignored.is_some()),
+            };
+            if settings {
+                let text = f
+                    .map(|f| {
+                        f.settings
+                            .iter()
+                            .map(|(k, v)| format!("{k}: {v}"))
+                            .collect::<Vec<_>>()
+                            .join("; ")
+                    })
+                    .filter(|t| !t.is_empty())
+                    .unwrap_or_else(|| "–".into());
+                row.cells.push(text.into());
             }
+            row
         })
         .collect();
     Section {

@@ -32,6 +32,7 @@ pub fn take(name: &str, kind: &str) -> EnvInfo {
         boot: boot(),
         instances: None,
         reboot: None,
+        settings: Default::default(),
     }
 }
 

@@ -141,6 +141,24 @@ fn interface_up(name: &str, addr: Option<(Ipv4Addr, u32)>) -> std::io::Result<()
     result
 }
 
+/// The scratch disk's device name: `virtperf.disk=NAME` on the kernel
+/// command line (the libvirt driver's `disk-bus=scsi` gives `sda`), else
+/// `vda` (virtio-blk). Only a plain device name is taken.
+fn scratch_disk() -> String {
+    let cmdline = std::fs::read_to_string("/proc/cmdline").unwrap_or_default();
+    cmdline
+        .split_whitespace()
+        .find_map(|w| w.strip_prefix("virtperf.disk="))
+        .filter(|d| {
+            !d.is_empty()
+                && d.len() < 32
+                && d.chars()
+                    .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit())
+        })
+        .unwrap_or("vda")
+        .to_string()
+}
+
 /// Makes a serial port a clean 8-bit channel: no echo, no line editing.
 fn raw_mode(fd: i32) {
     // SAFETY: termios calls on an open tty descriptor.
@@ -160,14 +178,15 @@ pub fn main() -> ! {
     mount("devtmpfs", "/dev", "devtmpfs");
     load_modules();
     configure_network();
-    // The disk node appears once virtio_blk has probed the device.
+    // The disk node appears once its driver has probed the device.
+    let disk = format!("/dev/{}", scratch_disk());
     let until = Instant::now() + Duration::from_secs(10);
-    while !std::path::Path::new("/dev/vda").exists() && Instant::now() < until {
+    while !std::path::Path::new(&disk).exists() && Instant::now() < until {
         std::thread::sleep(Duration::from_millis(20));
     }
-    if std::path::Path::new("/dev/vda").exists() && !mount("/dev/vda", "/scratch", "ext4") {
+    if std::path::Path::new(&disk).exists() && !mount(&disk, "/scratch", "ext4") {
         eprintln!(
-            "virtperf-init: mounting /dev/vda: {}",
+            "virtperf-init: mounting {disk}: {}",
             std::io::Error::last_os_error()
         );
     }

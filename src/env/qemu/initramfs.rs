@@ -136,6 +136,12 @@ pub fn read_module(path: &Path) -> Result<Vec<u8>> {
 
 /// The whole initramfs for `binary` with the modules from `modules_dir`.
 pub fn build(binary: &[u8], modules_dir: &Path) -> Result<Vec<u8>> {
+    build_with(binary, modules_dir, &[])
+}
+
+/// As `build`, with `extra` modules beyond `NEEDED` (another disk bus's or
+/// NIC's driver).
+pub fn build_with(binary: &[u8], modules_dir: &Path, extra: &[&str]) -> Result<Vec<u8>> {
     let dep_path = modules_dir.join("modules.dep");
     let dep = std::fs::read_to_string(&dep_path).with_context(|| {
         format!(
@@ -150,7 +156,8 @@ pub fn build(binary: &[u8], modules_dir: &Path) -> Result<Vec<u8>> {
     cpio.char_device("dev/console", 5, 1);
     cpio.file("init", 0o755, binary);
     let mut order = String::new();
-    for (i, rel) in resolve(&dep, NEEDED).iter().enumerate() {
+    let wanted: Vec<&str> = NEEDED.iter().chain(extra).copied().collect();
+    for (i, rel) in resolve(&dep, &wanted).iter().enumerate() {
         let data = read_module(&modules_dir.join(rel))?;
         let name = format!("modules/{i:02}-{}.ko", module_name(rel));
         cpio.file(&name, 0o644, &data);
@@ -158,6 +165,18 @@ pub fn build(binary: &[u8], modules_dir: &Path) -> Result<Vec<u8>> {
     }
     cpio.file("modules.order", 0o644, order.as_bytes());
     Ok(cpio.finish())
+}
+
+/// Whether the kernel of `modules_dir` has driver `module`, as a module
+/// (modules.dep) or built in (modules.builtin).
+pub fn has_module(modules_dir: &Path, module: &str) -> bool {
+    ["modules.dep", "modules.builtin"].iter().any(|f| {
+        std::fs::read_to_string(modules_dir.join(f)).is_ok_and(|text| {
+            text.lines()
+                .filter_map(|l| l.split(':').next())
+                .any(|path| module_name(path) == module)
+        })
+    })
 }
 
 /// The newest guest kernel under /boot with its modules directory.

@@ -329,20 +329,7 @@ impl Environment for QemuEnvironment {
             .and_then(|d| Bytes::parse(d).ok())
             .map(|b| b.0)
             .unwrap_or(8 << 30);
-        let f = std::fs::File::create(&disk).context("creating the scratch disk")?;
-        f.set_len(size)?;
-        drop(f);
-        let out = Command::new("mkfs.ext4")
-            .args(["-q", "-F", "-E", "lazy_itable_init=1,lazy_journal_init=1"])
-            .arg(&disk)
-            .output()
-            .map_err(|e| anyhow!("mkfs.ext4 not found ({e}): install e2fsprogs"))?;
-        if !out.status.success() {
-            bail!(
-                "mkfs.ext4 on the scratch disk failed: {}",
-                String::from_utf8_lossy(&out.stderr)
-            );
-        }
+        scratch_disk(&disk, size)?;
         let forwarded = match self.spec.opt("net").unwrap_or("user") {
             "none" => None,
             _ => {
@@ -410,6 +397,26 @@ impl Environment for QemuEnvironment {
             path: "QEMU user network (host port forwarded to guest)".into(),
         })
     }
+}
+
+/// A sparse scratch disk image of `size` bytes at `path`, formatted ext4
+/// (the guest's init mounts it on /scratch).
+pub fn scratch_disk(path: &Path, size: u64) -> Result<()> {
+    let f = std::fs::File::create(path).context("creating the scratch disk")?;
+    f.set_len(size)?;
+    drop(f);
+    let out = Command::new("mkfs.ext4")
+        .args(["-q", "-F", "-E", "lazy_itable_init=1,lazy_journal_init=1"])
+        .arg(path)
+        .output()
+        .map_err(|e| anyhow!("mkfs.ext4 not found ({e}): install e2fsprogs"))?;
+    if !out.status.success() {
+        bail!(
+            "mkfs.ext4 on the scratch disk failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    Ok(())
 }
 
 /// Makes the child get SIGKILL when this process ends, however it ends (a
