@@ -77,7 +77,7 @@ pub fn main(inv: &ScriptInvocation) -> Result<()> {
     if text && !inv.persona {
         show(&format!("{}\n\n", super::banner()));
     }
-    let script = match Script::load(&inv.script, &inv.args, program, !inv.persona)? {
+    let script = match Script::load(&inv.script, &inv.args, program, !inv.persona, inv.json)? {
         Ok(s) => s,
         Err(refusal) => return refuse(inv, refusal),
     };

@@ -95,11 +95,14 @@ impl Script {
     /// Loads `script` (its top level runs, as in sysbench) and parses
     /// `args`, its options and command word. `default_run`: no command
     /// word means `run` (virtperf's form; sysbench requires one).
+    /// `output_to_stderr`: what the script prints goes to standard error
+    /// (standard output carries a JSON document).
     pub fn load(
         script: &str,
         args: &[String],
         program: &str,
         default_run: bool,
+        output_to_stderr: bool,
     ) -> Result<std::result::Result<Script, Refusal>> {
         let guess = args
             .iter()
@@ -115,6 +118,7 @@ impl Script {
             before: rand_config(None),
             parsed: OnceLock::new(),
             db_used: AtomicBool::new(false),
+            output_to_stderr: AtomicBool::new(output_to_stderr),
         });
         let main = state::new_state(&shared, None, Arc::new(Counters::default()))?;
         let own = options::declared(&main, script)?;

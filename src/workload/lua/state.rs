@@ -38,6 +38,9 @@ pub struct Shared {
     pub parsed: OnceLock<Parsed>,
     /// A connection was opened: the run's text has SQL statistics.
     pub db_used: AtomicBool,
+    /// The script's own output goes to standard error (standard output
+    /// carries a JSON document).
+    pub output_to_stderr: AtomicBool,
 }
 
 /// The parsed command line.
@@ -213,13 +216,18 @@ fn api(lua: &Lua, shared: &Arc<Shared>, tid: Option<usize>) -> mlua::Result<Tabl
                 .map_err(|e| mlua::Error::runtime(format!("connection creation failed: {e:#}")))
         })?,
     )?;
+    let s = Arc::clone(shared);
     vp.set(
         "write",
-        lua.create_function(|_, text: mlua::LuaString| {
+        lua.create_function(move |_, text: mlua::LuaString| {
             use std::io::Write;
             // Through Rust's stdout, so the script's lines and virtperf's
             // come out in the order they were written.
-            let _ = std::io::stdout().lock().write_all(&text.as_bytes());
+            if s.output_to_stderr.load(Ordering::Relaxed) {
+                let _ = std::io::stderr().lock().write_all(&text.as_bytes());
+            } else {
+                let _ = std::io::stdout().lock().write_all(&text.as_bytes());
+            }
             Ok(())
         })?,
     )?;
