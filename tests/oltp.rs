@@ -1306,3 +1306,45 @@ fn a_server_stalling_the_cleanups_drop_after_ctrl_c_is_left_within_2_s_naming_th
         "{err}"
     );
 }
+
+/// sysbench's own OLTP scripts (/usr/share/sysbench, as Debian installs
+/// them) through virtperf's Lua runtime against MariaDB: each gives the
+/// queries per transaction of the built-in test of its name, on the tables
+/// the script prepared, and its cleanup leaves no table.
+#[test]
+fn sysbench_lua_scripts_on_mariadb_match_the_built_in_tests() {
+    let scripts = Path::new("/usr/share/sysbench");
+    if !scripts.join("oltp_common.lua").exists() {
+        skip("sysbench's Lua scripts are not installed (Debian package sysbench)");
+        return;
+    }
+    let Some(m) = Mariadb::start() else {
+        skip("MariaDB is not installed (Debian package mariadb-server)");
+        return;
+    };
+    // run_json's layout: two tables of 500 rows.
+    let base = with(&m.args(), &["--tables=2", "--table-size=500"]);
+    let per_trx = |doc: &Value| doc["details"]["queries_per_transaction"].as_f64().unwrap();
+    for test in [
+        "oltp_read_write",
+        "oltp_read_only",
+        "oltp_point_select",
+        "oltp_write_only",
+        "oltp_delete",
+        "oltp_insert",
+    ] {
+        let script = scripts.join(format!("{test}.lua")).display().to_string();
+        vp_ok(&oltp(&script, &base, &["prepare"]), "script prepare");
+        let out = vp_ok(
+            &oltp(&script, &base, &["--events=100", "--json", "run"]),
+            "script run",
+        );
+        let ours: Value = serde_json::from_str(out.lines().last().unwrap()).unwrap();
+        let builtin = run_json(test, &m.args(), 100, 1);
+        assert_eq!(per_trx(&ours), per_trx(&builtin), "{test}: {ours}");
+        vp_ok(&oltp(&script, &base, &["cleanup"]), "script cleanup");
+        let left =
+            m.sql("SELECT COUNT(*) FROM information_schema.tables WHERE table_schema='sbtest'");
+        assert_eq!(left.trim(), "0", "{test}");
+    }
+}

@@ -113,10 +113,7 @@ fn for_sqlite(sql: &str) -> std::borrow::Cow<'_, str> {
     }
 }
 
-fn params_of(values: Option<Table>) -> mlua::Result<Vec<Param>> {
-    let Some(t) = values else {
-        return Ok(Vec::new());
-    };
+fn params_of(t: Table) -> mlua::Result<Vec<Param>> {
     let mut out = Vec::with_capacity(t.raw_len());
     for v in t.sequence_values::<LuaValue>() {
         out.push(match v? {
@@ -180,7 +177,7 @@ impl UserData for LuaConn {
         methods.add_method_mut(
             "query",
             |lua, this, (sql, values): (mlua::LuaString, Option<Table>)| {
-                let params = params_of(values)?;
+                let params = values.map(params_of).transpose()?;
                 let sql = sql.to_str()?;
                 let sqlite = this.db.target.sqlite_path().is_some();
                 let text = if sqlite {
@@ -189,7 +186,7 @@ impl UserData for LuaConn {
                     std::borrow::Cow::Borrowed(&*sql)
                 };
                 let counters = Arc::clone(&this.counters);
-                match this.conn()?.query(&text, &params) {
+                match this.conn()?.query(&text, params.as_deref()) {
                     Ok(rows) => {
                         let kind = if rows.fields > 0 {
                             1

@@ -73,9 +73,11 @@ pub trait Conn: Send {
         let _ = self.batch("ROLLBACK");
     }
     fn table_exists(&mut self, name: &str) -> Result<bool, DbError>;
-    /// Runs `sql` (with `?` placeholders) and returns what it gave, for
-    /// scripts; drivers that cannot yet say so.
-    fn query(&mut self, _sql: &str, _params: &[Param]) -> Result<Rows, DbError> {
+    /// Runs `sql` and returns what it gave, for scripts: with `params`, a
+    /// prepared statement (`?` placeholders; server-side where
+    /// `--db-ps-mode=auto`), without, a plain query. Drivers that cannot
+    /// yet say so refuse.
+    fn query(&mut self, _sql: &str, _params: Option<&[Param]>) -> Result<Rows, DbError> {
         Err(DbError {
             class: ErrorClass::Fatal,
             code: "unsupported".into(),

@@ -136,8 +136,12 @@ fn fetch(
 }
 
 impl Conn for Sqlite {
-    fn query(&mut self, sql: &str, params: &[Param]) -> Result<Rows, DbError> {
-        if self.prepared {
+    fn query(&mut self, sql: &str, params: Option<&[Param]>) -> Result<Rows, DbError> {
+        // Only a prepared statement's text is kept prepared: a script's
+        // one-off queries (each bulk insert's) would crowd the cache.
+        let prepared = params.is_some() && self.prepared;
+        let params = params.unwrap_or(&[]);
+        if prepared {
             let mut stmt = self.conn.prepare_cached(sql).map_err(classify)?;
             fetch(&self.conn, &mut stmt, params).map_err(classify)
         } else {
