@@ -186,7 +186,6 @@ fn general_help() -> String {
     let mut out = String::from(
         "Usage:\n  sysbench [options]... [testname] [command]\n\n\
          Commands implemented by most tests: prepare run cleanup help\n\n\
-         A test is a built-in test below or a Lua script (a path, or a name ending in .lua).\n\n\
          General options:\n",
     );
     for (option, help) in [
