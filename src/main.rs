@@ -24,6 +24,9 @@ fn main() -> ExitCode {
         .and_then(run)
     {
         Ok(()) => ExitCode::SUCCESS,
+        Err(err) if err.downcast_ref::<cli::script::Exit>().is_some() => {
+            ExitCode::from(err.downcast_ref::<cli::script::Exit>().map_or(1, |e| e.0))
+        }
         Err(err) => {
             // An error may carry a server's, a guest's or a store's text:
             // its control characters are shown, never interpreted.
@@ -58,6 +61,9 @@ fn as_sysbench(args: &[String]) -> ExitCode {
     match run(request) {
         Ok(()) => ExitCode::SUCCESS,
         Err(err) if err.downcast_ref::<signals::Interrupted>().is_some() => ExitCode::from(130),
+        Err(err) if err.downcast_ref::<cli::script::Exit>().is_some() => {
+            ExitCode::from(err.downcast_ref::<cli::script::Exit>().map_or(1, |e| e.0))
+        }
         Err(err) => {
             eprintln!("FATAL: {}", error_text(&err));
             ExitCode::FAILURE
@@ -75,6 +81,7 @@ fn run(request: Request) -> anyhow::Result<()> {
         Request::Serve(args) => virtperf::workload::net::server::main(&args)?,
         Request::Envs(specs) => print!("{}", virtperf::env::probe::report(&specs)),
         Request::Workload(inv) => cli::single::main(&inv)?,
+        Request::Script(inv) => cli::script::main(&inv)?,
     }
     Ok(())
 }

@@ -1306,3 +1306,74 @@ fn a_server_stalling_the_cleanups_drop_after_ctrl_c_is_left_within_2_s_naming_th
         "{err}"
     );
 }
+
+/// sysbench's own OLTP scripts (/usr/share/sysbench, as Debian installs
+/// them) through virtperf's Lua runtime against a server (`args` reach
+/// it): each gives the queries per transaction of the built-in test of its
+/// name, on the tables the script prepared, and its cleanup leaves no
+/// table (`tables` counts the sbtest database's).
+fn lua_scripts_match_the_built_in_tests(args: &[String], tables: &dyn Fn() -> String) {
+    let scripts = Path::new("/usr/share/sysbench");
+    // run_json's layout: two tables of 500 rows.
+    let base = with(args, &["--tables=2", "--table-size=500"]);
+    let per_trx = |doc: &Value| doc["details"]["queries_per_transaction"].as_f64().unwrap();
+    for test in [
+        "oltp_read_write",
+        "oltp_read_only",
+        "oltp_point_select",
+        "oltp_write_only",
+        "oltp_delete",
+        "oltp_insert",
+    ] {
+        let script = scripts.join(format!("{test}.lua")).display().to_string();
+        vp_ok(&oltp(&script, &base, &["prepare"]), "script prepare");
+        let out = vp_ok(
+            &oltp(&script, &base, &["--events=100", "--json", "run"]),
+            "script run",
+        );
+        let ours: Value = serde_json::from_str(out.lines().last().unwrap()).unwrap();
+        let builtin = run_json(test, args, 100, 1);
+        assert_eq!(per_trx(&ours), per_trx(&builtin), "{test}: {ours}");
+        vp_ok(&oltp(&script, &base, &["cleanup"]), "script cleanup");
+        assert_eq!(tables().trim(), "0", "{test}");
+    }
+}
+
+fn sysbench_scripts_installed() -> bool {
+    if Path::new("/usr/share/sysbench/oltp_common.lua").exists() {
+        return true;
+    }
+    skip("sysbench's Lua scripts are not installed (Debian package sysbench)");
+    false
+}
+
+#[test]
+fn sysbench_lua_scripts_on_mariadb_match_the_built_in_tests() {
+    if !sysbench_scripts_installed() {
+        return;
+    }
+    let Some(m) = Mariadb::start() else {
+        skip("MariaDB is not installed (Debian package mariadb-server)");
+        return;
+    };
+    lua_scripts_match_the_built_in_tests(&m.args(), &|| {
+        m.sql("SELECT COUNT(*) FROM information_schema.tables WHERE table_schema='sbtest'")
+    });
+}
+
+#[test]
+fn sysbench_lua_scripts_on_postgresql_match_the_built_in_tests() {
+    if !sysbench_scripts_installed() {
+        return;
+    }
+    let Some(pg) = Postgres::start() else {
+        skip("PostgreSQL is not installed (Debian package postgresql)");
+        return;
+    };
+    lua_scripts_match_the_built_in_tests(&pg.args(), &|| {
+        pg.psql(
+            "sbtest",
+            "SELECT count(*) FROM pg_tables WHERE tablename LIKE 'sbtest%'",
+        )
+    });
+}

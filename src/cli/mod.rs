@@ -5,6 +5,7 @@
 
 pub mod compare;
 pub mod report;
+pub mod script;
 pub mod serve;
 pub mod single;
 pub mod summary;
@@ -94,6 +95,8 @@ pub enum Request {
     Help(String),
     Version,
     Workload(Invocation),
+    /// A sysbench Lua script: `virtperf ./my.lua [options] [command]`.
+    Script(script::ScriptInvocation),
     /// `virtperf agent`: serve a plan on stdin/stdout.
     Agent,
     /// `virtperf envs [--env SPEC]...`
@@ -110,6 +113,7 @@ pub fn usage() -> String {
     let mut out = format!(
         "virtperf {} — measures what virtualization costs\n\n\
          Usage:\n  virtperf <workload> [prepare|run|cleanup|help] [--option=value ...] [--json] [--env SPEC]...\n  \
+         virtperf SCRIPT.lua [--option=value ...] [run|prepare|cleanup|help|COMMAND] [--json]\n  \
          virtperf compare [--suite quick|standard|FILE] [--baseline SPEC] [--env SPEC]... [--repeat N|auto] [--out DIR] [WORKLOAD ...]\n  \
          virtperf report [RUN|DIR] [--format FORMAT] [--out FILE]\n  \
          virtperf envs [--env SPEC]...      which environments this machine can run, and why not\n  \
@@ -121,6 +125,12 @@ pub fn usage() -> String {
     for def in workload::WORKLOADS {
         out.push_str(&format!("  {:<10} {}\n", def.name, def.summary));
     }
+    out.push_str(
+        "\nLua scripts: a sysbench 1.0 script (a path, or a name ending in .lua) runs on\n\
+         virtperf's engine with sysbench's Lua API: its own options and commands, the\n\
+         engine options, --rand-* and the OLTP tests' --db-driver options\n\
+         (`virtperf ./my.lua help` lists a script's options).\n",
+    );
     out.push('\n');
     out.push_str(&options::render_help(
         "Engine options (event-driven workloads)",
@@ -258,6 +268,9 @@ pub fn parse_request(args: &[String]) -> Result<Request, CliError> {
             return Ok(Request::Envs(specs));
         }
         _ => {}
+    }
+    if workload::lua::is_script(&word) {
+        return Ok(Request::Script(script::parse(&word, &args, false)?));
     }
     let def = workload::find(&word).ok_or_else(|| {
         CliError::Usage(format!(

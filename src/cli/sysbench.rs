@@ -95,6 +95,20 @@ pub fn front(args: &[String]) -> Result<(String, Request), Answer> {
             format!("{stderr}Usage: sysbench [options]... [testname] [command]; see 'sysbench --help'\n"),
         ));
     };
+    if workload::lua::is_script(test) {
+        let mut rest = args.to_vec();
+        if let Some(i) = rest.iter().position(|a| a == test) {
+            rest.remove(i);
+        }
+        rest.retain(|a| !a.starts_with("--test="));
+        if !stderr.is_empty() {
+            eprint!("{stderr}");
+        }
+        return match super::script::parse(test, &rest, true) {
+            Ok(inv) => Ok((head, Request::Script(inv))),
+            Err(e) => Err(refuse(head, format!("{}\n", message(&e, args)))),
+        };
+    }
     let Some(def) = workload::find(test) else {
         return Err(refuse(
             format!("{head}FATAL: Cannot find benchmark '{test}': no such built-in test, file or module\n"),

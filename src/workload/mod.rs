@@ -7,6 +7,7 @@ pub mod cpu;
 pub mod disk;
 pub mod fileio;
 pub mod linpack;
+pub mod lua;
 pub mod memory;
 pub mod microops;
 pub mod mutex;

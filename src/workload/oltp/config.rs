@@ -43,34 +43,7 @@ pub struct Config {
 
 impl Config {
     pub fn from_values(test: Test, v: &Values) -> Result<Config> {
-        let port = |name: &str| v.int(name) as u16;
-        let target = match v.text("db-driver") {
-            "pgsql" => Target::Pgsql {
-                host: v.text("pgsql-host").to_string(),
-                port: port("pgsql-port"),
-                user: v.text("pgsql-user").to_string(),
-                password: v.text("pgsql-password").to_string(),
-                db: v.text("pgsql-db").to_string(),
-                auth: pgsql::Auth::parse(v.text("pgsql-auth")),
-            },
-            "mysql" => Target::Mysql {
-                host: v.text("mysql-host").to_string(),
-                port: port("mysql-port"),
-                socket: v.text("mysql-socket").to_string(),
-                user: v.text("mysql-user").to_string(),
-                password: v.text("mysql-password").to_string(),
-                db: v.text("mysql-db").to_string(),
-            },
-            _ => {
-                let dir = match v.text("oltp-dir") {
-                    "" => PathBuf::from("."),
-                    d => PathBuf::from(d),
-                };
-                Target::Sqlite {
-                    path: dir.join(SQLITE_FILE),
-                }
-            }
-        };
+        let target = Target::from_values(v);
         let engine = v.text("mysql-storage-engine");
         if engine.is_empty()
             || !engine
@@ -137,6 +110,41 @@ impl Config {
             0
         } else {
             self.table_size
+        }
+    }
+}
+
+impl Target {
+    /// Where `--db-driver` and its connection options (and `--oltp-dir`
+    /// for SQLite) put the tables.
+    pub fn from_values(v: &Values) -> Target {
+        let port = |name: &str| v.int(name) as u16;
+        match v.text("db-driver") {
+            "pgsql" => Target::Pgsql {
+                host: v.text("pgsql-host").to_string(),
+                port: port("pgsql-port"),
+                user: v.text("pgsql-user").to_string(),
+                password: v.text("pgsql-password").to_string(),
+                db: v.text("pgsql-db").to_string(),
+                auth: pgsql::Auth::parse(v.text("pgsql-auth")),
+            },
+            "mysql" => Target::Mysql {
+                host: v.text("mysql-host").to_string(),
+                port: port("mysql-port"),
+                socket: v.text("mysql-socket").to_string(),
+                user: v.text("mysql-user").to_string(),
+                password: v.text("mysql-password").to_string(),
+                db: v.text("mysql-db").to_string(),
+            },
+            _ => {
+                let dir = match v.text("oltp-dir") {
+                    "" => PathBuf::from("."),
+                    d => PathBuf::from(d),
+                };
+                Target::Sqlite {
+                    path: dir.join(SQLITE_FILE),
+                }
+            }
         }
     }
 }

@@ -43,6 +43,16 @@ impl fmt::Display for DbError {
 
 impl std::error::Error for DbError {}
 
+/// What a statement returned to a script (`sysbench.sql`): its rows with
+/// every value as text (`None` for NULL) when it has result columns, else
+/// the rows it changed.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Rows {
+    pub fields: usize,
+    pub rows: Vec<Vec<Option<String>>>,
+    pub affected: u64,
+}
+
 /// One connection, used by one thread.
 pub trait Conn: Send {
     /// Runs `sql` (with `?` placeholders) and reads every row it returns.
@@ -63,6 +73,24 @@ pub trait Conn: Send {
         let _ = self.batch("ROLLBACK");
     }
     fn table_exists(&mut self, name: &str) -> Result<bool, DbError>;
+    /// Runs `sql` and returns what it gave, for scripts: with `params`, a
+    /// prepared statement (`?` placeholders; server-side where
+    /// `--db-ps-mode=auto`), without, a plain query. Drivers that cannot
+    /// yet say so refuse.
+    fn query(&mut self, _sql: &str, _params: Option<&[Param]>) -> Result<Rows, DbError> {
+        Err(DbError {
+            class: ErrorClass::Fatal,
+            code: "unsupported".into(),
+            message:
+                "this database driver does not run Lua scripts' queries yet; use --db-driver=sqlite"
+                    .into(),
+        })
+    }
+    /// Whether a transaction is open (after a failed statement a script's
+    /// restart needs it rolled back).
+    fn in_transaction(&mut self) -> bool {
+        true
+    }
     /// Lock waits since the last call (SQLite's busy handler), read on the
     /// connection's own thread.
     fn take_busy_waits(&mut self) -> u64 {

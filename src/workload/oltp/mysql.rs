@@ -16,7 +16,7 @@ use mysql::prelude::Queryable;
 use mysql::{OptsBuilder, Params, Statement, Value};
 
 use super::cut;
-use super::driver::{inline, Conn, DbError, Dialect, ErrorClass, Param};
+use super::driver::{inline, Conn, DbError, Dialect, ErrorClass, Param, Rows};
 use crate::core::options::CliError;
 use crate::core::signals;
 
@@ -270,7 +270,63 @@ fn drain<P: mysql::prelude::Protocol>(
     Ok(if rows > 0 { rows } else { affected })
 }
 
+/// A value as text, as a script reads it (`None`: NULL).
+fn text_of(v: Value) -> Option<String> {
+    match v {
+        Value::NULL => None,
+        Value::Bytes(b) => Some(String::from_utf8_lossy(&b).into_owned()),
+        Value::Int(n) => Some(n.to_string()),
+        Value::UInt(n) => Some(n.to_string()),
+        Value::Float(x) => Some(x.to_string()),
+        Value::Double(x) => Some(x.to_string()),
+        other => Some(other.as_sql(true).trim_matches('\'').to_string()),
+    }
+}
+
+/// Every row of every result set as text, for scripts; or the rows a
+/// write changed.
+fn collect<P: mysql::prelude::Protocol>(
+    mut result: mysql::QueryResult<'_, '_, '_, P>,
+) -> mysql::Result<Rows> {
+    let mut out = Rows::default();
+    while let Some(set) = result.iter() {
+        out.affected += set.affected_rows();
+        out.fields = out.fields.max(set.columns().as_ref().len());
+        for row in set {
+            out.rows
+                .push(row?.unwrap().into_iter().map(text_of).collect());
+        }
+    }
+    Ok(out)
+}
+
 impl Conn for My {
+    fn query(&mut self, sql: &str, params: Option<&[Param]>) -> Result<Rows, DbError> {
+        // A plain query goes as text, as mysql_real_query sends sysbench's
+        // con:query; a prepared statement's, prepared once.
+        let prepared = params.is_some() && self.prepared;
+        let params = params.unwrap_or(&[]);
+        if prepared {
+            let params = if params.is_empty() {
+                Params::Empty
+            } else {
+                Params::Positional(params.iter().map(value).collect())
+            };
+            let stmt = self.statement(sql)?;
+            let result = self
+                .conn
+                .exec_iter(&stmt, params)
+                .map_err(|e| self.link.error(e))?;
+            collect(result).map_err(|e| self.link.error(e))
+        } else {
+            let result = self
+                .conn
+                .query_iter(inline(sql, params))
+                .map_err(|e| self.link.error(e))?;
+            collect(result).map_err(|e| self.link.error(e))
+        }
+    }
+
     fn exec(&mut self, sql: &str, params: &[Param]) -> Result<u64, DbError> {
         if self.prepared {
             let params = if params.is_empty() {

@@ -24,7 +24,7 @@ use postgres_protocol::message::backend::{ErrorResponseBody, Message};
 use postgres_protocol::message::frontend;
 use postgres_protocol::IsNull;
 
-use super::driver::{inline, numbered, Conn, DbError, Dialect, ErrorClass, Param};
+use super::driver::{inline, numbered, Conn, DbError, Dialect, ErrorClass, Param, Rows};
 use crate::core::options::CliError;
 use crate::core::signals;
 
@@ -51,6 +51,8 @@ const RETRY: [&str; 3] = ["40P01", "40001", "23505"];
 const INT8: u32 = 20;
 const VARCHAR: u32 = 1043;
 const BINARY: i16 = 1;
+/// Result columns as text, for scripts.
+const TEXT: i16 = 0;
 
 pub struct Pg {
     stream: TcpStream,
@@ -72,6 +74,8 @@ pub struct Pg {
 #[derive(Default)]
 struct Outcome {
     rows: u64,
+    /// The rows' values as text, when kept (scripts).
+    kept: Option<Rows>,
     /// The rows a write affected (the last number of CommandComplete's tag).
     affected: u64,
     error: Option<DbError>,
@@ -322,11 +326,41 @@ impl Pg {
 
     /// Sends what is in `output` and reads the answer up to ReadyForQuery.
     fn round_trip(&mut self) -> Result<Outcome, DbError> {
+        self.round_trip_keeping(false)
+    }
+
+    /// [`Pg::round_trip`], keeping the rows' values (`keep`) for a script.
+    fn round_trip_keeping(&mut self, keep: bool) -> Result<Outcome, DbError> {
         self.flush().map_err(lost)?;
-        let mut out = Outcome::default();
+        let mut out = Outcome {
+            kept: keep.then(Rows::default),
+            ..Outcome::default()
+        };
         loop {
             match self.message().map_err(lost)? {
-                Message::DataRow(_) => out.rows += 1,
+                Message::DataRow(body) => {
+                    out.rows += 1;
+                    if let Some(kept) = &mut out.kept {
+                        let buf = body.buffer();
+                        let row: Vec<Option<String>> = body
+                            .ranges()
+                            .map(|r| {
+                                Ok(r.map(|r| {
+                                    String::from_utf8_lossy(buf.get(r).unwrap_or_default())
+                                        .into_owned()
+                                }))
+                            })
+                            .collect()
+                            .map_err(lost)?;
+                        kept.fields = kept.fields.max(row.len());
+                        kept.rows.push(row);
+                    }
+                }
+                Message::RowDescription(body) => {
+                    if let Some(kept) = &mut out.kept {
+                        kept.fields = body.fields().count().map_err(lost)?;
+                    }
+                }
                 Message::CommandComplete(body) => {
                     let tag = body.tag().map_err(lost)?;
                     out.affected = tag
@@ -427,7 +461,63 @@ fn open(host: &str, port: u16) -> io::Result<TcpStream> {
     Err(last)
 }
 
+impl Pg {
+    /// Binds `params` (as text) to statement `name` with result columns in
+    /// `format`, then describes and executes it.
+    fn bind_execute(&mut self, name: &str, params: &[Param], format: i16) -> Result<(), DbError> {
+        let mut text = String::new();
+        frontend::bind(
+            "",
+            name,
+            std::iter::empty(),
+            params,
+            |p, buf| {
+                match p {
+                    Param::Int(n) => {
+                        text.clear();
+                        use std::fmt::Write as _;
+                        let _ = write!(text, "{n}");
+                        buf.extend_from_slice(text.as_bytes());
+                    }
+                    Param::Text(s) => buf.extend_from_slice(s.as_bytes()),
+                }
+                Ok(IsNull::No)
+            },
+            [format],
+            &mut self.output,
+        )
+        .map_err(|_| lost(broken("a parameter could not be encoded")))?;
+        frontend::describe(b'P', "", &mut self.output).map_err(lost)?;
+        frontend::execute("", 0, &mut self.output).map_err(lost)?;
+        frontend::sync(&mut self.output);
+        Ok(())
+    }
+}
+
 impl Conn for Pg {
+    fn query(&mut self, sql: &str, params: Option<&[Param]>) -> Result<Rows, DbError> {
+        let out = match params {
+            Some(params) if self.prepared => {
+                let name = self.statement(sql, params)?;
+                self.bind_execute(&name, params, TEXT)?;
+                self.round_trip_keeping(true)?
+            }
+            _ => {
+                frontend::query(&inline(sql, params.unwrap_or(&[])), &mut self.output)
+                    .map_err(lost)?;
+                self.round_trip_keeping(true)?
+            }
+        };
+        if let Some(e) = out.error {
+            return Err(e);
+        }
+        let mut rows = out.kept.unwrap_or_default();
+        if rows.rows.is_empty() {
+            rows.affected = out.affected;
+        }
+        Ok(rows)
+    }
+
     fn exec(&mut self, sql: &str, params: &[Param]) -> Result<u64, DbError> {
         if !self.prepared {
             return self.simple(&inline(sql, params));

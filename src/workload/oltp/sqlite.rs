@@ -11,7 +11,7 @@ use anyhow::{Context, Result};
 use rusqlite::types::{ToSqlOutput, ValueRef};
 use rusqlite::{Connection, ErrorCode, OpenFlags, ToSql};
 
-use super::driver::{inline, Conn, DbError, Dialect, ErrorClass, Param};
+use super::driver::{inline, Conn, DbError, Dialect, ErrorClass, Param, Rows};
 
 thread_local! {
     static BUSY_WAITS: Cell<u64> = const { Cell::new(0) };
@@ -94,7 +94,66 @@ fn run(stmt: &mut rusqlite::Statement<'_>, params: &[Param]) -> rusqlite::Result
     Ok(n)
 }
 
+/// Every row, each value as text, or the rows a write changed.
+fn fetch(
+    conn: &Connection,
+    stmt: &mut rusqlite::Statement<'_>,
+    params: &[Param],
+) -> rusqlite::Result<Rows> {
+    let fields = stmt.column_count();
+    if fields == 0 {
+        // sqlite3_changes keeps the last DML's count across BEGIN, COMMIT
+        // and DDL: the total's growth is this statement's own.
+        let before = conn.total_changes();
+        stmt.execute(rusqlite::params_from_iter(params))?;
+        return Ok(Rows {
+            fields,
+            rows: Vec::new(),
+            affected: conn.total_changes() - before,
+        });
+    }
+    let mut rows = stmt.query(rusqlite::params_from_iter(params))?;
+    let mut out = Vec::new();
+    while let Some(row) = rows.next()? {
+        let mut values = Vec::with_capacity(fields);
+        for i in 0..fields {
+            values.push(match row.get_ref(i)? {
+                ValueRef::Null => None,
+                ValueRef::Integer(n) => Some(n.to_string()),
+                ValueRef::Real(x) => Some(x.to_string()),
+                ValueRef::Text(t) | ValueRef::Blob(t) => {
+                    Some(String::from_utf8_lossy(t).into_owned())
+                }
+            });
+        }
+        out.push(values);
+    }
+    Ok(Rows {
+        fields,
+        rows: out,
+        affected: 0,
+    })
+}
+
 impl Conn for Sqlite {
+    fn query(&mut self, sql: &str, params: Option<&[Param]>) -> Result<Rows, DbError> {
+        // Only a prepared statement's text is kept prepared: a script's
+        // one-off queries (each bulk insert's) would crowd the cache.
+        let prepared = params.is_some() && self.prepared;
+        let params = params.unwrap_or(&[]);
+        if prepared {
+            let mut stmt = self.conn.prepare_cached(sql).map_err(classify)?;
+            fetch(&self.conn, &mut stmt, params).map_err(classify)
+        } else {
+            let mut stmt = self.conn.prepare(&inline(sql, params)).map_err(classify)?;
+            fetch(&self.conn, &mut stmt, &[]).map_err(classify)
+        }
+    }
+
+    fn in_transaction(&mut self) -> bool {
+        !self.conn.is_autocommit()
+    }
+
     fn exec(&mut self, sql: &str, params: &[Param]) -> Result<u64, DbError> {
         if self.prepared {
             let mut stmt = self.conn.prepare_cached(sql).map_err(classify)?;

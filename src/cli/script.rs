@@ -1,0 +1,184 @@
+//! `virtperf ./my.lua [options] [command]` and, as the `sysbench` persona,
+//! `sysbench ./my.lua [options] command`: loads a sysbench Lua script,
+//! runs its command, and prints what sysbench prints (or, with `--json`,
+//! the run's `virtperf.result/1` document).
+
+use std::sync::Arc;
+
+use anyhow::Result;
+
+use super::{summary, OUTPUT};
+use crate::core::observer::{Observer, Terminal};
+use crate::core::options::{self, CliError};
+use crate::workload::lua::{Refusal, Script};
+
+/// A script's command line, its output options taken out.
+#[derive(Debug, Clone)]
+pub struct ScriptInvocation {
+    pub script: String,
+    /// The script's options and command word.
+    pub args: Vec<String>,
+    pub json: bool,
+    pub histogram: bool,
+    pub verbosity: u64,
+    /// Started as `sysbench`: its words for refusals, a command required,
+    /// the banner printed before (by the persona's front).
+    pub persona: bool,
+}
+
+/// Ends the process with this code, its message already printed.
+#[derive(Debug)]
+pub struct Exit(pub u8);
+
+impl std::fmt::Display for Exit {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "exit {}", self.0)
+    }
+}
+
+impl std::error::Error for Exit {}
+
+/// Separates virtperf's output options (`--json`, `--histogram`,
+/// `--verbosity`) from the script's arguments.
+pub fn parse(script: &str, args: &[String], persona: bool) -> Result<ScriptInvocation, CliError> {
+    let ours: Vec<&str> = ["json", "histogram", "verbosity", "env", "start-at"].to_vec();
+    let (mine, theirs): (Vec<String>, Vec<String>) = args.iter().cloned().partition(|a| {
+        a.strip_prefix("--")
+            .map(|b| b.split('=').next().unwrap_or(b))
+            .is_some_and(|n| ours.contains(&n))
+    });
+    let (values, _) = options::parse(&[OUTPUT], &mine, script)?;
+    if values.was_given("env") || values.was_given("start-at") {
+        return Err(CliError::Usage(
+            "--env and --start-at do not take a Lua script yet: run the script on the host, or inside the environment"
+                .into(),
+        ));
+    }
+    Ok(ScriptInvocation {
+        script: script.to_string(),
+        args: theirs,
+        json: values.flag("json"),
+        histogram: values.flag("histogram"),
+        verbosity: values.int("verbosity"),
+        persona,
+    })
+}
+
+fn show(s: &str) {
+    use std::io::Write;
+    print!("{s}");
+    let _ = std::io::stdout().flush();
+}
+
+/// Loads the script and runs its command.
+pub fn main(inv: &ScriptInvocation) -> Result<()> {
+    let program = if inv.persona { "sysbench" } else { "virtperf" };
+    let text = !inv.json && inv.verbosity >= 3;
+    if text && !inv.persona {
+        show(&format!("{}\n\n", super::banner()));
+    }
+    let script = match Script::load(&inv.script, &inv.args, program, !inv.persona, inv.json)? {
+        Ok(s) => s,
+        Err(refusal) => return refuse(inv, refusal),
+    };
+    match script.command() {
+        "run" => run(inv, &script, text),
+        "help" => {
+            show(&script.help()?);
+            Ok(())
+        }
+        other => {
+            if !script.implements(other)? && !matches!(other, "prepare" | "cleanup") {
+                return fail(inv, &format!("Unknown command: {other}"), 2);
+            }
+            if !script.implements(other)? {
+                return fail(
+                    inv,
+                    &format!(
+                        "'{}' test does not implement the '{other}' command.",
+                        script.file_name()
+                    ),
+                    2,
+                );
+            }
+            script.run_command()
+        }
+    }
+}
+
+/// A refused command line: sysbench's words and exit code 1 as the
+/// persona, virtperf's (exit 2) otherwise.
+fn fail(inv: &ScriptInvocation, msg: &str, code: u8) -> Result<()> {
+    if inv.persona {
+        eprintln!("{msg}");
+        Err(Exit(1).into())
+    } else {
+        eprintln!("virtperf: error: {msg}");
+        Err(Exit(code).into())
+    }
+}
+
+fn refuse(inv: &ScriptInvocation, refusal: Refusal) -> Result<()> {
+    match refusal {
+        Refusal::Option(e, args) if inv.persona => {
+            let msg = match &e {
+                CliError::UnknownOption { name, .. } => {
+                    let typed = args
+                        .iter()
+                        .find(|a| {
+                            a.strip_prefix("--").is_some_and(|b| {
+                                let n = b.split('=').next().unwrap_or(b).replace('_', "-");
+                                n == *name
+                            })
+                        })
+                        .cloned()
+                        .unwrap_or_else(|| format!("--{name}"));
+                    format!("invalid option: {typed}")
+                }
+                CliError::InvalidValue { name, value, .. } => format!(
+                    "Invalid value for the '{}' option: '{value}'",
+                    name.replace('-', "_")
+                ),
+                other => other.to_string(),
+            };
+            fail(inv, &msg, 2)
+        }
+        Refusal::Option(e, _) => Err(e.into()),
+        // sysbench 1.0.20 runs nothing and exits 0 for a script without a command.
+        Refusal::NoCommand => Ok(()),
+        Refusal::Extra(word) => fail(
+            inv,
+            &format!("Unrecognized command line argument: {word}"),
+            2,
+        ),
+    }
+}
+
+fn run(inv: &ScriptInvocation, script: &Script, text: bool) -> Result<()> {
+    let observer: Arc<dyn Observer> = Arc::new(Terminal::new(inv.json).quiet(!inv.json && !text));
+    let threads = script.values().int("threads").max(1);
+    let mut announce = |started: bool| {
+        if !text {
+            return;
+        }
+        if started {
+            show("Threads started!\n\n");
+        } else {
+            show(&format!(
+                "{}Initializing worker threads...\n\n",
+                summary::preamble(threads)
+            ));
+        }
+    };
+    let (done, own_report) = script.execute(observer, &mut announce)?;
+    let percentile = script.values().float("percentile");
+    if inv.json {
+        println!("{}", serde_json::to_string(&done.doc)?);
+    } else if text && !own_report {
+        show(&summary::results(&done.doc, &done.text, percentile));
+        if let (true, Some(h)) = (inv.histogram, &done.histogram) {
+            show(&summary::render_histogram(h));
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,620 @@
+//! sysbench 1.0 Lua scripts on virtperf's own runtime: an embedded LuaJIT
+//! (with its FFI) per thread, sysbench's Lua API over virtperf's engine,
+//! random distributions and SQL drivers, and the script's commands —
+//! `run` (thread_init, event, thread_done in the engine, under --time,
+//! --events and --rate), `prepare`, `cleanup`, `help` and the script's own
+//! (`sysbench.cmdline.commands`, parallel ones in --threads threads).
+//!
+//! The parts: `state` (one Lua state: the API table, the prelude, the
+//! script), `prelude.lua` (sysbench's tables built from the API), `options`
+//! (a script's declared options and `sysbench.opt`), `rand`
+//! (`sysbench.rand`), `sql` (`sysbench.sql` over the OLTP drivers).
+
+mod options;
+mod rand;
+mod sql;
+mod state;
+
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc;
+use std::sync::{Arc, OnceLock};
+use std::time::{Duration, Instant};
+
+use anyhow::{anyhow, bail, Result};
+use mlua::{Function, Lua, Table, Value as LuaValue};
+
+use crate::core::observer::Observer;
+use crate::core::options::{CliError, Values};
+use crate::core::result::{Metric, ResultDoc, SCHEMA};
+use crate::core::signals;
+use crate::core::time::now_rfc3339_ms;
+use crate::engine::{self, EngineOptions, Worker};
+use crate::sys::{fingerprint, monitor};
+use crate::workload::oltp::rand::{Dist, Unique};
+use crate::workload::oltp::{self, Target};
+use crate::workload::{metric_from, Executed, Measurement, MetricDef};
+
+use sql::{Counters, Database};
+use state::Shared;
+
+/// What a script's run produces; the SQL figures only when it used a
+/// database.
+pub const METRICS: &[MetricDef] = &[
+    MetricDef::new("events_per_sec", "events/s", true, true, None),
+    MetricDef::new("tps", "transactions/s", true, false, None),
+    MetricDef::new("qps", "queries/s", true, false, None),
+    MetricDef::new("reads_per_sec", "queries/s", true, false, None),
+    MetricDef::new("writes_per_sec", "queries/s", true, false, None),
+    MetricDef::new("other_per_sec", "queries/s", true, false, None),
+    MetricDef::new("ignored_errors_per_sec", "errors/s", false, false, None),
+    MetricDef::new("reconnects_per_sec", "reconnects/s", false, false, None),
+    MetricDef::new("latency_avg_ms", "ms", false, false, None),
+    MetricDef::new("latency_p95_ms", "ms", false, false, None),
+    MetricDef::new("latency_p99_ms", "ms", false, false, None),
+];
+
+/// Options kept out of a result's `params` (passwords) or that only shape
+/// its output.
+const NOT_PARAMS: &[&str] = &[
+    "report-interval",
+    "mysql-password",
+    "pgsql-password",
+    "mysql-password-file",
+    "pgsql-password-file",
+];
+
+/// Whether a command line's first word names a script rather than a
+/// built-in workload: a `.lua` file name, or a path to a file.
+pub fn is_script(word: &str) -> bool {
+    word.ends_with(".lua") || (word.contains('/') && Path::new(word).is_file())
+}
+
+/// A script loaded in its main state, its command line parsed.
+pub struct Script {
+    shared: Arc<Shared>,
+    main: Lua,
+    /// What the script declared, for `help`.
+    own: Vec<options::ScriptOption>,
+    values: Values,
+    command: String,
+}
+
+/// Why a script's command line was refused, as each front end words it.
+#[derive(Debug)]
+pub enum Refusal {
+    /// Bad options (sysbench: "invalid option: --x").
+    Option(CliError, Vec<String>),
+    /// No command word, where one is required.
+    NoCommand,
+    /// More than one command word.
+    Extra(String),
+}
+
+impl Script {
+    /// Loads `script` (its top level runs, as in sysbench) and parses
+    /// `args`, its options and command word. `default_run`: no command
+    /// word means `run` (virtperf's form; sysbench requires one).
+    /// `output_to_stderr`: what the script prints goes to standard error
+    /// (standard output carries a JSON document).
+    pub fn load(
+        script: &str,
+        args: &[String],
+        program: &str,
+        default_run: bool,
+        output_to_stderr: bool,
+    ) -> Result<std::result::Result<Script, Refusal>> {
+        let guess = args
+            .iter()
+            .find(|a| !a.starts_with('-'))
+            .cloned()
+            .unwrap_or_else(|| "run".into());
+        let mut argv = vec![program.to_string(), script.to_string()];
+        argv.extend(args.iter().cloned());
+        let shared = Arc::new(Shared {
+            script: script.to_string(),
+            argv,
+            command: guess,
+            before: rand_config(None),
+            parsed: OnceLock::new(),
+            db_used: AtomicBool::new(false),
+            output_to_stderr: AtomicBool::new(output_to_stderr),
+        });
+        let main = state::new_state(&shared, None, Arc::new(Counters::default()))?;
+        let own = options::declared(&main, script)?;
+        let (mut values, words) = match options::parse(&own, args, script) {
+            Ok(v) => v,
+            Err(e) => return Ok(Err(Refusal::Option(e, args.to_vec()))),
+        };
+        if let Err(e) = resolve_passwords(&mut values) {
+            return Ok(Err(Refusal::Option(e, args.to_vec())));
+        }
+        let command = match words.as_slice() {
+            [] if default_run => "run".to_string(),
+            [] => return Ok(Err(Refusal::NoCommand)),
+            [one] => one.clone(),
+            [_, extra, ..] => return Ok(Err(Refusal::Extra(extra.clone()))),
+        };
+        let db = Database {
+            target: Target::from_values(&values),
+            prepared: values.text("db-ps-mode") != "disable",
+        };
+        let _ = shared.parsed.set(state::Parsed {
+            own: own.clone(),
+            values: values.clone(),
+            db: Arc::new(db),
+            rand: rand_config(Some(&values)),
+        });
+        let sysbench: Table = main.globals().get("sysbench")?;
+        sysbench.raw_set("opt", options::export(&main, &own, &values)?)?;
+        let cmdline: Table = sysbench.raw_get("cmdline")?;
+        cmdline.raw_set("command", command.as_str())?;
+        Ok(Ok(Script {
+            shared,
+            main,
+            own,
+            values,
+            command,
+        }))
+    }
+
+    /// The script's file name, as sysbench names it in messages.
+    pub fn file_name(&self) -> String {
+        Path::new(&self.shared.script).file_name().map_or_else(
+            || self.shared.script.clone(),
+            |n| n.to_string_lossy().into_owned(),
+        )
+    }
+
+    pub fn command(&self) -> &str {
+        &self.command
+    }
+
+    pub fn values(&self) -> &Values {
+        &self.values
+    }
+
+    /// The script's options as sysbench's `help` lists them.
+    pub fn help(&self) -> Result<String> {
+        if let LuaValue::Function(f) = self.main.globals().get::<LuaValue>("help")? {
+            call::<()>(&f, (), "help")?;
+            return Ok(String::new());
+        }
+        Ok(options::help(&self.file_name(), &self.own))
+    }
+
+    /// Whether the script implements `command` (other than run and help).
+    pub fn implements(&self, command: &str) -> Result<bool> {
+        if self.custom_command(command)? {
+            return Ok(true);
+        }
+        Ok(matches!(command, "prepare" | "cleanup")
+            && matches!(
+                self.main.globals().get::<LuaValue>(command)?,
+                LuaValue::Function(_)
+            ))
+    }
+
+    fn custom_command(&self, command: &str) -> Result<bool> {
+        let f: Function = self.cmdline()?.get("command_defined")?;
+        Ok(f.call::<bool>(command)?)
+    }
+
+    fn cmdline(&self) -> Result<Table> {
+        let sysbench: Table = self.main.globals().get("sysbench")?;
+        Ok(sysbench.raw_get("cmdline")?)
+    }
+
+    /// Runs a command other than `run` and `help`: the script's own (in
+    /// --threads threads when it says it can run in parallel), or its
+    /// global `prepare`/`cleanup` function. Afterwards, a SQLite file left
+    /// without tables is removed.
+    pub fn run_command(&self) -> Result<()> {
+        let result = self.command_inner();
+        self.tidy();
+        result
+    }
+
+    fn command_inner(&self) -> Result<()> {
+        let name = self.command.as_str();
+        if self.custom_command(name)? {
+            let parallel: Function = self.cmdline()?.get("command_parallel")?;
+            let threads = self.values.int("threads") as usize;
+            if parallel.call::<bool>(name)? && threads > 1 {
+                return self.parallel_command(threads);
+            }
+            let f: Function = self.cmdline()?.get("call_command")?;
+            let ok: bool = call(&f, name, name)?;
+            if !ok {
+                bail!("the '{name}' command of {} failed", self.shared.script);
+            }
+            return Ok(());
+        }
+        match self.main.globals().get::<LuaValue>(name)? {
+            LuaValue::Function(f) if matches!(name, "prepare" | "cleanup") => {
+                call::<()>(&f, (), name)
+            }
+            _ => bail!(
+                "'{}' test does not implement the '{name}' command.",
+                self.file_name()
+            ),
+        }
+    }
+
+    fn parallel_command(&self, threads: usize) -> Result<()> {
+        let name = self.command.clone();
+        let results: Vec<Result<()>> = std::thread::scope(|scope| {
+            let handles: Vec<_> = (0..threads)
+                .map(|tid| {
+                    let shared = Arc::clone(&self.shared);
+                    let name = name.clone();
+                    scope.spawn(move || -> Result<()> {
+                        let lua =
+                            state::new_state(&shared, Some(tid), Arc::new(Counters::default()))?;
+                        let sysbench: Table = lua.globals().get("sysbench")?;
+                        let cmdline: Table = sysbench.raw_get("cmdline")?;
+                        let f: Function = cmdline.get("call_command")?;
+                        if !call::<bool>(&f, name.as_str(), &name)? {
+                            bail!("the '{name}' command failed in thread {tid}");
+                        }
+                        Ok(())
+                    })
+                })
+                .collect();
+            handles
+                .into_iter()
+                .map(|h| {
+                    h.join()
+                        .unwrap_or_else(|_| Err(anyhow!("a command thread panicked")))
+                })
+                .collect()
+        });
+        results.into_iter().collect()
+    }
+
+    /// A SQLite database the script left without tables is not kept
+    /// (connecting created it).
+    fn tidy(&self) {
+        if let Some(p) = self.shared.parsed.get() {
+            if self.shared.db_used.load(Ordering::Relaxed)
+                && p.db.target.sqlite_path().is_some_and(|f| f.exists())
+            {
+                let _ = p.db.target.remove_if_empty();
+            }
+        }
+    }
+
+    /// Runs the benchmark: `init()`, a state per thread with
+    /// `thread_init(tid)`, events in the engine, `thread_done(tid)`, `done()`.
+    /// Returns the measurement and whether the script reports itself
+    /// (`sysbench.hooks.report_cumulative`, which is then called).
+    /// `announce(false)` comes before the threads' states are made,
+    /// `announce(true)` once they are, as the events start.
+    pub fn run(
+        &self,
+        engine: &EngineOptions,
+        announce: &mut dyn FnMut(bool),
+    ) -> Result<(Measurement, bool)> {
+        let result = self.run_inner(engine, announce);
+        self.tidy();
+        result
+    }
+
+    fn run_inner(
+        &self,
+        engine: &EngineOptions,
+        announce: &mut dyn FnMut(bool),
+    ) -> Result<(Measurement, bool)> {
+        let globals = self.main.globals();
+        if let LuaValue::Function(init) = globals.get::<LuaValue>("init")? {
+            call::<()>(&init, (), "init")?;
+        }
+        if !matches!(globals.get::<LuaValue>("event")?, LuaValue::Function(_)) {
+            bail!("cannot find the event() function in {}", self.shared.script);
+        }
+        announce(false);
+        let mut workers = Vec::with_capacity(engine.threads);
+        for tid in 0..engine.threads {
+            let counters = Arc::new(Counters::default());
+            let lua = state::new_state(&self.shared, Some(tid), Arc::clone(&counters))?;
+            if let LuaValue::Function(f) = lua.globals().get::<LuaValue>("thread_init")? {
+                call::<()>(&f, tid, "thread_init")?;
+            }
+            let event = state::event_function(&lua)?;
+            workers.push(LuaWorker {
+                lua,
+                event,
+                tid,
+                counters,
+            });
+        }
+        announce(true);
+        let watchdog = Watchdog::start(engine);
+        let outcome = engine::run(engine, workers);
+        drop(watchdog);
+        let (outcome, workers) = outcome?;
+        let mut totals = [0u64; 5];
+        for w in &workers {
+            if let LuaValue::Function(f) = w.lua.globals().get::<LuaValue>("thread_done")? {
+                call::<()>(&f, w.tid, "thread_done")?;
+            }
+            for (t, c) in totals.iter_mut().zip(w.counters.get()) {
+                *t += c;
+            }
+        }
+        drop(workers);
+        if let LuaValue::Function(done) = globals.get::<LuaValue>("done")? {
+            call::<()>(&done, (), "done")?;
+        }
+        let m = self.measurement(&outcome, engine, totals);
+        let own_report = self.report_cumulative(&outcome, &m, totals)?;
+        Ok((m, own_report))
+    }
+
+    fn measurement(
+        &self,
+        outcome: &engine::Outcome,
+        engine: &EngineOptions,
+        [reads, writes, other, errors, reconnects]: [u64; 5],
+    ) -> Measurement {
+        let mut m = Measurement::from_outcome(outcome, engine.percentile);
+        let secs = outcome.duration.as_secs_f64().max(1e-9);
+        let per_sec = |x: u64| x as f64 / secs;
+        let metric = |name: &str, v: f64| -> Metric { metric_from(METRICS, name, v) };
+        m.metrics = vec![metric("events_per_sec", outcome.events_per_sec())];
+        let lat = m.latency.clone().unwrap_or_default();
+        let queries = reads + writes + other;
+        if self.shared.db_used.load(Ordering::Relaxed) {
+            m.metrics.extend([
+                metric("tps", per_sec(outcome.events)),
+                metric("qps", per_sec(queries)),
+                metric("reads_per_sec", per_sec(reads)),
+                metric("writes_per_sec", per_sec(writes)),
+                metric("other_per_sec", per_sec(other)),
+                metric("ignored_errors_per_sec", per_sec(errors)),
+                metric("reconnects_per_sec", per_sec(reconnects)),
+            ]);
+            m.text = format!(
+                "SQL statistics:\n    queries performed:\n        read:                            {reads}\n        write:                           {writes}\n        other:                           {other}\n        total:                           {queries}\n    transactions:                        {:<6} ({:.2} per sec.)\n    queries:                             {queries:<6} ({:.2} per sec.)\n    ignored errors:                      {errors:<6} ({:.2} per sec.)\n    reconnects:                          {reconnects:<6} ({:.2} per sec.)\n",
+                outcome.events,
+                per_sec(outcome.events),
+                per_sec(queries),
+                per_sec(errors),
+                per_sec(reconnects),
+            );
+        }
+        m.metrics.extend([
+            metric("latency_avg_ms", lat.avg),
+            metric("latency_p95_ms", lat.p95),
+            metric("latency_p99_ms", lat.p99),
+        ]);
+        let per_trx = if outcome.events > 0 {
+            queries as f64 / outcome.events as f64
+        } else {
+            0.0
+        };
+        m.details = serde_json::json!({
+            "script": self.shared.script,
+            "reads": reads,
+            "writes": writes,
+            "other": other,
+            "queries": queries,
+            "queries_per_transaction": per_trx,
+            "ignored_errors": errors,
+            "reconnects": reconnects,
+        });
+        m
+    }
+
+    /// Calls `sysbench.hooks.report_cumulative(stat)` if the script set it.
+    fn report_cumulative(
+        &self,
+        outcome: &engine::Outcome,
+        m: &Measurement,
+        [reads, writes, other, errors, reconnects]: [u64; 5],
+    ) -> Result<bool> {
+        let sysbench: Table = self.main.globals().get("sysbench")?;
+        let hooks: Table = sysbench.raw_get("hooks")?;
+        let LuaValue::Function(hook) = hooks.raw_get::<LuaValue>("report_cumulative")? else {
+            return Ok(false);
+        };
+        let lat = m.latency.clone().unwrap_or_default();
+        let stat = self.main.create_table()?;
+        let secs = outcome.duration.as_secs_f64();
+        stat.set("threads_running", outcome.threads.len())?;
+        stat.set("time_interval", secs)?;
+        stat.set("time_total", secs)?;
+        stat.set("latency_pct", lat.selected.map_or(lat.p95, |s| s.1) / 1e3)?;
+        stat.set("events", outcome.events)?;
+        stat.set("reads", reads)?;
+        stat.set("writes", writes)?;
+        stat.set("other", other)?;
+        stat.set("errors", errors)?;
+        stat.set("reconnects", reconnects)?;
+        stat.set("latency_min", lat.min / 1e3)?;
+        stat.set("latency_max", lat.max / 1e3)?;
+        stat.set("latency_avg", lat.avg / 1e3)?;
+        stat.set("latency_sum", lat.sum / 1e3)?;
+        call::<()>(&hook, stat, "report_cumulative")?;
+        Ok(true)
+    }
+
+    /// Runs the script and wraps the measurement in a result document, as
+    /// a workload's run is (`announce` as for [`Script::run`]). The second
+    /// value: the script printed its own report.
+    pub fn execute(
+        &self,
+        observer: Arc<dyn Observer>,
+        announce: &mut dyn FnMut(bool),
+    ) -> Result<(Executed, bool)> {
+        let engine = EngineOptions::from_values(&self.values, observer);
+        let started_at = now_rfc3339_ms();
+        let sampler = monitor::Sampler::start();
+        let (m, own_report) = self.run(&engine, announce)?;
+        let monitor = sampler.finish();
+        let mut params = self.values.to_params(NOT_PARAMS);
+        params.insert("script".into(), serde_json::json!(self.shared.script));
+        let name = self.file_name();
+        let doc = ResultDoc {
+            schema: SCHEMA.to_string(),
+            workload: name,
+            params,
+            env: fingerprint::take("host", "host"),
+            started_at,
+            duration_s: m.duration.as_secs_f64(),
+            events: m.events,
+            metrics: m.metrics,
+            latency_ms: m.latency,
+            fairness: m.fairness,
+            monitor,
+            details: m.details,
+        };
+        Ok((
+            Executed {
+                doc,
+                text: m.text,
+                histogram: m.histogram,
+            },
+            own_report,
+        ))
+    }
+}
+
+/// Calls a script function; an error names it and carries the script's
+/// `file:line: message`, as sysbench's "`event' function failed: ...".
+fn call<R: mlua::FromLuaMulti>(
+    f: &Function,
+    args: impl mlua::IntoLuaMulti,
+    name: &str,
+) -> Result<R> {
+    f.call::<R>(args)
+        .map_err(|e| anyhow!("`{name}' function failed: {}", state::message(&e)))
+}
+
+/// Passwords not given as options come from their files or environment
+/// variables, as for the OLTP tests.
+fn resolve_passwords(values: &mut Values) -> std::result::Result<(), CliError> {
+    let common = options::common();
+    for (name, var) in oltp::PASSWORD_SOURCES {
+        let Some(spec) = common.iter().find(|o| o.name == *name) else {
+            continue;
+        };
+        if values.was_given(name) {
+            continue;
+        }
+        let file = format!("{name}-file");
+        let value = if values.has(&file) && values.was_given(&file) {
+            let path = values.text(&file).to_string();
+            let text = std::fs::read_to_string(&path).map_err(|e| {
+                CliError::Usage(format!(
+                    "--{file}={path}: cannot read it ({e}); give a readable file whose first line is the password, or set {var}"
+                ))
+            })?;
+            Some(text.lines().next().unwrap_or("").to_string())
+        } else {
+            std::env::var(var).ok().filter(|v| !v.is_empty())
+        };
+        if let Some(v) = value {
+            values.set(spec, &v)?;
+        }
+    }
+    Ok(())
+}
+
+/// The random generators' configuration from the options (or, before they
+/// are parsed, sysbench's defaults).
+fn rand_config(values: Option<&Values>) -> rand::RandConfig {
+    let float = |name: &str, default: f64| values.map_or(default, |v| v.float(name));
+    let pct = float("rand-spec-pct", 1.0);
+    let res = float("rand-spec-res", 75.0);
+    let special = Dist::Special { pct, res };
+    let pareto_h = float("rand-pareto-h", 0.2);
+    let default = match values.map_or("special", |v| v.text("rand-type")) {
+        "uniform" => Dist::Uniform,
+        "gaussian" => Dist::Gaussian,
+        "pareto" => Dist::Pareto { h: pareto_h },
+        _ => special,
+    };
+    let given_seed = values.map_or(0, |v| v.int("rand-seed"));
+    let seed = if given_seed != 0 {
+        given_seed
+    } else {
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(1, |d| d.as_nanos() as u64)
+    };
+    rand::RandConfig {
+        default,
+        special,
+        pareto_h,
+        zipf_exp: float("rand-zipfian-exp", 0.8),
+        seed,
+        unique: Unique::new((seed ^ (seed >> 32)) as u32),
+    }
+}
+
+/// One thread's Lua state as the engine's worker.
+struct LuaWorker {
+    lua: Lua,
+    event: Function,
+    tid: usize,
+    counters: Arc<Counters>,
+}
+
+impl Worker for LuaWorker {
+    fn event(&mut self) -> Result<bool> {
+        let stop: bool = self
+            .event
+            .call(self.tid)
+            .map_err(|e| anyhow!("`thread_run' function failed: {}", state::message(&e)))?;
+        Ok(!stop)
+    }
+}
+
+/// Stops the process when an event outlives --time by more than a grace
+/// period (a script's event that never returns cannot be interrupted from
+/// outside its thread), or keeps running a second after Ctrl-C: sysbench's
+/// forced shutdown. Dropped, it stands down.
+struct Watchdog {
+    stop: Option<mpsc::Sender<()>>,
+}
+
+impl Watchdog {
+    fn start(engine: &EngineOptions) -> Watchdog {
+        let (tx, rx) = mpsc::channel::<()>();
+        let limit = engine.time.map(|t| {
+            let grace = (t / 20).max(Duration::from_secs(2));
+            t + engine.warmup + grace
+        });
+        let started = Instant::now();
+        std::thread::spawn(move || {
+            let mut interrupted_at: Option<Instant> = None;
+            loop {
+                match rx.recv_timeout(Duration::from_millis(50)) {
+                    Err(mpsc::RecvTimeoutError::Timeout) => {}
+                    _ => return,
+                }
+                if limit.is_some_and(|l| started.elapsed() > l) {
+                    eprintln!("FATAL: The --max-time limit has expired, forcing shutdown...");
+                    std::process::exit(2);
+                }
+                if signals::interrupted() {
+                    let at = *interrupted_at.get_or_insert_with(Instant::now);
+                    if at.elapsed() > Duration::from_secs(1) {
+                        eprintln!("virtperf: interrupted while a script's event was running");
+                        std::process::exit(130);
+                    }
+                }
+            }
+        });
+        Watchdog { stop: Some(tx) }
+    }
+}
+
+impl Drop for Watchdog {
+    fn drop(&mut self) {
+        if let Some(tx) = self.stop.take() {
+            let _ = tx.send(());
+        }
+    }
+}

@@ -1,0 +1,450 @@
+-- virtperf's sysbench API for Lua scripts, run in every Lua state before the
+-- script. `vp` (this chunk's argument) holds the functions written in Rust;
+-- this file shapes them into sysbench 1.0's tables: sysbench.rand,
+-- sysbench.sql (driver, connection, statement, result), sysbench.cmdline,
+-- sysbench.hooks, the report functions, and the FFI names scripts call
+-- through ffi.C. Reads of a sysbench.* name that the API does not have
+-- raise an error naming it.
+
+local vp = ...
+local real_ffi = require("ffi")
+
+-- Declarations sysbench scripts rely on being there (sysbench declares
+-- them in its own Lua modules): counters, the event hooks, usleep.
+real_ffi.cdef[[
+typedef enum {
+  SB_CNT_OTHER, SB_CNT_READ, SB_CNT_WRITE, SB_CNT_TRX, SB_CNT_ERROR,
+  SB_CNT_RECONNECT, SB_CNT_MAX
+} sb_counter_type;
+typedef enum { DB_ERROR_NONE, DB_ERROR_IGNORABLE, DB_ERROR_FATAL } sql_error_t;
+typedef enum {
+  SQL_TYPE_NONE, SQL_TYPE_TINYINT, SQL_TYPE_SMALLINT, SQL_TYPE_INT,
+  SQL_TYPE_BIGINT, SQL_TYPE_FLOAT, SQL_TYPE_DOUBLE, SQL_TYPE_TIME,
+  SQL_TYPE_DATE, SQL_TYPE_DATETIME, SQL_TYPE_TIMESTAMP, SQL_TYPE_CHAR,
+  SQL_TYPE_VARCHAR
+} sql_bind_type_t;
+typedef enum {
+  SB_ARG_TYPE_NULL, SB_ARG_TYPE_BOOL, SB_ARG_TYPE_INT, SB_ARG_TYPE_SIZE,
+  SB_ARG_TYPE_DOUBLE, SB_ARG_TYPE_STRING, SB_ARG_TYPE_LIST, SB_ARG_TYPE_FILE,
+  SB_ARG_TYPE_MAX
+} sb_arg_type_t;
+typedef struct {
+  uint32_t threads_running; double time_interval; double time_total;
+  double latency_pct; uint64_t events; uint64_t reads; uint64_t writes;
+  uint64_t other; uint64_t errors; uint64_t reconnects;
+} sb_report_t;
+void sb_counter_inc(int thread_id, sb_counter_type type);
+void sb_event_start(int thread_id);
+void sb_event_stop(int thread_id);
+bool sb_more_events(int thread_id);
+int usleep(unsigned int useconds);
+]]
+
+-- A static binary has no symbol table for ffi.C to look names up in, so
+-- the functions scripts call through it are provided here; other names
+-- (enum constants, declared types) still come from the real namespace.
+local C_funcs = {
+   sb_counter_inc = function(tid, kind) vp.counter_inc(tonumber(kind)) end,
+   sb_event_start = function() end,
+   sb_event_stop = function() end,
+   sb_more_events = function() return true end,
+   usleep = function(us) vp.usleep(tonumber(us)) return 0 end,
+   sb_rand_default = function(a, b) return vp.rand_default(a, b) end,
+   sb_rand_uniform = function(a, b) return vp.rand_uniform(a, b) end,
+   sb_rand_gaussian = function(a, b) return vp.rand_gaussian(a, b) end,
+   sb_rand_special = function(a, b) return vp.rand_special(a, b) end,
+   sb_rand_pareto = function(a, b) return vp.rand_pareto(a, b) end,
+   sb_rand_zipfian = function(a, b) return vp.rand_zipfian(a, b) end,
+   sb_rand_unique = function() return vp.rand_unique() end,
+   sb_rand_uniform_double = function() return vp.rand_double() end,
+   sb_rand_uniform_uint64 = function() return vp.rand_uint64() end,
+}
+local C = setmetatable({}, {
+   __index = function(_, name)
+      local f = C_funcs[name]
+      if f ~= nil then return f end
+      local ok, v = pcall(function() return real_ffi.C[name] end)
+      if ok then return v end
+      error("ffi.C." .. tostring(name) .. " is not available in virtperf's " ..
+            "static binary (only sysbench's own functions are)", 2)
+   end,
+})
+ffi = setmetatable({ C = C }, { __index = real_ffi })
+package.loaded.ffi = ffi
+
+-- Output goes through virtperf's standard output, in order with its own.
+local write = vp.write
+function print(...)
+   local n = select("#", ...)
+   local parts = {}
+   for i = 1, n do
+      parts[i] = tostring((select(i, ...)))
+   end
+   write(table.concat(parts, "\t") .. "\n")
+end
+local real_stdout = io.stdout
+local stdout = setmetatable({}, {
+   __index = function(_, k)
+      local m = real_stdout[k]
+      if type(m) == "function" then
+         return function(_, ...) return m(real_stdout, ...) end
+      end
+      return m
+   end,
+   __tostring = function() return tostring(real_stdout) end,
+})
+function stdout.write(_, ...)
+   for i = 1, select("#", ...) do
+      write(tostring((select(i, ...))))
+   end
+   return stdout
+end
+function stdout.flush() return true end
+io.stdout = stdout
+function io.write(...)
+   return stdout:write(...)
+end
+
+-- Reading a name the API lacks is an error that names it.
+local function strict(t, path)
+   return setmetatable(t, {
+      __index = function(_, k)
+         error(string.format("%s.%s is not part of the sysbench API " ..
+                             "(virtperf does not provide it)", path,
+                             tostring(k)), 2)
+      end,
+   })
+end
+
+sysbench = {}
+sysbench.tid = vp.tid
+sysbench.version = "1.0.20"
+sysbench.version_string = "sysbench 1.0.20 (virtperf " .. vp.version .. ")"
+sysbench.opt = vp.opt or {}
+sysbench.error = { NONE = 0, RESTART_EVENT = 1 }
+sysbench.hooks = {}
+
+-- sysbench.cmdline ------------------------------------------------------
+
+sysbench.cmdline = {
+   argv = vp.argv,
+   command = vp.command,
+   script_path = vp.script_path,
+   ARG_NULL = 0, ARG_BOOL = 1, ARG_INT = 2, ARG_SIZE = 3, ARG_DOUBLE = 4,
+   ARG_STRING = 5, ARG_LIST = 6, ARG_FILE = 7, ARG_MAX = 8,
+   PARALLEL_COMMAND = true,
+}
+
+function sysbench.cmdline.command_defined(name)
+   local cmds = rawget(sysbench.cmdline, "commands")
+   return type(cmds) == "table" and cmds[name] ~= nil and cmds[name][1] ~= nil
+end
+
+function sysbench.cmdline.command_parallel(name)
+   return sysbench.cmdline.command_defined(name) and
+      sysbench.cmdline.commands[name][2] == sysbench.cmdline.PARALLEL_COMMAND
+end
+
+function sysbench.cmdline.call_command(name)
+   if not sysbench.cmdline.command_defined(name) then
+      return false
+   end
+   local rc = sysbench.cmdline.commands[name][1]()
+   return rc == nil or rc and true or false
+end
+
+function sysbench.cmdline.print_test_options()
+   io.write(vp.options_help())
+end
+
+-- sysbench.rand ---------------------------------------------------------
+
+sysbench.rand = strict({
+   default = vp.rand_default,
+   uniform = vp.rand_uniform,
+   gaussian = vp.rand_gaussian,
+   special = vp.rand_special,
+   pareto = vp.rand_pareto,
+   zipfian = vp.rand_zipfian,
+   unique = vp.rand_unique,
+   uniform_uint64 = vp.rand_uint64,
+   uniform_double = vp.rand_double,
+   string = vp.rand_string,
+   varstring = function(min_len, max_len)
+      assert(min_len <= max_len, "varstring: min_len > max_len")
+      assert(max_len > 0, "varstring: max_len must be positive")
+      return vp.rand_varstring(min_len, max_len)
+   end,
+}, "sysbench.rand")
+
+-- The legacy global names (sysbench 0.5 scripts; oltp_common.lua uses sb_rand).
+sb_rand = vp.rand_default
+sb_rand_uniform = vp.rand_uniform
+sb_rand_gaussian = vp.rand_gaussian
+sb_rand_special = vp.rand_special
+sb_rand_str = vp.rand_string
+sb_rand_uniq = vp.rand_unique
+
+-- sysbench.sql ----------------------------------------------------------
+
+sysbench.sql = strict({}, "sysbench.sql")
+local sql_type = {
+   NONE = 0, TINYINT = 1, SMALLINT = 2, INT = 3, BIGINT = 4, FLOAT = 5,
+   DOUBLE = 6, TIME = 7, DATE = 8, DATETIME = 9, TIMESTAMP = 10, CHAR = 11,
+   VARCHAR = 12,
+}
+rawset(sysbench.sql, "type", sql_type)
+rawset(sysbench.sql, "error", { NONE = 0, IGNORABLE = 1, FATAL = 2 })
+
+local result_methods = {}
+result_methods.__index = result_methods
+result_methods.__tostring = function() return "<sql_result>" end
+
+function result_methods.fetch_row(self)
+   local row = self.rows[self.pos]
+   if row == nil then return nil end
+   self.pos = self.pos + 1
+   return row
+end
+
+function result_methods.free(self)
+   self.rows = {}
+   return true
+end
+
+local connection_methods = {}
+connection_methods.__index = connection_methods
+connection_methods.__tostring = function() return "<sql_connection>" end
+
+-- Turns the Rust side's answer into a result, or raises sysbench's errors:
+-- a table with errcode = RESTART_EVENT for an ignorable error (the event
+-- is restarted), a message for any other.
+local function answer(self, query, ok, a, b, c, d)
+   if ok then
+      return setmetatable({ nfields = a, nrows = b, rows = c, pos = 1 },
+                          result_methods)
+   end
+   local class, errno, state, msg = a, b, c, d
+   self.error = class == "ignorable" and 1 or 2
+   self.sql_errno, self.sql_state, self.sql_errmsg = errno, state, msg
+   local errdesc = { connection = self, query = query, sql_errno = errno,
+                     sql_state = state, sql_errmsg = msg }
+   local hook = rawget(sysbench.hooks, "sql_error_ignorable")
+   if class == "ignorable" or
+      (class == "fatal" and type(hook) == "function" and hook(errdesc))
+   then
+      self.conn:rollback()
+      vp.counter_inc(4)
+      errdesc.errcode = sysbench.error.RESTART_EVENT
+      error(errdesc, 3)
+   end
+   error(string.format("SQL error, errno = %d, state = '%s': %s",
+                       errno, state, msg), 3)
+end
+
+function connection_methods.query(self, query)
+   return answer(self, query, self.conn:query(query, nil))
+end
+
+function connection_methods.query_row(self, query)
+   local rs = answer(self, query, self.conn:query(query, nil))
+   if rs.nrows == 0 or rs.nfields == 0 then return nil end
+   return unpack(rs:fetch_row(), 1, rs.nfields)
+end
+
+function connection_methods.disconnect(self)
+   self.conn:close()
+end
+
+function connection_methods.reconnect(self)
+   self.conn:reconnect()
+   vp.counter_inc(5)
+end
+
+function connection_methods.check_error(self, rs)
+   return rs
+end
+
+function connection_methods.bulk_insert_init(self, query)
+   self.bulk_prefix = query
+   self.bulk_rows = {}
+   self.bulk_size = 0
+   self.conn:bulk_begin()
+   return true
+end
+
+local BULK_BYTES = 512 * 1024
+local BULK_ROWS = 500
+
+local function bulk_flush(self)
+   if #self.bulk_rows > 0 then
+      local q = self.bulk_prefix .. " " .. table.concat(self.bulk_rows, ",")
+      self.bulk_rows = {}
+      self.bulk_size = 0
+      answer(self, q, self.conn:query(q, nil))
+   end
+end
+
+function connection_methods.bulk_insert_next(self, values)
+   assert(self.bulk_prefix ~= nil, "bulk_insert_next() without bulk_insert_init()")
+   local rows = self.bulk_rows
+   rows[#rows + 1] = values
+   self.bulk_size = self.bulk_size + #values
+   if self.bulk_size >= BULK_BYTES or #rows >= BULK_ROWS then
+      bulk_flush(self)
+   end
+   return true
+end
+
+function connection_methods.bulk_insert_done(self)
+   if self.bulk_prefix ~= nil then
+      bulk_flush(self)
+      self.bulk_prefix = nil
+      self.conn:bulk_end()
+   end
+   return true
+end
+
+local param_methods = {}
+param_methods.__index = param_methods
+param_methods.__tostring = function() return "<sql_param>" end
+
+function param_methods.set(self, value)
+   if value ~= nil and self.text and self.max_len < #value then
+      value = string.sub(value, 1, self.max_len)
+   end
+   self.value = value
+end
+
+function param_methods.set_rand_str(self, fmt)
+   if not self.text then
+      error("Unsupported argument type: " .. self.type, 2)
+   end
+   self.value = vp.rand_string(fmt)
+end
+
+local statement_methods = {}
+statement_methods.__index = statement_methods
+statement_methods.__tostring = function() return "<sql_statement>" end
+
+function statement_methods.bind_create(self, btype, max_len)
+   local p = setmetatable({ type = btype, max_len = max_len or 8 }, param_methods)
+   if btype == sql_type.CHAR or btype == sql_type.VARCHAR then
+      p.text = true
+      p.max_len = max_len or 0
+   elseif btype == sql_type.NONE or btype == nil or btype > sql_type.VARCHAR then
+      error("Unsupported argument type: " .. tostring(btype), 2)
+   end
+   return p
+end
+
+function statement_methods.bind_param(self, ...)
+   self.params = { ... }
+   self.nparams = select("#", ...)
+   return 0
+end
+
+function statement_methods.execute(self)
+   local values = {}
+   for i = 1, self.nparams do
+      local v = self.params[i].value
+      if v == nil then
+         error("parameter " .. i .. " of a prepared statement was not set " ..
+               "(virtperf does not bind NULL)", 2)
+      end
+      values[i] = v
+   end
+   local con = self.connection
+   return answer(con, "<prepared statement>", con.conn:query(self.query, values))
+end
+
+function statement_methods.close(self)
+   return 0
+end
+
+function connection_methods.prepare(self, query)
+   return setmetatable({ connection = self, query = query, params = {},
+                         nparams = 0 }, statement_methods)
+end
+
+local driver_methods = {}
+driver_methods.__index = driver_methods
+driver_methods.__tostring = function() return "<sql_driver>" end
+
+function driver_methods.connect(self)
+   local conn = vp.connect()
+   return setmetatable({ conn = conn, error = 0 }, connection_methods)
+end
+
+function driver_methods.name(self)
+   return self.sname
+end
+
+rawset(sysbench.sql, "driver", function(name)
+   local drv = vp.driver_name()
+   if name ~= nil and name ~= vp.db_driver then
+      error("failed to initialize the DB driver: virtperf runs scripts on " ..
+            "--db-driver=" .. vp.db_driver .. " only", 2)
+   end
+   return setmetatable({ sname = drv }, driver_methods)
+end)
+
+-- Reports ---------------------------------------------------------------
+
+function sysbench.report_csv(stat)
+   local s = stat.time_interval
+   print(string.format("%.0f,%u,%4.2f,%4.2f,%4.2f,%4.2f,%4.2f,%4.2f,%4.2f,%4.2f",
+      stat.time_total, stat.threads_running, stat.events / s,
+      (stat.reads + stat.writes + stat.other) / s, stat.reads / s,
+      stat.writes / s, stat.other / s, stat.latency_pct * 1000,
+      stat.errors / s, stat.reconnects / s))
+end
+
+local json_started = false
+function sysbench.report_json(stat)
+   local s = stat.time_interval
+   io.write(json_started and ",\n" or "[\n")
+   json_started = true
+   io.write(string.format(
+      '  {\n    "time": %4.0f,\n    "threads": %u,\n    "tps": %4.2f,\n' ..
+      '    "qps": {\n      "total": %4.2f,\n      "reads": %4.2f,\n' ..
+      '      "writes": %4.2f,\n      "other": %4.2f\n    },\n' ..
+      '    "latency": %4.2f,\n    "errors": %4.2f,\n    "reconnects": %4.2f\n  }',
+      stat.time_total, stat.threads_running, stat.events / s,
+      (stat.reads + stat.writes + stat.other) / s, stat.reads / s,
+      stat.writes / s, stat.other / s, stat.latency_pct * 1000,
+      stat.errors / s, stat.reconnects / s))
+end
+
+function sysbench.report_default(stat)
+   local s = stat.time_interval
+   print(string.format("[ %.0fs ] thds: %u tps: %4.2f qps: %4.2f " ..
+      "(r/w/o: %4.2f/%4.2f/%4.2f) lat (ms,%u%%): %4.2f err/s %4.2f " ..
+      "reconn/s: %4.2f",
+      stat.time_total, stat.threads_running, stat.events / s,
+      (stat.reads + stat.writes + stat.other) / s, stat.reads / s,
+      stat.writes / s, stat.other / s, sysbench.opt.percentile,
+      stat.latency_pct * 1000, stat.errors / s, stat.reconnects / s))
+end
+
+-- The event loop's body, called by the engine once per event: runs
+-- event(), restarting it after an ignorable SQL error (with the
+-- before_restart_event hook first). Returns true when event() asked to
+-- stop (returned a value other than nil or false).
+local restart = sysbench.error.RESTART_EVENT
+function vp.run_event(tid)
+   while true do
+      local ok, ret = pcall(event, tid)
+      if ok then
+         return ret and true or false
+      end
+      if type(ret) == "table" and ret.errcode == restart then
+         local hook = rawget(sysbench.hooks, "before_restart_event")
+         if hook then hook(ret) end
+      else
+         error(ret, 0)
+      end
+   end
+end
+
+strict(sysbench, "sysbench")

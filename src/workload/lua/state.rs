@@ -1,0 +1,362 @@
+//! One Lua state of a script: LuaJIT with its standard libraries and FFI,
+//! the Rust functions of the API in a table handed to the prelude (which
+//! builds `sysbench.*` from them), then the script itself. The main state
+//! reads the script's options and runs its commands; each worker thread
+//! has a state of its own, as in sysbench.
+
+use std::cell::RefCell;
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, OnceLock};
+use std::time::Duration;
+
+use anyhow::{anyhow, Result};
+use mlua::{Function, Lua, Table, Value as LuaValue};
+
+use super::options::ScriptOption;
+use super::rand::{self, RandConfig};
+use super::sql::{Counters, Database, LuaConn};
+use crate::core::options::Values;
+use crate::engine::FastRng;
+
+const PRELUDE: &str = include_str!("prelude.lua");
+
+/// The longest string `sysbench.rand.string`/`varstring` makes.
+const MAX_RAND_STRING: usize = 16 << 20;
+
+/// What every state of one script shares.
+pub struct Shared {
+    /// The script as given on the command line (messages, `script_path`).
+    pub script: String,
+    /// sysbench.cmdline.argv: the program name, then the arguments.
+    pub argv: Vec<String>,
+    /// The command, as guessed before the options are known.
+    pub command: String,
+    /// The generators' configuration before the options are parsed.
+    pub before: RandConfig,
+    /// Set once the main state's options are parsed.
+    pub parsed: OnceLock<Parsed>,
+    /// A connection was opened: the run's text has SQL statistics.
+    pub db_used: AtomicBool,
+    /// The script's own output goes to standard error (standard output
+    /// carries a JSON document).
+    pub output_to_stderr: AtomicBool,
+}
+
+/// The parsed command line.
+pub struct Parsed {
+    pub own: Vec<ScriptOption>,
+    pub values: Values,
+    pub db: Arc<Database>,
+    pub rand: RandConfig,
+}
+
+impl Shared {
+    fn rand(&self) -> &RandConfig {
+        self.parsed.get().map_or(&self.before, |p| &p.rand)
+    }
+}
+
+/// A state's own part, in its app data.
+struct Local {
+    rng: RefCell<FastRng>,
+    counters: Arc<Counters>,
+}
+
+/// Which state: the main one (`None`) or worker `tid`'s.
+pub fn new_state(shared: &Arc<Shared>, tid: Option<usize>, counters: Arc<Counters>) -> Result<Lua> {
+    // SAFETY: the FFI library is what sysbench scripts are written
+    // against; scripts are the user's own programs, trusted as a shell
+    // script would be, and ffi.C is confined to the functions the prelude
+    // provides (a static binary resolves no other symbol).
+    let lua = unsafe { Lua::unsafe_new() };
+    let rng_tid = tid.map_or(u64::MAX, |t| t as u64);
+    lua.set_app_data(Local {
+        rng: RefCell::new(shared.rand().generator(rng_tid)),
+        counters,
+    });
+    set_paths(&lua, &shared.script).map_err(|e| anyhow!("setting package.path: {e}"))?;
+    let vp = api(&lua, shared, tid).map_err(|e| anyhow!("setting up the Lua API: {e}"))?;
+    lua.load(PRELUDE)
+        .set_name("=virtperf-prelude")
+        .call::<()>(vp.clone())
+        .map_err(|e| anyhow!("loading virtperf's Lua prelude: {}", message(&e)))?;
+    let run_event: Function = vp.get("run_event")?;
+    lua.set_named_registry_value("virtperf.run_event", run_event)?;
+    let path = Path::new(&shared.script);
+    let chunk = std::fs::read(path).map_err(|e| {
+        anyhow!(
+            "Cannot find benchmark '{}': no such built-in test, file or module ({e})",
+            shared.script
+        )
+    })?;
+    let chunk = strip_shebang(chunk);
+    lua.load(chunk)
+        .set_name(format!("@{}", shared.script))
+        .exec()
+        .map_err(|e| anyhow!("{}", message(&e)))?;
+    Ok(lua)
+}
+
+/// Where `require` looks, as in sysbench: the script's own directory
+/// first (sysbench's scripts share `oltp_common.lua`), the current one,
+/// LuaRocks' and the system's Lua directories, and the directory Debian's
+/// sysbench installs its scripts in; `LUA_PATH` with `;;` for these. No
+/// C modules: the binary is static.
+fn set_paths(lua: &Lua, script: &str) -> mlua::Result<()> {
+    let mut dirs: Vec<String> = Vec::new();
+    if let Some(dir) = Path::new(script)
+        .parent()
+        .filter(|d| !d.as_os_str().is_empty())
+    {
+        dirs.push(format!("{}/?.lua", dir.display()));
+    }
+    dirs.extend(["./?.lua".to_string(), "./?/init.lua".to_string()]);
+    if let Ok(home) = std::env::var("HOME") {
+        for p in ["share/lua/5.1/?.lua", "share/lua/5.1/?/init.lua"] {
+            dirs.push(format!("{home}/.luarocks/{p}"));
+        }
+    }
+    dirs.extend(
+        [
+            "/usr/local/share/lua/5.1/?.lua",
+            "/usr/share/lua/5.1/?.lua",
+            "/usr/share/sysbench/?.lua",
+        ]
+        .map(String::from),
+    );
+    let ours = dirs.join(";");
+    let path = match std::env::var("LUA_PATH") {
+        Ok(p) => p.replace(";;", &format!(";{ours};")),
+        Err(_) => ours,
+    };
+    let package: Table = lua.globals().get("package")?;
+    package.set("path", path)?;
+    package.set("cpath", "")?;
+    Ok(())
+}
+
+/// A `#!` first line is not Lua (LuaJIT's own loader skips it too).
+fn strip_shebang(mut chunk: Vec<u8>) -> Vec<u8> {
+    if chunk.starts_with(b"#") {
+        let end = chunk
+            .iter()
+            .position(|&b| b == b'\n')
+            .unwrap_or(chunk.len());
+        chunk.drain(..end);
+    }
+    chunk
+}
+
+/// A Lua error as sysbench prints it: the script's `file:line: message`,
+/// without mlua's wrapping and tracebacks.
+pub fn message(e: &mlua::Error) -> String {
+    match e {
+        mlua::Error::CallbackError { cause, .. } => message(cause),
+        // mlua appends Lua's traceback; sysbench prints the message alone.
+        mlua::Error::RuntimeError(m) => m
+            .split("\nstack traceback:")
+            .next()
+            .unwrap_or(m)
+            .to_string(),
+        mlua::Error::SyntaxError { message, .. } => message.clone(),
+        mlua::Error::MemoryError(m) => format!("out of memory: {m}"),
+        mlua::Error::ExternalError(e) => e.to_string(),
+        mlua::Error::WithContext { context, cause } => format!("{context}: {}", message(cause)),
+        other => other.to_string(),
+    }
+}
+
+fn with_rng<R>(lua: &Lua, f: impl FnOnce(&mut FastRng) -> R) -> R {
+    let local = lua
+        .app_data_ref::<Local>()
+        .expect("state set up by new_state");
+    let mut rng = local.rng.borrow_mut();
+    f(&mut rng)
+}
+
+/// The table of Rust functions the prelude shapes into `sysbench.*`.
+fn api(lua: &Lua, shared: &Arc<Shared>, tid: Option<usize>) -> mlua::Result<Table> {
+    let vp = lua.create_table()?;
+    vp.set("version", env!("CARGO_PKG_VERSION"))?;
+    vp.set("tid", tid.unwrap_or(0))?;
+    vp.set("command", shared.command.as_str())?;
+    vp.set("script_path", shared.script.as_str())?;
+    let argv = lua.create_table()?;
+    for (i, a) in shared.argv.iter().enumerate() {
+        argv.raw_set(i, a.as_str())?;
+    }
+    vp.set("argv", argv)?;
+    if let Some(p) = shared.parsed.get() {
+        vp.set("opt", super::options::export(lua, &p.own, &p.values)?)?;
+    }
+    let db_driver = shared
+        .parsed
+        .get()
+        .map_or("sqlite", |p| p.db.target.dialect().name());
+    vp.set("db_driver", db_driver)?;
+
+    let s = Arc::clone(shared);
+    vp.set(
+        "driver_name",
+        lua.create_function(move |_, ()| {
+            Ok(s.parsed.get().map_or("pgsql", |p| p.db.script_name()))
+        })?,
+    )?;
+    let s = Arc::clone(shared);
+    vp.set(
+        "connect",
+        lua.create_function(move |lua, ()| {
+            let db = s.parsed.get().map(|p| Arc::clone(&p.db)).ok_or_else(|| {
+                mlua::Error::runtime("connection creation failed: options not parsed yet")
+            })?;
+            s.db_used.store(true, Ordering::Relaxed);
+            let counters = Arc::clone(&lua.app_data_ref::<Local>().expect("local").counters);
+            LuaConn::open(db, counters)
+                .map_err(|e| mlua::Error::runtime(format!("connection creation failed: {e:#}")))
+        })?,
+    )?;
+    let s = Arc::clone(shared);
+    vp.set(
+        "write",
+        lua.create_function(move |_, text: mlua::LuaString| {
+            use std::io::Write;
+            // Through Rust's stdout, so the script's lines and virtperf's
+            // come out in the order they were written.
+            if s.output_to_stderr.load(Ordering::Relaxed) {
+                let _ = std::io::stderr().lock().write_all(&text.as_bytes());
+            } else {
+                let _ = std::io::stdout().lock().write_all(&text.as_bytes());
+            }
+            Ok(())
+        })?,
+    )?;
+    vp.set(
+        "counter_inc",
+        lua.create_function(|lua, kind: u32| {
+            lua.app_data_ref::<Local>()
+                .expect("local")
+                .counters
+                .inc(kind);
+            Ok(())
+        })?,
+    )?;
+    vp.set(
+        "usleep",
+        lua.create_function(|_, us: f64| {
+            // Bounded by --time's watchdog; a negative or NaN sleep is none.
+            if us > 0.0 {
+                std::thread::sleep(Duration::from_secs_f64((us / 1e6).min(3600.0)));
+            }
+            Ok(())
+        })?,
+    )?;
+    let s = Arc::clone(shared);
+    vp.set(
+        "options_help",
+        lua.create_function(move |_, ()| {
+            let own = s.parsed.get().map(|p| p.own.as_slice()).unwrap_or(&[]);
+            Ok(super::options::help(&s.script, own))
+        })?,
+    )?;
+
+    // sysbench.rand
+    let s = Arc::clone(shared);
+    vp.set(
+        "rand_default",
+        lua.create_function(move |lua, (a, b): (f64, f64)| {
+            Ok(with_rng(lua, |r| rand::draw(s.rand().default, r, a, b)))
+        })?,
+    )?;
+    vp.set(
+        "rand_uniform",
+        lua.create_function(|lua, (a, b): (f64, f64)| {
+            Ok(with_rng(lua, |r| {
+                rand::draw(crate::workload::oltp::rand::Dist::Uniform, r, a, b)
+            }))
+        })?,
+    )?;
+    vp.set(
+        "rand_gaussian",
+        lua.create_function(|lua, (a, b): (f64, f64)| {
+            Ok(with_rng(lua, |r| {
+                rand::draw(crate::workload::oltp::rand::Dist::Gaussian, r, a, b)
+            }))
+        })?,
+    )?;
+    let s = Arc::clone(shared);
+    vp.set(
+        "rand_special",
+        lua.create_function(move |lua, (a, b): (f64, f64)| {
+            Ok(with_rng(lua, |r| rand::draw(s.rand().special, r, a, b)))
+        })?,
+    )?;
+    let s = Arc::clone(shared);
+    vp.set(
+        "rand_pareto",
+        lua.create_function(move |lua, (a, b): (f64, f64)| {
+            let d = crate::workload::oltp::rand::Dist::Pareto {
+                h: s.rand().pareto_h,
+            };
+            Ok(with_rng(lua, |r| rand::draw(d, r, a, b)))
+        })?,
+    )?;
+    let s = Arc::clone(shared);
+    vp.set(
+        "rand_zipfian",
+        lua.create_function(move |lua, (a, b): (f64, f64)| {
+            Ok(with_rng(lua, |r| rand::zipfian(r, s.rand().zipf_exp, a, b)))
+        })?,
+    )?;
+    let s = Arc::clone(shared);
+    vp.set(
+        "rand_unique",
+        lua.create_function(move |_, ()| Ok(s.rand().unique.next()))?,
+    )?;
+    vp.set(
+        "rand_uint64",
+        lua.create_function(|lua, ()| Ok(with_rng(lua, |r| r.next_u64()) as f64))?,
+    )?;
+    vp.set(
+        "rand_double",
+        lua.create_function(|lua, ()| Ok(with_rng(lua, |r| r.unit())))?,
+    )?;
+    vp.set(
+        "rand_string",
+        lua.create_function(|lua, fmt: mlua::LuaString| {
+            let fmt = fmt.as_bytes();
+            if fmt.len() > MAX_RAND_STRING {
+                return Err(mlua::Error::runtime(
+                    "sysbench.rand.string: template longer than 16 MiB",
+                ));
+            }
+            let s = with_rng(lua, |r| rand::string(r, &fmt));
+            lua.create_string(s)
+        })?,
+    )?;
+    vp.set(
+        "rand_varstring",
+        lua.create_function(|lua, (min, max): (f64, f64)| {
+            if max > MAX_RAND_STRING as f64 {
+                return Err(mlua::Error::runtime(
+                    "sysbench.rand.varstring: longer than 16 MiB",
+                ));
+            }
+            let s = with_rng(lua, |r| rand::varstring(r, min, max));
+            lua.create_string(s)
+        })?,
+    )?;
+    Ok(vp)
+}
+
+/// The prelude's per-event function of a state.
+pub fn event_function(lua: &Lua) -> Result<Function> {
+    let event: LuaValue = lua.globals().get("event")?;
+    if !matches!(event, LuaValue::Function(_)) {
+        return Err(anyhow!("cannot find the event() function"));
+    }
+    let f: Function = lua
+        .named_registry_value("virtperf.run_event")
+        .map_err(|e| anyhow!("{e}"))?;
+    Ok(f)
+}

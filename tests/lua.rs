@@ -1,0 +1,345 @@
+//! sysbench Lua scripts on virtperf's runtime: our own script exercising
+//! the API (tests/lua/api.lua), sysbench's own OLTP scripts as Debian
+//! installs them (/usr/share/sysbench) giving the same queries per
+//! transaction as the built-in tests on SQLite, and bad scripts: syntax
+//! and runtime errors named with file and line, exit 1, nothing left
+//! behind; an event that never returns stopped after --time.
+
+use std::path::{Path, PathBuf};
+use std::process::Output;
+use std::time::{Duration, Instant};
+
+mod common;
+use common::{json_of, skip, virtperf};
+
+fn api_script() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/lua/api.lua")
+}
+
+fn text(out: &Output) -> (String, String) {
+    (
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+fn run_in(dir: &Path, args: &[&str]) -> Output {
+    virtperf().current_dir(dir).args(args).output().unwrap()
+}
+
+/// virtperf under the name `sysbench`, in `dir`.
+fn persona(dir: &Path) -> PathBuf {
+    let link = dir.join("sysbench");
+    if !link.exists() {
+        std::os::unix::fs::symlink(assert_cmd::cargo::cargo_bin("virtperf"), &link).unwrap();
+    }
+    link
+}
+
+#[test]
+fn our_script_exercises_the_api() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path().to_str().unwrap();
+    let script = api_script();
+    let script = script.to_str().unwrap();
+    let dirflag = format!("--oltp-dir={d}");
+
+    // help lists the script's options as sysbench does.
+    let out = run_in(dir.path(), &[script, "help"]);
+    let (stdout, _) = text(&out);
+    assert!(out.status.success());
+    assert!(stdout.contains("api.lua options:\n"), "{stdout}");
+    assert!(
+        stdout.contains("  --parts=[LIST,...] a list [x,y]\n"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("  --loud[=on|off]    a flag [off]\n"),
+        "{stdout}"
+    );
+
+    // prepare (a global function), a custom command, a parallel one.
+    let out = run_in(dir.path(), &[script, &dirflag, "--rows=30", "prepare"]);
+    let (stdout, stderr) = text(&out);
+    assert!(out.status.success(), "{stdout}{stderr}");
+    assert!(stdout.contains("prepared 30\n"), "{stdout}");
+    let out = run_in(dir.path(), &[script, &dirflag, "--threads=3", "wave"]);
+    let (stdout, stderr) = text(&out);
+    assert!(out.status.success(), "{stderr}");
+    for tid in 0..3 {
+        assert!(
+            stdout.contains(&format!("wave from thread {tid}\n")),
+            "{stdout}"
+        );
+    }
+
+    // run: two threads, 60 events, the script's options from the command
+    // line in either spelling, its own cumulative report.
+    let out = run_in(
+        dir.path(),
+        &[
+            script,
+            &dirflag,
+            "--rows=30",
+            "--label=hello",
+            "--loud",
+            "--parts=a,b,c",
+            "--count=7",
+            "--threads=2",
+            "--events=60",
+            "--rand_type=uniform",
+            "run",
+        ],
+    );
+    let (stdout, stderr) = text(&out);
+    assert!(out.status.success(), "{stdout}{stderr}");
+    assert!(
+        stdout.contains("opt rows=30 label=hello loud=true parts=a+b+c count=7\n"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("command run argv0 virtperf script "),
+        "{stdout}"
+    );
+    assert!(stdout.contains("rand ok "), "{stdout}");
+    assert!(stdout.contains("version 1.0.20\n"), "{stdout}");
+    let done: u64 = stdout
+        .lines()
+        .filter_map(|l| l.strip_prefix("thread_done "))
+        .map(|l| l.split(' ').nth(2).unwrap().parse::<u64>().unwrap())
+        .sum();
+    assert_eq!(done, 60, "{stdout}");
+    assert!(stdout.contains("\ndone\n"), "{stdout}");
+    // Per event: 3 reads, 1 write, and the 'other' of sb_counter_inc.
+    assert!(
+        stdout.contains("cumulative events=60 reads=180 writes=60 other=60\n"),
+        "{stdout}"
+    );
+    // report_csv then report_default, from the hook.
+    assert!(
+        stdout.lines().any(|l| l.split(',').count() == 10),
+        "{stdout}"
+    );
+    assert!(stdout.contains(" thds: 2 tps: "), "{stdout}");
+    // The script reports itself: no General statistics.
+    assert!(!stdout.contains("General statistics"), "{stdout}");
+
+    // --json: the run's document with the SQL figures.
+    let out = run_in(
+        dir.path(),
+        &[
+            script,
+            &dirflag,
+            "--rows=30",
+            "--events=20",
+            "--json",
+            "run",
+        ],
+    );
+    let doc = json_of(&out, "api.lua --json");
+    assert_eq!(doc["schema"], "virtperf.result/1");
+    assert_eq!(doc["workload"], "api.lua");
+    assert_eq!(doc["events"], 20);
+    assert_eq!(doc["details"]["queries_per_transaction"], 5.0);
+    assert!(common::metric(&doc, "tps") > 0.0);
+
+    let out = run_in(dir.path(), &[script, &dirflag, "cleanup"]);
+    assert!(out.status.success());
+    assert!(text(&out).0.contains("cleaned\n"));
+    // The database file went with its last table.
+    assert_eq!(common::entries(dir.path()), Vec::<String>::new());
+}
+
+#[test]
+fn the_same_seed_draws_the_same_numbers() {
+    let dir = tempfile::tempdir().unwrap();
+    let script = dir.path().join("draw.lua");
+    std::fs::write(
+        &script,
+        "function event()\n  print(sysbench.rand.default(1, 1000000), sysbench.rand.zipfian(1, 100), sysbench.rand.string('@@@@@@'))\nend\n",
+    )
+    .unwrap();
+    let s = script.to_str().unwrap();
+    let draw = |seed: &str| {
+        let out = run_in(dir.path(), &[s, seed, "--events=5", "--verbosity=0", "run"]);
+        assert!(out.status.success(), "{:?}", text(&out));
+        text(&out).0
+    };
+    let a = draw("--rand-seed=42");
+    assert_eq!(a.lines().count(), 5, "{a}");
+    assert_eq!(a, draw("--rand-seed=42"));
+    assert_ne!(a, draw("--rand-seed=43"));
+}
+
+/// The OLTP tests' names, as sysbench's scripts and virtperf's workloads.
+const OLTP: &[&str] = &[
+    "oltp_read_write",
+    "oltp_read_only",
+    "oltp_write_only",
+    "oltp_point_select",
+    "oltp_update_index",
+    "oltp_update_non_index",
+    "oltp_delete",
+    "oltp_insert",
+];
+
+fn queries_per_transaction(out: &Output, what: &str) -> f64 {
+    let doc = json_of(out, what);
+    doc["details"]["queries_per_transaction"]
+        .as_f64()
+        .unwrap_or_else(|| panic!("{what}: {doc}"))
+}
+
+#[test]
+fn sysbench_oltp_scripts_match_the_built_in_tests_on_sqlite() {
+    let scripts = Path::new("/usr/share/sysbench");
+    if !scripts.join("oltp_common.lua").exists() {
+        skip("sysbench's Lua scripts are not installed (apt-get install sysbench)");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let d = format!("--oltp-dir={}", dir.path().display());
+    let common_args = ["--db-driver=sqlite", &d, "--tables=2", "--table-size=500"];
+    for test in OLTP {
+        let script = scripts.join(format!("{test}.lua"));
+        let script = script.to_str().unwrap();
+        let with = |extra: &[&str]| -> Vec<String> {
+            common_args
+                .iter()
+                .chain(extra)
+                .map(|s| s.to_string())
+                .collect()
+        };
+        let prepare = virtperf()
+            .current_dir(dir.path())
+            .arg(script)
+            .args(with(&["prepare"]))
+            .output()
+            .unwrap();
+        assert!(
+            prepare.status.success(),
+            "{test} prepare: {:?}",
+            text(&prepare)
+        );
+        let ours = virtperf()
+            .current_dir(dir.path())
+            .arg(script)
+            .args(with(&["--events=150", "--json", "run"]))
+            .output()
+            .unwrap();
+        let script_qpt = queries_per_transaction(&ours, &format!("{test}.lua"));
+        // The built-in test on the tables the script made.
+        let builtin = virtperf()
+            .current_dir(dir.path())
+            .arg(test)
+            .args(with(&["--events=150", "--json", "run"]))
+            .output()
+            .unwrap();
+        let builtin_qpt = queries_per_transaction(&builtin, test);
+        assert_eq!(script_qpt, builtin_qpt, "{test}: script vs built-in");
+        let cleanup = virtperf()
+            .current_dir(dir.path())
+            .arg(script)
+            .args(with(&["cleanup"]))
+            .output()
+            .unwrap();
+        assert!(
+            cleanup.status.success(),
+            "{test} cleanup: {:?}",
+            text(&cleanup)
+        );
+        assert_eq!(common::entries(dir.path()), Vec::<String>::new(), "{test}");
+    }
+}
+
+#[test]
+fn bad_scripts_name_file_line_and_message_and_leave_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let sb = persona(dir.path());
+    let cases: &[(&str, &str, &str)] = &[
+        (
+            "syntax.lua",
+            "function event()\n  local x = = 1\nend\n",
+            "syntax.lua:2: unexpected symbol near '='",
+        ),
+        (
+            "runtime.lua",
+            "function thread_init()\n  con = sysbench.sql.driver():connect()\nend\nfunction event()\n  con:query('SELECT 1')\n  error('boom')\nend\n",
+            "`thread_run' function failed: ./runtime.lua:6: boom",
+        ),
+        (
+            "unknown.lua",
+            "function event()\n  sysbench.nosuch(1)\nend\n",
+            "./unknown.lua:2: sysbench.nosuch is not part of the sysbench API",
+        ),
+        (
+            "noevent.lua",
+            "function thread_init() end\n",
+            "cannot find the event() function in ./noevent.lua",
+        ),
+    ];
+    for (name, body, message) in cases {
+        let db = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join(name), body).unwrap();
+        let script = format!("./{name}");
+        let dbflag = format!("--oltp-dir={}", db.path().display());
+        for program in [sb.clone(), assert_cmd::cargo::cargo_bin("virtperf")] {
+            let out = std::process::Command::new(&program)
+                .current_dir(dir.path())
+                .args([script.as_str(), &dbflag, "--events=3", "run"])
+                .output()
+                .unwrap();
+            let (_, stderr) = text(&out);
+            assert_eq!(out.status.code(), Some(1), "{name}: {stderr}");
+            assert!(stderr.contains(message), "{name}: {stderr}");
+            assert!(!stderr.contains("stack traceback"), "{name}: {stderr}");
+            // The connection's SQLite file went with the failed run.
+            assert_eq!(common::entries(db.path()), Vec::<String>::new(), "{name}");
+        }
+    }
+    // Refused command lines, in sysbench's words as the persona.
+    std::fs::write(dir.path().join("ok.lua"), "function event() end\n").unwrap();
+    let refused: &[(&[&str], &str)] = &[
+        (
+            &["./ok.lua", "--bogus=1", "run"],
+            "invalid option: --bogus=1\n",
+        ),
+        (
+            &["./ok.lua", "prepare"],
+            "'ok.lua' test does not implement the 'prepare' command.\n",
+        ),
+        (&["./ok.lua", "frobnicate"], "Unknown command: frobnicate\n"),
+    ];
+    for (args, message) in refused {
+        let out = std::process::Command::new(&sb)
+            .current_dir(dir.path())
+            .args(*args)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(1), "{args:?}");
+        assert_eq!(text(&out).1, *message, "{args:?}");
+    }
+    let out = run_in(dir.path(), &["./ok.lua", "--bogus=1"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(text(&out).1.contains("--bogus"), "{:?}", text(&out));
+}
+
+#[test]
+fn an_event_that_never_returns_is_stopped_after_time() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("spin.lua"),
+        "function event()\n  while true do end\nend\n",
+    )
+    .unwrap();
+    let started = Instant::now();
+    let out = run_in(dir.path(), &["./spin.lua", "--time=1", "run"]);
+    let took = started.elapsed();
+    assert!(!out.status.success());
+    assert!(
+        text(&out).1.contains("The --max-time limit has expired"),
+        "{:?}",
+        text(&out)
+    );
+    assert!(took < Duration::from_secs(10), "{took:?}");
+}
