@@ -101,6 +101,28 @@ pub struct EnvInfo {
     /// file system they were on.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub storage: Option<Storage>,
+    /// For a run read from another tool's output (`virtperf import`):
+    /// which tool, its version and the file; not measured by virtperf.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub imported: Option<ImportedFrom>,
+}
+
+/// Where an imported run came from.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ImportedFrom {
+    /// "sysbench", "fio", "iperf3", "bonnie++", "netperf".
+    pub tool: String,
+    /// As the file states it ("unknown" where it does not).
+    pub version: String,
+    /// The file's name as given to `virtperf import`.
+    pub file: String,
+}
+
+impl ImportedFrom {
+    /// "sysbench 1.0.20".
+    pub fn describe(&self) -> String {
+        format!("{} {}", self.tool, self.version)
+    }
 }
 
 /// The file system under a workload's files, as seen from inside.

@@ -29,6 +29,7 @@ pub fn take(name: &str, kind: &str) -> EnvInfo {
         start_at: None,
         net_path: None,
         storage: None,
+        imported: None,
     }
 }
 
