@@ -358,7 +358,7 @@ fn iperf3_pair(d: &Path, name: &str, client_args: &[&str]) -> (PathBuf, PathBuf)
         }
         std::thread::sleep(Duration::from_millis(100));
     };
-    let ended = common::wait_until(Duration::from_secs(10), || {
+    let ended = common::wait_until(Duration::from_secs(30), || {
         server.try_wait().ok().flatten().is_some()
     });
     if !ended {
@@ -583,7 +583,7 @@ fn a_refused_file_is_named_with_its_line_and_nothing_is_stored() {
     assert!(!fresh.exists(), "nothing made for a refused call");
     // Into a store with runs: it stays as it was, byte for byte.
     let store = dir.path().join("store");
-    import(&store, "x", &[good.clone()], &[]);
+    import(&store, "x", std::slice::from_ref(&good), &[]);
     let before = snapshot(&store);
     let json = dir.path().join("bad.json");
     std::fs::write(

@@ -188,6 +188,9 @@ pub fn json(text: &str, what: &str) -> Result<serde_json::Value, Refusal> {
     serde_json::from_str(&text[start..]).map_err(|e| {
         // Lines before the document's own first line, which holds the '{'.
         let line = text[..start].matches('\n').count() + e.line();
+        // At the end of the file serde counts the line after the last
+        // newline: the refusal names the file's last line.
+        let line = line.min(text.lines().count().max(1));
         let found = text[start..]
             .lines()
             .nth(e.line().saturating_sub(1))
@@ -224,6 +227,9 @@ mod tests {
         let err = json("noise\n\n{\"a\":\n oops}", "x").unwrap_err();
         assert_eq!(err.line, 4);
         assert_eq!(err.found, "oops}");
+        // Also found by it: a document cut short is refused at its last line.
+        let err = json("{\n\"a\": [1,\n", "x").unwrap_err();
+        assert_eq!(err.line, 2);
     }
 
     #[test]

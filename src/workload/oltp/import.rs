@@ -101,14 +101,12 @@ fn read(log: &SysbenchLog, forced: Option<&'static WorkloadDef>) -> Result<Impor
     if let Some(lat) = &log.latency {
         imp.declared("latency_avg_ms", lat.avg);
         imp.declared("latency_max_ms", lat.max);
-        match lat.selected {
-            Some((p, v)) if p == 95.0 => {
+        if let Some((p, v)) = lat.selected {
+            if p == 95.0 {
                 imp.declared("latency_p95_ms", v);
-            }
-            Some((p, v)) if p == 99.0 => {
+            } else if p == 99.0 {
                 imp.declared("latency_p99_ms", v);
             }
-            _ => {}
         }
     }
     Ok(imp)
