@@ -135,4 +135,43 @@ pub const TARGETS: &[(&str, Body)] = &[
     ("suite", suite),
     ("net_control", net_control),
     ("libvirt_xml", libvirt_xml),
+    ("import_file", import_file),
 ];
+
+/// A file given to `virtperf import`, read as each format and as the one
+/// detection picks: a parser refuses or yields runs whose options are
+/// declared by their workload and whose figures are finite, and a refusal
+/// names a line inside the file.
+pub fn import_file(data: &[u8]) {
+    let Ok(text) = std::str::from_utf8(data) else {
+        return;
+    };
+    let lines = text.lines().count();
+    let detected = virtperf::workload::detect_import(text).map(|f| f.kind);
+    for format in virtperf::workload::IMPORT_FORMATS {
+        let forced = [None, Some("mutex"), Some("oltp_insert")];
+        for sub in forced
+            .iter()
+            .take(if Some(format.kind) == detected { 3 } else { 1 })
+        {
+            match (format.parse)(text, *sub) {
+                Ok(runs) => {
+                    assert!(runs.len() <= virtperf::workload::import::MAX_RUNS);
+                    for run in runs {
+                        for (name, _) in &run.options {
+                            assert!(
+                                run.def.accepts(name),
+                                "{name} is no option of {}",
+                                run.def.name
+                            );
+                        }
+                        for m in &run.metrics {
+                            assert!(m.value.is_finite(), "{} is {}", m.name, m.value);
+                        }
+                    }
+                }
+                Err(refusal) => assert!(refusal.line <= lines.max(1), "{refusal}"),
+            }
+        }
+    }
+}

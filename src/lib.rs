@@ -19,6 +19,7 @@
 //! analysis  summaries, comparisons, verdicts, categories, ranking, flags
 //! report    the document built from an analysis; one exporter per format
 //! compare   the scheduler: rounds, rotation, resume, auto-repeat, progress
+//! import    other tools' results into the store       (peer of compare)
 //! cli       argv into typed requests; help generated from the registries
 //! ```
 //!
@@ -31,6 +32,7 @@ pub mod compare;
 pub mod core;
 pub mod engine;
 pub mod env;
+pub mod import;
 pub mod report;
 pub mod stats;
 pub mod store;

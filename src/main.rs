@@ -79,6 +79,7 @@ fn run(request: Request) -> anyhow::Result<()> {
         Request::Compare(args) => virtperf::compare::main(*args, cli::compare::parse)?,
         Request::Report(args) => virtperf::compare::report_main(&args)?,
         Request::Serve(args) => virtperf::workload::net::server::main(&args)?,
+        Request::Import(args) => virtperf::import::main(&args)?,
         Request::Envs(specs) => print!("{}", virtperf::env::probe::report(&specs)),
         Request::Workload(inv) => cli::single::main(&inv)?,
         Request::Script(inv) => cli::script::main(&inv)?,

@@ -24,7 +24,7 @@ const LAYERS: &[&[&str]] = &[
     &["store"],
     &["analysis"],
     &["report"],
-    &["compare"],
+    &["compare", "import"],
     &["cli"],
 ];
 

@@ -466,7 +466,10 @@ fn a_snapshot_is_reverted_before_the_run_and_by_reboot() {
         .collect();
     assert_eq!(runs.len(), 2, "{runs:?}");
     assert_ne!(runs[0].0, runs[1].0, "a boot per run: {runs:?}");
-    assert!(runs.iter().all(|r| r.1 == "each-run" && r.2 == 1), "{runs:?}");
+    assert!(
+        runs.iter().all(|r| r.1 == "each-run" && r.2 == 1),
+        "{runs:?}"
+    );
     assert_eq!(dom.state(), "shut off");
 }
 

@@ -107,6 +107,8 @@ pub enum Request {
     Report(ReportArgs),
     /// `virtperf serve ...`
     Serve(ServeArgs),
+    /// `virtperf import ...`
+    Import(crate::import::ImportArgs),
 }
 
 pub fn usage() -> String {
@@ -116,6 +118,7 @@ pub fn usage() -> String {
          virtperf SCRIPT.lua [--option=value ...] [run|prepare|cleanup|help|COMMAND] [--json]\n  \
          virtperf compare [--suite quick|standard|FILE] [--baseline SPEC] [--env SPEC]... [--repeat N|auto] [--out DIR] [WORKLOAD ...]\n  \
          virtperf report [RUN|DIR] [--format FORMAT] [--out FILE]\n  \
+         virtperf import --env NAME [--kind KIND] [--out DIR] FILE...   other tools' logs into a results store\n  \
          virtperf envs [--env SPEC]...      which environments this machine can run, and why not\n  \
          virtperf serve [--bind ADDR] [--port N]   the server for `virtperf net`\n  \
          virtperf help | --help | --version\n\n\
@@ -222,6 +225,15 @@ pub fn parse_request(args: &[String]) -> Result<Request, CliError> {
         "help" => return Ok(Request::Help(usage())),
         "version" => return Ok(Request::Version),
         "agent" => return Ok(Request::Agent),
+        "import" => {
+            if args
+                .iter()
+                .any(|a| a == "--help" || a == "-h" || a == "help")
+            {
+                return Ok(Request::Help(crate::import::help()));
+            }
+            return Ok(Request::Import(crate::import::parse(&args)?));
+        }
         "serve" | "compare" | "report" => {
             if args
                 .iter()

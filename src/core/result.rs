@@ -122,6 +122,28 @@ pub struct EnvInfo {
     /// and cache, NIC model), setting by setting.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub settings: BTreeMap<String, String>,
+    /// For a run read from another tool's output (`virtperf import`):
+    /// which tool, its version and the file; not measured by virtperf.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub imported: Option<ImportedFrom>,
+}
+
+/// Where an imported run came from.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ImportedFrom {
+    /// "sysbench", "fio", "iperf3", "bonnie++", "netperf".
+    pub tool: String,
+    /// As the file states it ("unknown" where it does not).
+    pub version: String,
+    /// The file's name as given to `virtperf import`.
+    pub file: String,
+}
+
+impl ImportedFrom {
+    /// "sysbench 1.0.20".
+    pub fn describe(&self) -> String {
+        format!("{} {}", self.tool, self.version)
+    }
 }
 
 /// The file system under a workload's files, as seen from inside.

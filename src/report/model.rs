@@ -291,6 +291,9 @@ fn section(id: &str, title: &str, blocks: Vec<Block>) -> Section {
 pub fn document(a: &Analysis, view: View) -> Document {
     let mut sections = vec![overview(a), headline(a, view)];
     sections.push(environments(a));
+    if let Some(s) = imported(a) {
+        sections.push(s);
+    }
     sections.push(against_baseline(a));
     if let Some(s) = sweeps(a) {
         sections.push(s);
@@ -738,6 +741,47 @@ fn environments(a: &Analysis) -> Section {
             })],
         )
     }
+}
+
+/// Environments whose runs were read from other tools' output (`virtperf
+/// import`), with the tool and the first run's file.
+fn imported(a: &Analysis) -> Option<Section> {
+    let rows: Vec<Row> = a
+        .envs
+        .iter()
+        .filter_map(|e| {
+            let from = a.fingerprints.get(e)?.imported.as_ref()?;
+            Some(Row {
+                group: String::new(),
+                cells: vec![
+                    e.clone().into(),
+                    format!("imported from {}", from.describe()).into(),
+                    from.file.clone().into(),
+                ],
+                flagged: false,
+            })
+        })
+        .collect();
+    (!rows.is_empty()).then(|| {
+        section(
+            "imported",
+            "Imported runs",
+            vec![
+                Block::Note(
+                    "Read from another tool's output with 'virtperf import', not measured by virtperf: that tool's work, timer and units, where and when it ran. Compare with care.".into(),
+                ),
+                Block::Table(Table {
+                    group: None,
+                    columns: vec![
+                        Column::text("environment", 0),
+                        Column::text("source", 0),
+                        Column::text("first file", 0),
+                    ],
+                    rows,
+                }),
+            ],
+        )
+    })
 }
 
 fn geometric_mean(xs: &[f64]) -> f64 {

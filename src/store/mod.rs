@@ -205,6 +205,22 @@ impl Store {
         Ok(())
     }
 
+    /// Runs `f` in one transaction: what it writes is stored together, or,
+    /// when it fails (or the process dies midway), none of it.
+    pub fn in_transaction<T>(&self, f: impl FnOnce(&Store) -> Result<T>) -> Result<T> {
+        self.conn.execute_batch("BEGIN IMMEDIATE")?;
+        match f(self) {
+            Ok(v) => {
+                self.conn.execute_batch("COMMIT")?;
+                Ok(v)
+            }
+            Err(e) => {
+                let _ = self.conn.execute_batch("ROLLBACK");
+                Err(e)
+            }
+        }
+    }
+
     pub fn finish(&self, comparison: i64) -> Result<()> {
         self.conn.execute(
             "UPDATE comparisons SET finished = 1 WHERE id = ?1",

@@ -33,6 +33,7 @@ pub fn take(name: &str, kind: &str) -> EnvInfo {
         instances: None,
         reboot: None,
         settings: Default::default(),
+        imported: None,
     }
 }
 

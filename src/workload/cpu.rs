@@ -9,6 +9,7 @@ use anyhow::Result;
 use crate::core::options::{OptKind, OptionSpec, Values};
 use crate::core::result::Metric;
 use crate::engine::{self, EngineOptions, Worker};
+use crate::workload::import::sysbench::SysbenchTestImport;
 use crate::workload::{Measurement, MetricDef, Needs, Workload, WorkloadDef};
 
 pub const OPTIONS: &[OptionSpec] = &[OptionSpec::new(
@@ -40,6 +41,34 @@ pub const DEF: WorkloadDef = WorkloadDef {
         options: "  --cpu-max-prime=N upper limit for primes generator [10000]\n",
     }),
     build,
+};
+
+/// sysbench's cpu test read back (`virtperf import`): 1.0's `Prime numbers
+/// limit: N` and `events per second:`, 0.4's `Maximum prime number checked
+/// in CPU test: N` (its events per second from events and total time).
+pub const SYSBENCH_IMPORT: SysbenchTestImport = SysbenchTestImport {
+    defs: &[&DEF],
+    claims: |log| {
+        log.has("Prime numbers limit:")
+            || log.has("Maximum prime number checked in CPU test:")
+            || log.has("Doing CPU performance benchmark")
+    },
+    read: |log, _| {
+        let limit = if log.old {
+            log.required("Maximum prime number checked in CPU test:")?
+        } else {
+            log.required("Prime numbers limit:")?
+        };
+        let mut imp = log.imported(&DEF);
+        imp.option("cpu-max-prime", limit);
+        let eps = match log.number("events per second:") {
+            Some(x) => x,
+            None => log.events_per_sec(),
+        };
+        imp.declared("events_per_sec", eps);
+        imp.own("total_time_s", log.total_time_s, "s", false);
+        Ok(imp)
+    },
 };
 
 fn build(values: &Values) -> Result<Box<dyn Workload>> {

@@ -9,6 +9,8 @@
 //! over long enough to be steady on a fast disk without taking minutes on
 //! an emulated one.
 
+pub mod bonnie;
+
 use std::fs::File;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};

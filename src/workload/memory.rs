@@ -13,6 +13,7 @@ use crate::core::options::{CliError, OptKind, OptionSpec, Values};
 use crate::core::result::Metric;
 use crate::core::units::Bytes;
 use crate::engine::{self, EngineOptions, FastRng, Worker};
+use crate::workload::import::sysbench::SysbenchTestImport;
 use crate::workload::{Measurement, MetricDef, Needs, Workload, WorkloadDef};
 
 pub const OPTIONS: &[OptionSpec] = &[
@@ -80,6 +81,65 @@ pub const DEF: WorkloadDef = WorkloadDef {
         options: "  --memory-block-size=SIZE    size of memory block for test [1K]\n  --memory-total-size=SIZE    total size of data to transfer [100G]\n  --memory-scope=STRING       memory access scope {global,local} [global]\n  --memory-oper=STRING        type of memory operations {read, write, none} [write]\n  --memory-access-mode=STRING memory access mode {seq,rnd} [seq]\n",
     }),
     build,
+};
+
+/// sysbench's memory test read back (`virtperf import`): 1.0's `block size:
+/// 1KiB`, `operation:`, `scope:`, `Total operations: N (X per second)` and
+/// `N MiB transferred (X MiB/sec)`; 0.4's `Memory block size: 1K`, `Memory
+/// operations type:`, `Memory scope type:`, `Operations performed: N (X
+/// ops/sec)` and `N MB transferred (X MB/sec)` (sysbench's MB are MiB).
+/// `--memory-total-size` bounds the work as `--events` does, so it does
+/// not choose the entry.
+pub const SYSBENCH_IMPORT: SysbenchTestImport = SysbenchTestImport {
+    defs: &[&DEF],
+    claims: |log| {
+        log.has("Running memory speed test") || log.has("Doing memory operations speed test")
+    },
+    read: |log, _| {
+        let mut imp = log.imported(&DEF);
+        let keys = if log.old {
+            [
+                "Memory block size:",
+                "Memory operations type:",
+                "Memory scope type:",
+            ]
+        } else {
+            ["block size:", "operation:", "scope:"]
+        };
+        for (key, option) in keys
+            .iter()
+            .zip(["memory-block-size", "memory-oper", "memory-scope"])
+        {
+            if let Some((_, v)) = log.after(key) {
+                imp.option(option, v);
+            }
+        }
+        let (ops_key, mib_key) = if log.old {
+            ("Operations performed:", "MB transferred (")
+        } else {
+            ("Total operations:", "MiB transferred (")
+        };
+        let ops = log.required(ops_key)?;
+        // "N MiB transferred (X MiB/sec)": X is after the parenthesis.
+        let mib = log
+            .lines
+            .iter()
+            .find_map(|(_, l)| {
+                let (_, rate) = l.split_once(mib_key)?;
+                crate::workload::import::leading_number(rate).map(|(x, _)| x)
+            })
+            .ok_or_else(|| log.missing(&format!("a line 'N {mib_key}X .../sec)'")))?;
+        let ops_per_sec = log
+            .after(ops_key)
+            .and_then(|(_, r)| r.split_once('('))
+            .and_then(|(_, r)| crate::workload::import::leading_number(r))
+            .map(|(x, _)| x)
+            .unwrap_or(ops / log.total_time_s);
+        imp.declared("mib_per_sec", mib);
+        imp.declared("ops_per_sec", ops_per_sec);
+        imp.own("total_operations", ops, "ops", true);
+        Ok(imp)
+    },
 };
 
 fn build(values: &Values) -> Result<Box<dyn Workload>> {

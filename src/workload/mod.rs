@@ -16,8 +16,9 @@ pub mod oltp;
 pub mod threads;
 
 mod def;
+pub mod import;
 mod job;
-mod registry;
+pub mod registry;
 mod run;
 
 pub use crate::stats::ranking::Category;
@@ -25,7 +26,9 @@ pub use def::{
     metric_from, Area, MetricDef, Needs, NetworkPeer, PeerServer, SysbenchTest, WorkloadDef,
 };
 pub use job::{Job, JobWire};
-pub use registry::{find, names, WORKLOADS};
+pub use registry::{
+    detect_import, find, import_format, import_kinds, names, IMPORT_FORMATS, WORKLOADS,
+};
 pub use run::{execute, execute_announced, Executed};
 
 use std::path::Path;

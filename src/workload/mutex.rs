@@ -9,6 +9,7 @@ use anyhow::Result;
 use crate::core::options::{OptKind, OptionSpec, Values};
 use crate::core::result::Metric;
 use crate::engine::{self, EngineOptions, FastRng, Worker};
+use crate::workload::import::sysbench::SysbenchTestImport;
 use crate::workload::{Measurement, MetricDef, Needs, Workload, WorkloadDef};
 
 pub const OPTIONS: &[OptionSpec] = &[
@@ -58,6 +59,27 @@ pub const DEF: WorkloadDef = WorkloadDef {
         options: "  --mutex-num=N   total size of mutex array [4096]\n  --mutex-locks=N number of mutex locks to do per thread [50000]\n  --mutex-loops=N number of empty loops to do outside mutex lock [10000]\n",
     }),
     build,
+};
+
+/// sysbench's mutex test read back (`virtperf import`). 1.0 prints no line
+/// of its own for it; a run of it has one event per thread, which is how
+/// it is told from threads (`--kind sysbench:mutex` says so outright).
+/// 0.4 says `Doing mutex performance test`.
+pub const SYSBENCH_IMPORT: SysbenchTestImport = SysbenchTestImport {
+    defs: &[&DEF],
+    claims: |log| {
+        if log.old {
+            log.has("Doing mutex performance test")
+        } else {
+            !log.has("Doing ") && log.events == log.threads
+        }
+    },
+    read: |log, _| {
+        let mut imp = log.imported(&DEF);
+        imp.declared("total_time_s", log.total_time_s);
+        imp.declared("events_per_sec", log.events_per_sec());
+        Ok(imp)
+    },
 };
 
 fn build(values: &Values) -> Result<Box<dyn Workload>> {

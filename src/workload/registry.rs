@@ -2,6 +2,8 @@
 //! workload is its own file or folder plus one line here.
 
 use super::def::WorkloadDef;
+use super::import::sysbench::{self, SysbenchTestImport};
+use super::import::Format;
 use super::{cpu, disk, fileio, linpack, memory, microops, mutex, net, oltp, threads};
 
 pub static WORKLOADS: &[&WorkloadDef] = &[
@@ -29,6 +31,64 @@ pub fn find(name: &str) -> Option<&'static WorkloadDef> {
     WORKLOADS.iter().copied().find(|d| d.name == name)
 }
 
+/// Every format `virtperf import` reads, in the order detection tries
+/// them: each tool's parser lives with the workload it makes runs of.
+pub static IMPORT_FORMATS: &[&Format] = &[
+    &fileio::import::FIO,
+    &net::import::IPERF3,
+    &SYSBENCH,
+    &SYSBENCH_04,
+    &disk::bonnie::BONNIE,
+    &net::import::NETPERF,
+];
+
+/// sysbench's tests as `import` reads them, in the order they are tried:
+/// the ones with lines of their own first; threads, whose text has none,
+/// last.
+static SYSBENCH_TESTS: &[&SysbenchTestImport] = &[
+    &cpu::SYSBENCH_IMPORT,
+    &memory::SYSBENCH_IMPORT,
+    &fileio::import::SYSBENCH_IMPORT,
+    &oltp::import::SYSBENCH_IMPORT,
+    &mutex::SYSBENCH_IMPORT,
+    &threads::SYSBENCH_IMPORT,
+];
+
+pub const SYSBENCH: Format = Format {
+    kind: "sysbench",
+    tool: "sysbench",
+    summary: "sysbench 1.0.x text of cpu, memory, threads, mutex, fileio and the oltp_* tests (its 'sysbench 1.' banner); the test from its lines, or sysbench:TEST",
+    detect: sysbench::detect_10,
+    parse: |text, sub| sysbench::parse(text, sub, false, SYSBENCH_TESTS),
+};
+
+pub const SYSBENCH_04: Format = Format {
+    kind: "sysbench-0.4",
+    tool: "sysbench",
+    summary: "sysbench 0.4.x text (its 'sysbench 0.4' banner, 'Test execution summary:'), as seed 004 used; the test from its 'Doing ...' line, or sysbench-0.4:TEST",
+    detect: sysbench::detect_04,
+    parse: |text, sub| sysbench::parse(text, sub, true, SYSBENCH_TESTS),
+};
+
+/// The import format of that `--kind` (before any ':').
+pub fn import_format(kind: &str) -> Option<&'static Format> {
+    IMPORT_FORMATS.iter().copied().find(|f| f.kind == kind)
+}
+
+/// "fio, iperf3, sysbench, ...", for messages.
+pub fn import_kinds() -> String {
+    IMPORT_FORMATS
+        .iter()
+        .map(|f| f.kind)
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// The import format `text` is in, if one recognises it.
+pub fn detect_import(text: &str) -> Option<&'static Format> {
+    IMPORT_FORMATS.iter().copied().find(|f| (f.detect)(text))
+}
+
 /// "cpu, memory, ...", for messages.
 pub fn names() -> String {
     WORKLOADS
@@ -42,6 +102,15 @@ pub fn names() -> String {
 mod tests {
     use super::*;
     use crate::core::options;
+
+    #[test]
+    fn every_import_kind_is_listed_once() {
+        let mut kinds: Vec<&str> = IMPORT_FORMATS.iter().map(|f| f.kind).collect();
+        kinds.sort();
+        kinds.dedup();
+        assert_eq!(kinds.len(), IMPORT_FORMATS.len());
+        assert_eq!(import_format("fio").unwrap().tool, "fio");
+    }
 
     #[test]
     fn every_definition_is_consistent() {

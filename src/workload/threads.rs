@@ -10,6 +10,7 @@ use anyhow::Result;
 use crate::core::options::{OptKind, OptionSpec, Values};
 use crate::core::result::Metric;
 use crate::engine::{self, EngineOptions, Worker};
+use crate::workload::import::sysbench::SysbenchTestImport;
 use crate::workload::{Measurement, MetricDef, Needs, Workload, WorkloadDef};
 
 pub const OPTIONS: &[OptionSpec] = &[
@@ -49,6 +50,31 @@ pub const DEF: WorkloadDef = WorkloadDef {
         options: "  --thread-yields=N number of yields to do per request [1000]\n  --thread-locks=N  number of locks per thread [8]\n",
     }),
     build,
+};
+
+/// sysbench's threads test read back (`virtperf import`). 1.0 prints no
+/// line of its own for it, so a log with no other test's lines is taken
+/// as threads (tried last); 0.4 says `Doing thread subsystem performance
+/// test` and `Thread yields per test: N Locks used: M`.
+pub const SYSBENCH_IMPORT: SysbenchTestImport = SysbenchTestImport {
+    defs: &[&DEF],
+    claims: |log| !log.old || log.has("Doing thread subsystem performance test"),
+    read: |log, _| {
+        let mut imp = log.imported(&DEF);
+        if let Some((_, rest)) = log.after("Thread yields per test:") {
+            if let Some((y, rest)) = crate::workload::import::leading_number(rest) {
+                imp.option("thread-yields", y);
+                if let Some((_, locks)) = rest.split_once("Locks used:") {
+                    if let Some((l, _)) = crate::workload::import::leading_number(locks) {
+                        imp.option("thread-locks", l);
+                    }
+                }
+            }
+        }
+        imp.declared("events_per_sec", log.events_per_sec());
+        imp.declared("total_time_s", log.total_time_s);
+        Ok(imp)
+    },
 };
 
 fn build(values: &Values) -> Result<Box<dyn Workload>> {

@@ -7,6 +7,7 @@
 
 pub mod data;
 pub mod files;
+pub mod import;
 mod uring;
 
 mod config;

@@ -8,6 +8,7 @@
 //! `virtperf net` works alone (the run's details say which).
 
 pub mod client;
+pub mod import;
 pub mod protocol;
 pub mod server;
 pub mod sock;

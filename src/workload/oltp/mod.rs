@@ -17,6 +17,7 @@ mod config;
 mod connect;
 mod cut;
 pub mod driver;
+pub mod import;
 mod lifecycle;
 mod load;
 mod mysql;
