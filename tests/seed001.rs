@@ -202,8 +202,17 @@ fn seed001_suite_reduced_on_host_docker_and_qemu_with_one_and_two_instances() {
         "docker ×1",
         "ranking score",
         "kinds ranked by score",
-        "micro-ops ×",
     ] {
         assert!(text.contains(want), "{want} missing:\n{text}");
     }
+    // The ranking's columns: the kinds, best first.
+    let first = solutions.iter().find(|s| s["rank"] == 1).unwrap()["kind"]
+        .as_str()
+        .unwrap();
+    let second = if first == "docker" { "qemu" } else { "docker" };
+    let (a, b) = (format!("1. {first}"), format!("2. {second}"));
+    assert!(
+        text.contains(&a) && text.contains(&b) && text.find(&a) < text.find(&b),
+        "{a} before {b}:\n{text}"
+    );
 }
