@@ -1072,23 +1072,8 @@ impl Environment for LibvirtEnvironment {
         })?;
         // The connection answers, before anything is built.
         self.virsh(&["uri"])?;
-        let (kernel, modules) = match (self.spec.opt("kernel"), self.spec.opt("modules")) {
-            (Some(k), Some(m)) => (PathBuf::from(k), PathBuf::from(m)),
-            (Some(k), None) => {
-                let version = Path::new(k)
-                    .file_name()
-                    .and_then(|n| n.to_str())
-                    .and_then(|n| n.strip_prefix("vmlinuz-"))
-                    .ok_or_else(|| {
-                        anyhow!("kernel={k}: give its modules directory with modules=DIR")
-                    })?;
-                (PathBuf::from(k), Path::new("/lib/modules").join(version))
-            }
-            _ => initramfs::find_kernel()?,
-        };
-        if !kernel.exists() {
-            bail!("kernel={}: no such file", kernel.display());
-        }
+        let (kernel, modules) =
+            initramfs::kernel_and_modules(self.spec.opt("kernel"), self.spec.opt("modules"))?;
         self.kernel = std::fs::canonicalize(&kernel)
             .with_context(|| format!("kernel={}", kernel.display()))?;
         self.modules = modules;

@@ -179,6 +179,33 @@ pub fn has_module(modules_dir: &Path, module: &str) -> bool {
     })
 }
 
+/// The guest kernel and its modules directory as the `kernel=` and
+/// `modules=` options give them (modules from the kernel's version when
+/// only `kernel=` is given), else the newest under /boot.
+pub fn kernel_and_modules(
+    kernel: Option<&str>,
+    modules: Option<&str>,
+) -> Result<(PathBuf, PathBuf)> {
+    let (kernel, modules) = match (kernel, modules) {
+        (Some(k), Some(m)) => (PathBuf::from(k), PathBuf::from(m)),
+        (Some(k), None) => {
+            let version = Path::new(k)
+                .file_name()
+                .and_then(|n| n.to_str())
+                .and_then(|n| n.strip_prefix("vmlinuz-"))
+                .ok_or_else(|| {
+                    anyhow!("kernel={k}: give its modules directory with modules=DIR")
+                })?;
+            (PathBuf::from(k), Path::new("/lib/modules").join(version))
+        }
+        _ => find_kernel()?,
+    };
+    if !kernel.exists() {
+        bail!("kernel={}: no such file", kernel.display());
+    }
+    Ok((kernel, modules))
+}
+
 /// The newest guest kernel under /boot with its modules directory.
 pub fn find_kernel() -> Result<(PathBuf, PathBuf)> {
     let mut kernels: Vec<(String, PathBuf)> = std::fs::read_dir("/boot")

@@ -273,23 +273,8 @@ impl Environment for QemuEnvironment {
         which(QEMU).ok_or_else(|| {
             anyhow!("{QEMU} not found: install qemu-system-x86 to use --env qemu")
         })?;
-        let (kernel, modules) = match (self.spec.opt("kernel"), self.spec.opt("modules")) {
-            (Some(k), Some(m)) => (PathBuf::from(k), PathBuf::from(m)),
-            (Some(k), None) => {
-                let version = Path::new(k)
-                    .file_name()
-                    .and_then(|n| n.to_str())
-                    .and_then(|n| n.strip_prefix("vmlinuz-"))
-                    .ok_or_else(|| {
-                        anyhow!("kernel={k}: give its modules directory with modules=DIR")
-                    })?;
-                (PathBuf::from(k), Path::new("/lib/modules").join(version))
-            }
-            _ => initramfs::find_kernel()?,
-        };
-        if !kernel.exists() {
-            bail!("kernel={}: no such file", kernel.display());
-        }
+        let (kernel, modules) =
+            initramfs::kernel_and_modules(self.spec.opt("kernel"), self.spec.opt("modules"))?;
         owner::sweep_dirs(&std::env::temp_dir(), DIR_PREFIX);
         let tag = Owner::me().map(Owner::tag).unwrap_or_default();
         let dir = tempfile::Builder::new()
