@@ -281,3 +281,34 @@ fn compare_reports_the_summed_gflops_of_simultaneous_instances() {
     let md = String::from_utf8_lossy(&md.stdout);
     assert!(md.contains("| pair | gflops |"), "{md}");
 }
+
+#[test]
+fn threads_zero_is_one_per_cpu_of_where_it_runs() {
+    // Intel's LINPACK uses every core: --threads=0 is one thread per CPU
+    // the run may use, on the host its CPU set...
+    let cpus = std::thread::available_parallelism().unwrap().get();
+    let out = output_ok(virtperf().args([
+        "linpack",
+        "--linpack-sizes=100",
+        "--linpack-trials=1",
+        "--threads=0",
+        "--json",
+    ]));
+    let doc = json_of(&out, "the run");
+    assert_eq!(doc["details"]["threads"], cpus);
+    // ...and in a container its CPU quota, rounded up.
+    if !common::engine_ok("docker") {
+        return;
+    }
+    let out = output_ok(virtperf().args([
+        "linpack",
+        "--linpack-sizes=100",
+        "--linpack-trials=1",
+        "--threads=0",
+        "--json",
+        "--env",
+        "docker:cpus=0.5",
+    ]));
+    let doc = json_of(&out, "the run");
+    assert_eq!(doc["details"]["threads"], 1);
+}

@@ -156,7 +156,7 @@ fn refuse(inv: &ScriptInvocation, refusal: Refusal) -> Result<()> {
 
 fn run(inv: &ScriptInvocation, script: &Script, text: bool) -> Result<()> {
     let observer: Arc<dyn Observer> = Arc::new(Terminal::new(inv.json).quiet(!inv.json && !text));
-    let threads = script.values().int("threads").max(1);
+    let threads = crate::engine::threads(script.values()) as u64;
     let mut announce = |started: bool| {
         if !text {
             return;

@@ -49,11 +49,7 @@ fn in_process(inv: &Invocation, start: Option<StartAt>) -> Result<()> {
     let mut announce = |header: &str| {
         if text {
             let v = &inv.job.values;
-            let threads = if v.has("threads") {
-                v.int("threads")
-            } else {
-                1
-            };
+            let threads = crate::engine::threads(v) as u64;
             show(&format!(
                 "{}\n\n{}{}",
                 super::banner(),

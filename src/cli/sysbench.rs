@@ -66,6 +66,19 @@ pub fn front(args: &[String]) -> Result<(String, Request), Answer> {
             ));
         }
     }
+    // virtperf reads --threads=0 as one thread per CPU; sysbench refuses it
+    // before anything else.
+    if args.iter().any(|a| {
+        a.strip_prefix("--threads=")
+            .and_then(|v| v.parse::<i64>().ok())
+            == Some(0)
+    }) {
+        return Err(Answer {
+            stdout: format!("{warnings}FATAL: Invalid value for --threads: 0.\n\n"),
+            code: 1,
+            ..Answer::default()
+        });
+    }
     let mut stderr = String::new();
     let mut words: Vec<&str> = Vec::new();
     for a in args {
@@ -253,6 +266,11 @@ mod tests {
 
     #[test]
     fn refusals_read_as_sysbench_writes_them() {
+        let a = answer(&["cpu", "--threads=0", "run"]);
+        assert_eq!(
+            (a.code, a.stdout.as_str()),
+            (1, "FATAL: Invalid value for --threads: 0.\n\n")
+        );
         let a = answer(&["cpu"]);
         assert_eq!(a.code, 1);
         assert_eq!(

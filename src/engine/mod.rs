@@ -48,11 +48,11 @@ pub const OPTIONS: &[OptionSpec] = &[
     OptionSpec::new(
         "threads",
         OptKind::Int {
-            min: 1,
+            min: 0,
             max: 100_000,
         },
         "1",
-        "number of threads to use",
+        "number of threads to use (0: one per CPU this process may use here)",
     ),
     OptionSpec::new(
         "time",
@@ -151,7 +151,7 @@ impl EngineOptions {
         let float = |name: &str, default: f64| if v.has(name) { v.float(name) } else { default };
         let int = |name: &str, default: u64| if v.has(name) { v.int(name) } else { default };
         EngineOptions {
-            threads: int("threads", 1) as usize,
+            threads: threads(v),
             time: secs(float("time", 10.0)),
             events: Some(int("events", 0)).filter(|&n| n > 0),
             warmup: Duration::from_secs_f64(float("warmup-time", 0.0)),
@@ -160,6 +160,20 @@ impl EngineOptions {
             percentile: float("percentile", 95.0),
             observer,
         }
+    }
+}
+
+/// `--threads` as a count: 0 is one thread per CPU this process may use
+/// where it runs (its CPU set, and a cgroup CPU quota rounded up), so one
+/// suite entry uses all of each environment's CPUs, as LINPACK does.
+pub fn threads(v: &Values) -> usize {
+    match if v.has("threads") {
+        v.int("threads")
+    } else {
+        1
+    } {
+        0 => crate::sys::fingerprint::usable_cpus() as usize,
+        n => n as usize,
     }
 }
 

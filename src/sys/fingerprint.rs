@@ -154,6 +154,16 @@ pub fn online_cpus() -> u32 {
         .unwrap_or(1)
 }
 
+/// CPUs this process can keep busy: its CPU set, capped by a cgroup CPU
+/// quota rounded up (a container given 0.5 CPU gets one thread).
+pub fn usable_cpus() -> u32 {
+    let cpus = online_cpus().max(1);
+    match cgroup_limits().cpu_quota {
+        Some(q) if q > 0.0 => cpus.min(q.ceil() as u32).max(1),
+        _ => cpus,
+    }
+}
+
 /// The instruction set faer's matrix kernels choose on this CPU, detected
 /// at run time as faer itself does: AVX-512F, else AVX2 with FMA, else the
 /// x86-64 baseline SSE2.

@@ -263,7 +263,7 @@ mod tests {
     #[test]
     fn the_wire_is_validated_like_the_command_line() {
         let mut wire = Job::from_args(&s(&["cpu"])).unwrap().to_wire();
-        wire.options.insert("threads".into(), "0".into());
+        wire.options.insert("threads".into(), "-1".into());
         assert!(Job::from_wire(&wire)
             .unwrap_err()
             .to_string()

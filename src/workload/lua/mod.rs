@@ -219,7 +219,7 @@ impl Script {
         let name = self.command.as_str();
         if self.custom_command(name)? {
             let parallel: Function = self.cmdline()?.get("command_parallel")?;
-            let threads = self.values.int("threads") as usize;
+            let threads = crate::engine::threads(&self.values);
             if parallel.call::<bool>(name)? && threads > 1 {
                 return self.parallel_command(threads);
             }

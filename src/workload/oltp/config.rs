@@ -90,7 +90,7 @@ impl Config {
             dist,
             prepared: v.text("db-ps-mode") != "disable",
             storage_engine: engine.to_string(),
-            threads: v.int("threads"),
+            threads: crate::engine::threads(v) as u64,
         };
         if test == Test::PointSelect {
             // oltp_point_select.lua: one query per event, whatever the option says.
