@@ -990,6 +990,55 @@ fn docker_reboot_each_run_gives_every_run_a_fresh_container() {
 }
 
 #[test]
+fn docker_reboot_each_round_shares_a_fresh_container_among_a_rounds_runs() {
+    let _serial = serial();
+    if !engine_ok("docker") {
+        return;
+    }
+    // Two entries, two rounds: seed 001's boot before each run of the
+    // whole benchmark set.
+    let out = tempfile::tempdir().unwrap();
+    let suite = out.path().join("two.toml");
+    std::fs::write(
+        &suite,
+        "repeat = 2\n[[run]]\nworkload = \"cpu\"\ncpu_max_prime = 2000\nthreads = [1, 2]\ntime = 0.2\n",
+    )
+    .unwrap();
+    output_ok(virtperf().args([
+        "compare",
+        "--out",
+        out.path().join("r").to_str().unwrap(),
+        "--env",
+        "docker:name=fresh,reboot=each-round",
+        "--suite",
+        suite.to_str().unwrap(),
+    ]));
+    let db = rusqlite::Connection::open(out.path().join("r/results.db")).unwrap();
+    let mut q = db
+        .prepare(
+            "SELECT round, json_extract(doc, '$.env.boot'), json_extract(doc, '$.env.reboot') FROM runs WHERE env = 'fresh' ORDER BY round, entry",
+        )
+        .unwrap();
+    let runs: Vec<(i64, String, String)> = q
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    assert_eq!(runs.len(), 4, "{runs:?}");
+    assert!(runs.iter().all(|r| r.2 == "each-round"), "{runs:?}");
+    let host = |i: usize| runs[i].1.split_once('@').unwrap().1.to_string();
+    // One container per round, shared by the round's two runs.
+    assert!(
+        runs[0].0 == runs[1].0 && runs[2].0 == runs[3].0 && runs[1].0 != runs[2].0,
+        "{runs:?}"
+    );
+    assert_eq!(host(0), host(1), "{runs:?}");
+    assert_eq!(host(2), host(3), "{runs:?}");
+    assert_ne!(host(1), host(2), "{runs:?}");
+    no_virtperf_containers_in("docker");
+}
+
+#[test]
 fn qemu_reboot_each_run_boots_a_fresh_guest_before_every_run() {
     let _serial = serial();
     if !qemu_ok() {
@@ -1045,6 +1094,6 @@ fn an_ssh_target_that_does_not_come_back_from_reboot_is_given_up() {
         .assert()
         .code(2)
         .stderr(predicate::str::contains(
-            "reboot=sometimes: use each-run or no",
+            "reboot=sometimes: use each-run, each-round or no",
         ));
 }

@@ -82,7 +82,7 @@ impl Executor for Drivers<'_> {
     fn run(
         &mut self,
         env: usize,
-        _round: usize,
+        round: usize,
         jobs: &[Job],
         on_result: &mut OnResult,
     ) -> Result<Vec<InstanceOutcome>> {
@@ -97,7 +97,7 @@ impl Executor for Drivers<'_> {
             Some(open) => open,
             slot => slot.insert(env::Opened::start(driver, self.need, self.observer)?),
         };
-        let outcome = open.run(driver, jobs, on_result, self.observer);
+        let outcome = open.run(driver, Some(round), jobs, on_result, self.observer);
         if outcome.is_err() {
             // Whatever broke (a hung agent, a stop), the instances go.
             self.open[env] = None;

@@ -113,8 +113,8 @@ pub struct EnvInfo {
     /// (`count=N`, a group's members); none for one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub instances: Option<u32>,
-    /// `reboot=each-run` when the instance was booted afresh for this run
-    /// (set by the host).
+    /// `each-run` when the instance was booted afresh for this run,
+    /// `each-round` when for this round of runs (set by the host).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reboot: Option<String>,
     /// How the environment's driver set it up, as the host saw it (a

@@ -12,16 +12,39 @@ use anyhow::Result;
 use super::Environment;
 
 /// A parsed `--env` value (parsed by `spec`).
+/// `reboot=`: how often an environment's instances are booted afresh.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Reboot {
+    /// Started once and kept for every run (the default, `reboot=no`).
+    #[default]
+    No,
+    /// `reboot=each-run`: every run starts in freshly booted instances.
+    EachRun,
+    /// `reboot=each-round`: a fresh boot before each round, whose runs of
+    /// the suite's entries then share it, as seed 001 rebooted before each
+    /// of its five runs of the whole benchmark set.
+    EachRound,
+}
+
+impl Reboot {
+    /// The option's value, as results record it; `None` for `no`.
+    pub fn name(self) -> Option<&'static str> {
+        match self {
+            Reboot::No => None,
+            Reboot::EachRun => Some("each-run"),
+            Reboot::EachRound => Some("each-round"),
+        }
+    }
+}
+
 #[derive(Debug, Clone, PartialEq)]
 pub struct Spec {
     pub driver: &'static DriverDef,
     pub label: String,
     pub count: usize,
-    /// `reboot=each-run`: every run starts in a freshly booted instance
-    /// (seed 001 rebooted before each of its runs): the instance is ended
-    /// and started again before each run, after the driver's
-    /// [`Environment::reboot`](super::Environment::reboot).
-    pub reboot: bool,
+    /// `reboot=`: when the instances are ended and started again, after
+    /// the driver's [`Environment::reboot`](super::Environment::reboot).
+    pub reboot: Reboot,
     /// `USER@HOST` and port for ssh.
     pub target: Option<(String, Option<u16>)>,
     pub opts: BTreeMap<String, String>,

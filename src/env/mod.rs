@@ -32,7 +32,7 @@ use anyhow::Result;
 use crate::core::observer::Observer;
 use crate::workload::Job;
 pub use combine::{combine, combine_group};
-pub use def::{DriverDef, Spec};
+pub use def::{DriverDef, Reboot, Spec};
 pub use net::{NetNeed, Route};
 pub use registry::{driver, find_driver, help, DRIVERS};
 pub use run::{run, run_with, InstanceOutcome, OnResult, Opened};
@@ -83,7 +83,7 @@ pub trait Environment {
     /// Starts instance `index` (of `spec().count`).
     fn launch(&self, index: usize) -> Result<Launched>;
 
-    /// `reboot=each-run`: brings instance `index`, which has just been
+    /// `reboot=each-run` or `each-round`: brings instance `index`, which has just been
     /// ended, back to a fresh boot before it is launched again (an ssh
     /// target's `reboot` and the wait for it). By default nothing: a fresh
     /// launch is a fresh boot (a new VM, a new container).
@@ -92,7 +92,7 @@ pub trait Environment {
     }
 
     /// Whether a launch starts from a fresh boot (a new VM or container),
-    /// so that `reboot=each-run` need not reboot before the first run.
+    /// so that `reboot=` need not reboot before the first run.
     fn launch_is_fresh(&self) -> bool {
         true
     }

@@ -26,7 +26,7 @@ pub fn find_driver(name: &str) -> Option<&'static DriverDef> {
 /// `--env` help, generated from the drivers.
 pub fn help() -> String {
     let mut out =
-        String::from("Environments (--env SPEC; every spec also takes count=N, name=LABEL and reboot=each-run):\n");
+        String::from("Environments (--env SPEC; every spec also takes count=N, name=LABEL and reboot=each-run|each-round):\n");
     for d in DRIVERS {
         out.push_str(&format!("  {}\n      {}\n", d.usage(), d.summary));
         for o in d.options {

@@ -11,7 +11,7 @@ use std::time::Duration;
 use anyhow::{anyhow, bail, Context, Result};
 
 use super::session::Session;
-use super::{net, Environment, NetNeed, OnHost, Spec};
+use super::{net, Environment, NetNeed, OnHost, Reboot, Spec};
 use crate::agent::protocol::{Message, Plan, Served, ServerAnswer, BYE, GO, PROTOCOL};
 use crate::core::observer::Observer;
 use crate::core::result::ResultDoc;
@@ -52,7 +52,7 @@ pub fn run_with(
 ) -> Result<Vec<InstanceOutcome>> {
     check_jobs(jobs)?;
     let mut open = Opened::start(env, NetNeed::of(jobs), obs)?;
-    let outcome = open.run(env, jobs, on_result, obs)?;
+    let outcome = open.run(env, None, jobs, on_result, obs)?;
     open.close();
     Ok(outcome)
 }
@@ -84,8 +84,10 @@ pub struct Opened {
     sessions: Vec<Session>,
     ready_after: Vec<Duration>,
     need: NetNeed,
-    /// The instances have run nothing since a fresh boot (`reboot=each-run`).
+    /// The instances have run nothing since a fresh boot (`reboot=`).
     fresh: bool,
+    /// `reboot=each-round`: the round the instances were booted for.
+    booted_for: Option<usize>,
 }
 
 /// Launches every instance of `env` and waits for each agent's hello:
@@ -119,10 +121,11 @@ impl Opened {
             ready_after,
             need,
             fresh: env.launch_is_fresh(),
+            booted_for: None,
         })
     }
 
-    /// `reboot=each-run`: ends every instance, has the driver reboot it
+    /// `reboot=`: ends every instance, has the driver reboot it
     /// ([`Environment::reboot`]) and starts it again, greeted as at the
     /// start.
     fn restart(&mut self, env: &dyn Environment, obs: &dyn Observer) -> Result<()> {
@@ -136,7 +139,10 @@ impl Opened {
         for i in 0..env.spec().count {
             let label = env.instance_label(i);
             env.reboot(i).with_context(|| {
-                format!("rebooting {label} before the next run (reboot=each-run)")
+                format!(
+                    "rebooting {label} before the next run (reboot={})",
+                    env.spec().reboot.name().unwrap_or("no")
+                )
             })?;
         }
         let (sessions, ready_after) = launch_all(env, obs)?;
@@ -164,16 +170,28 @@ impl Opened {
 
     /// Runs `jobs` in every instance (started together when there are
     /// several), handing each result to `on_result` as it arrives. With
-    /// `reboot=each-run` every job runs in freshly booted instances.
+    /// `reboot=each-run` every job runs in freshly booted instances; with
+    /// `reboot=each-round` the instances are booted afresh when `round`
+    /// (the comparison's round these jobs belong to) is a new one.
     pub fn run(
         &mut self,
         env: &dyn Environment,
+        round: Option<usize>,
         jobs: &[Job],
         on_result: &mut OnResult,
         obs: &dyn Observer,
     ) -> Result<Vec<InstanceOutcome>> {
-        if !env.spec().reboot {
-            return self.run_plan(env, jobs, on_result);
+        match env.spec().reboot {
+            Reboot::No => return self.run_plan(env, jobs, on_result),
+            Reboot::EachRound => {
+                if !self.fresh && self.booted_for != round {
+                    self.restart(env, obs)?;
+                }
+                self.fresh = false;
+                self.booted_for = round;
+                return self.run_plan(env, jobs, on_result);
+            }
+            Reboot::EachRun => {}
         }
         let mut outcomes: Vec<InstanceOutcome> = Vec::new();
         for (k, job) in jobs.iter().enumerate() {
@@ -230,7 +248,7 @@ impl Opened {
                 // be ready, the network path, other processes' load.
                 if let Ok(doc) = &mut outcome {
                     doc.env.ready_s = Some(self.ready_after[i].as_secs_f64());
-                    doc.env.reboot = env.spec().reboot.then(|| "each-run".to_string());
+                    doc.env.reboot = env.spec().reboot.name().map(str::to_string);
                     // The guest's text: one bounded line.
                     doc.env.boot = doc.env.boot.as_deref().map(|b| text::one_line(b, 120));
                     let settings = env.settings(i);

@@ -1,13 +1,13 @@
 //! Environment specs as typed on the command line:
 //! `host`, `docker[:cpus=2,memory=2g,...]`, `podman[:...]`,
 //! `qemu[:smp=2,memory=2g,accel=auto|kvm|tcg,...]`, `ssh:USER@HOST[:PORT][,opt=v]`,
-//! each with optional `count=N`, `name=LABEL` and `reboot=each-run`; and `group:SPEC+SPEC...`,
+//! each with optional `count=N`, `name=LABEL` and `reboot=each-run|each-round`; and `group:SPEC+SPEC...`,
 //! different environments started together. The `Spec` type lives beside
 //! `DriverDef` in `def` (each names the other); its parsing is here.
 
 use std::collections::BTreeMap;
 
-use super::def::Spec;
+use super::def::{Reboot, Spec};
 use crate::core::options::CliError;
 
 impl Spec {
@@ -74,7 +74,7 @@ impl Spec {
         }
         let mut opts = BTreeMap::new();
         let mut count = 1;
-        let mut reboot = false;
+        let mut reboot = Reboot::No;
         let mut label = None;
         let mut seen = std::collections::BTreeSet::new();
         for pair in pairs.split(',').filter(|p| !p.is_empty()) {
@@ -94,9 +94,12 @@ impl Spec {
                 }
                 "reboot" => {
                     reboot = match v {
-                        "each-run" => true,
-                        "no" => false,
-                        _ => return Err(bad(format!("reboot={v}: use each-run or no"))),
+                        "each-run" => Reboot::EachRun,
+                        "each-round" => Reboot::EachRound,
+                        "no" => Reboot::No,
+                        _ => {
+                            return Err(bad(format!("reboot={v}: use each-run, each-round or no")))
+                        }
                     };
                 }
                 "name" => {
@@ -185,7 +188,7 @@ impl Spec {
                     "{which}: count= inside a group is not supported; list the member again with another name= instead"
                 )));
             }
-            if m.reboot {
+            if m.reboot != Reboot::No {
                 return Err(bad(format!(
                     "{which}: reboot= inside a group is not supported; measure the member on its own with reboot=each-run"
                 )));
@@ -205,7 +208,7 @@ impl Spec {
             driver: &super::group::DEF,
             label: text.to_string(),
             count: members.len(),
-            reboot: false,
+            reboot: Reboot::No,
             target: None,
             opts: BTreeMap::new(),
             text: text.to_string(),

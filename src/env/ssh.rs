@@ -37,12 +37,12 @@ pub const DEF: DriverDef = DriverDef {
         EnvOption::new(
             "reboot-command",
             Check::Text,
-            "with reboot=each-run: the command that reboots the target (default 'sudo -n reboot')",
+            "with reboot=each-run or each-round: the command that reboots the target (default 'sudo -n reboot')",
         ),
         EnvOption::new(
             "reboot-timeout",
             Check::Whole(10, 3600),
-            "with reboot=each-run: seconds the target may take to come back with a new boot (default 300)",
+            "with reboot=each-run or each-round: seconds the target may take to come back with a new boot (default 300)",
         ),
         EnvOption::new(
             "timeout",

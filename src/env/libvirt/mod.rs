@@ -866,7 +866,7 @@ impl LibvirtEnvironment {
             label: self.spec.label.clone(),
             count: 1,
             // The domain's own reboot hook reboots it, not ssh's.
-            reboot: false,
+            reboot: super::def::Reboot::No,
             target: Some((target.clone(), None)),
             opts,
             text: format!("ssh:{target} (domain={name})"),
