@@ -1377,3 +1377,107 @@ fn sysbench_lua_scripts_on_postgresql_match_the_built_in_tests() {
         )
     });
 }
+
+/// The number inside "(X per sec.)" on the first line of `text` holding `key`.
+fn per_sec_after(text: &str, key: &str) -> f64 {
+    let line = text
+        .lines()
+        .find(|l| l.contains(key))
+        .unwrap_or_else(|| panic!("'{key}' not in sysbench's output:\n{text}"));
+    let inner = line.split_once('(').unwrap().1;
+    inner.split_whitespace().next().unwrap().parse().unwrap()
+}
+
+/// The number after `key` on the first line holding it.
+fn number_after(text: &str, key: &str) -> f64 {
+    let line = text.lines().find(|l| l.contains(key)).unwrap();
+    line.split_once(key).unwrap().1.trim().parse().unwrap()
+}
+
+/// Issue 26: real sysbench 1.0 OLTP logs, written here against MariaDB and
+/// PostgreSQL, imported by `virtperf import`; each run is told its test
+/// from its queries and carries the figures sysbench printed.
+#[test]
+fn sysbench_oltp_logs_from_both_servers_are_imported_as_printed() {
+    if !sysbench_scripts_installed() {
+        return;
+    }
+    let (Some(m), Some(pg)) = (Mariadb::start(), Postgres::start()) else {
+        skip("MariaDB or PostgreSQL is not installed (Debian packages mariadb-server, postgresql)");
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    for (server, args) in [("mariadb", m.args()), ("postgresql", pg.args())] {
+        let sb = |test: &str, extra: &[&str]| {
+            let mut c = Command::new("sysbench");
+            c.arg(test)
+                .args(&args)
+                .args(["--tables=1", "--table-size=200"])
+                .args(extra);
+            run(&mut c)
+        };
+        sb("oltp_read_write", &["prepare"]);
+        let tests = [
+            "oltp_read_write",
+            "oltp_read_only",
+            "oltp_point_select",
+            "oltp_write_only",
+        ];
+        let mut files = Vec::new();
+        let mut printed = Vec::new();
+        for test in tests {
+            let text = sb(test, &["--time=0", "--events=200", "--threads=2", "run"]);
+            let file = dir.path().join(format!("{server}-{test}.log"));
+            std::fs::write(&file, &text).unwrap();
+            files.push(file);
+            printed.push(text);
+        }
+        sb("oltp_read_write", &["cleanup"]);
+        let store = dir.path().join(format!("store-{server}"));
+        output_ok(
+            virtperf()
+                .args(["import", "--env", &format!("sysbench-{server}"), "--out"])
+                .arg(&store)
+                .args(&files),
+        );
+        let db = virtperf::store::Store::open_read_only(&store).unwrap();
+        let cmp = db.latest().unwrap().unwrap();
+        let runs = db.runs(cmp.id).unwrap();
+        assert_eq!(runs.len(), tests.len(), "{server}");
+        for ((test, text), file) in tests.iter().zip(&printed).zip(&files) {
+            let name = file.file_name().unwrap().to_str().unwrap();
+            let doc = runs
+                .iter()
+                .filter_map(|r| r.doc.as_ref())
+                .find(|d| d.env.imported.as_ref().is_some_and(|i| i.file == name))
+                .unwrap_or_else(|| panic!("no run from {name}"));
+            assert_eq!(
+                &doc.workload, test,
+                "{name}: the test told from its queries"
+            );
+            let m = |n: &str| doc.metric(n).unwrap_or_else(|| panic!("{name}: {n}"));
+            let close = |a: f64, b: f64| (a - b).abs() <= 1e-9 * a.abs().max(b.abs()).max(1.0);
+            assert!(
+                close(m("tps"), per_sec_after(text, "transactions:")),
+                "{name}"
+            );
+            assert!(close(m("qps"), per_sec_after(text, "queries:")), "{name}");
+            assert!(
+                close(m("latency_p95_ms"), number_after(text, "95th percentile:")),
+                "{name}"
+            );
+            assert!(
+                close(m("latency_avg_ms"), number_after(text, "avg:")),
+                "{name}"
+            );
+            let imported = doc.env.imported.as_ref().unwrap();
+            assert_eq!(imported.tool, "sysbench", "{name}");
+            let banner = text.lines().next().unwrap();
+            assert_eq!(
+                Some(imported.version.as_str()),
+                banner.split_whitespace().nth(1),
+                "{name}"
+            );
+        }
+    }
+}
