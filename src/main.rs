@@ -8,6 +8,34 @@ use virtperf::core::options::CliError;
 use virtperf::core::signals;
 
 fn main() -> ExitCode {
+    // A reader that goes away (`virtperf cpu run | head`) ends the output:
+    // the print that finds the pipe closed unwinds quietly, cleaning up as
+    // any error does, and the exit code is a shell's for SIGPIPE.
+    let report = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        if !stdout_closed(info.payload()) {
+            report(info);
+        }
+    }));
+    match std::panic::catch_unwind(virtperf_main) {
+        Ok(code) => code,
+        Err(payload) if stdout_closed(payload.as_ref()) => ExitCode::from(141),
+        Err(payload) => std::panic::resume_unwind(payload),
+    }
+}
+
+/// Whether a panic is std's for printing to a standard output whose
+/// reader has gone.
+fn stdout_closed(payload: &(dyn std::any::Any + Send)) -> bool {
+    let text = payload
+        .downcast_ref::<String>()
+        .map(String::as_str)
+        .or_else(|| payload.downcast_ref::<&str>().copied())
+        .unwrap_or("");
+    text.starts_with("failed printing to stdout") && text.contains("Broken pipe")
+}
+
+fn virtperf_main() -> ExitCode {
     virtperf::sys::malloc::pin_thresholds();
     virtperf::workload::microops::fresh::enable();
     let args: Vec<String> = std::env::args().skip(1).collect();

@@ -328,3 +328,19 @@ fn an_errors_control_characters_never_reach_the_terminal() {
     assert!(!err.contains('\u{1b}') && !err.contains('\u{7}'), "{err:?}");
     assert!(err.contains("\\u{1b}[2J"), "{err}");
 }
+
+#[test]
+fn a_reader_that_goes_away_ends_the_output_quietly() {
+    // `virtperf cpu run | head -1`: the pipe closes before the summary.
+    let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("virtperf"))
+        .args(["cpu", "--time=0.5", "--cpu-max-prime=2000", "run"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(child.stdout.take());
+    let out = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(141), "{err}");
+    assert!(!err.contains("panicked"), "{err}");
+}
