@@ -113,6 +113,10 @@ pub struct Analysis {
     pub adaptive: bool,
     /// Where each environment ran (from the first result's fingerprint).
     pub fingerprints: BTreeMap<String, crate::core::result::EnvInfo>,
+    /// Environments of runs read by `virtperf import`: each tool and
+    /// version they came from, with its number of runs and first file.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub imported: BTreeMap<String, Vec<ImportedSource>>,
     pub entries: Vec<EntryAnalysis>,
     pub rankings: Vec<(String, Ranking)>,
     /// Seed 001's ranking of the kinds of environment, each at its best
@@ -125,6 +129,15 @@ pub struct Analysis {
     /// fingerprints carry the why.
     #[serde(skip)]
     pub fsync_ignored: BTreeSet<(String, String)>,
+}
+
+/// Runs of one environment imported from one tool's output.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct ImportedSource {
+    /// "fio 3.33", "sysbench 1.0.20".
+    pub tool: String,
+    pub runs: usize,
+    pub first_file: String,
 }
 
 /// One row of the headline summary: a headline metric of one entry in one
@@ -227,6 +240,7 @@ pub fn analyze(cmp: &ComparisonRow, runs: &[RunRow], settings: &VerdictSettings)
     let mut flags = Vec::new();
     let mut failures = Vec::new();
     let mut fingerprints = BTreeMap::new();
+    let mut imported: BTreeMap<String, Vec<ImportedSource>> = BTreeMap::new();
     let mut fsync_ignored = BTreeSet::new();
     let mut by_entry: BTreeMap<usize, EntryRuns> = BTreeMap::new();
     for r in runs {
@@ -243,6 +257,18 @@ pub fn analyze(cmp: &ComparisonRow, runs: &[RunRow], settings: &VerdictSettings)
                 // Likewise the storage, from the first workload with files.
                 if fp.storage.is_none() {
                     fp.storage.clone_from(&doc.env.storage);
+                }
+                if let Some(from) = &doc.env.imported {
+                    let sources = imported.entry(r.env.clone()).or_default();
+                    let tool = from.describe();
+                    match sources.iter_mut().find(|s| s.tool == tool) {
+                        Some(s) => s.runs += 1,
+                        None => sources.push(ImportedSource {
+                            tool,
+                            runs: 1,
+                            first_file: from.file.clone(),
+                        }),
+                    }
                 }
                 if doc
                     .env
@@ -345,6 +371,7 @@ pub fn analyze(cmp: &ComparisonRow, runs: &[RunRow], settings: &VerdictSettings)
         settings: *settings,
         adaptive: cmp.adaptive,
         fingerprints,
+        imported,
         entries,
         rankings: Vec::new(),
         solutions: Vec::new(),

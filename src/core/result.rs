@@ -140,9 +140,13 @@ pub struct ImportedFrom {
 }
 
 impl ImportedFrom {
-    /// "sysbench 1.0.20".
+    /// "sysbench 1.0.20"; "netperf (version not stated)" where the file
+    /// does not say.
     pub fn describe(&self) -> String {
-        format!("{} {}", self.tool, self.version)
+        match self.version.as_str() {
+            "unknown" | "" => format!("{} (version not stated)", self.tool),
+            v => format!("{} {v}", self.tool),
+        }
     }
 }
 

@@ -744,19 +744,20 @@ fn environments(a: &Analysis) -> Section {
 }
 
 /// Environments whose runs were read from other tools' output (`virtperf
-/// import`), with the tool and the first run's file.
+/// import`): each tool they came from, its runs and first file.
 fn imported(a: &Analysis) -> Option<Section> {
     let rows: Vec<Row> = a
         .envs
         .iter()
-        .filter_map(|e| {
-            let from = a.fingerprints.get(e)?.imported.as_ref()?;
-            Some(Row {
+        .filter_map(|e| Some((e, a.imported.get(e)?)))
+        .flat_map(|(e, sources)| {
+            sources.iter().map(move |s| Row {
                 group: String::new(),
                 cells: vec![
                     e.clone().into(),
-                    format!("imported from {}", from.describe()).into(),
-                    from.file.clone().into(),
+                    format!("imported from {}", s.tool).into(),
+                    Cell::from(s.runs.to_string()),
+                    s.first_file.clone().into(),
                 ],
                 flagged: false,
             })
@@ -775,6 +776,7 @@ fn imported(a: &Analysis) -> Option<Section> {
                     columns: vec![
                         Column::text("environment", 0),
                         Column::text("source", 0),
+                        Column::num("runs"),
                         Column::text("first file", 0),
                     ],
                     rows,
