@@ -487,9 +487,12 @@ fn bonnie_csv_is_imported_as_printed() {
                 close(metric(r, &format!("{name}_latency_max_ms")), ms),
                 "{name}"
             );
+            measured += 1;
         }
     }
-    assert!(measured > 0, "O_DIRECT block tests are measurable: {csv}");
+    // A fast disk finishes the 64 MiB block tests too soon for a rate
+    // (bonnie++ prints +++++), but their latencies are always printed.
+    assert!(measured > 0, "some figure was measured and compared: {csv}");
 }
 
 #[test]
