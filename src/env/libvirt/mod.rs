@@ -974,15 +974,23 @@ fn virsh_command(uri: &str, args: &[&str]) -> Command {
     cmd
 }
 
-/// Shuts a domain down: waits briefly for it to power off by itself, asks
-/// (ACPI), and destroys it when `limit` has passed (at once when the user
-/// pressed Ctrl-C twice).
+/// How long a domain virtperf started gets, after Ctrl-C, to power off
+/// on ACPI before it is destroyed: the run must end promptly, and
+/// virtperf's own init ignores ACPI.
+const INTERRUPTED_GRACE: Duration = Duration::from_secs(10);
+
+/// Shuts a domain down: waits briefly for it to power off by itself (it
+/// does after "bye"), asks (ACPI), and destroys it when `limit` has passed.
+/// After Ctrl-C nothing told the guest to stop: it is asked at once and
+/// given at most [`INTERRUPTED_GRACE`]; after a second Ctrl-C it is
+/// destroyed at once.
 fn shut_down(uri: &str, name: &str, limit: Duration) {
+    // Finishing: the state must still be read after Ctrl-C, when this runs.
     let off = || {
         run_bounded(
             virsh_command(uri, &["domstate", "--", name]),
             None,
-            Limits::new(Duration::from_secs(10)),
+            Limits::new(Duration::from_secs(10)).finishing(),
         )
         .map(|o| {
             !o.status.success()
@@ -992,18 +1000,31 @@ fn shut_down(uri: &str, name: &str, limit: Duration) {
         })
         .unwrap_or(false)
     };
+    // Up to `d`, or the grace once interrupted (also while it waits).
     let wait = |d: Duration| {
-        let until = Instant::now() + d;
-        while Instant::now() < until {
+        let start = Instant::now();
+        loop {
             if off() {
                 return true;
             }
+            let d = if signals::interrupted() {
+                d.min(INTERRUPTED_GRACE)
+            } else {
+                d
+            };
+            if start.elapsed() >= d || signals::hurried() {
+                return false;
+            }
             std::thread::sleep(Duration::from_millis(250));
         }
-        off()
+    };
+    let by_itself = if signals::interrupted() {
+        Duration::ZERO
+    } else {
+        Duration::from_secs(5)
     };
     if !signals::hurried() {
-        if wait(Duration::from_secs(5)) {
+        if wait(by_itself) {
             return;
         }
         run_cleanup(
