@@ -814,3 +814,66 @@ fn ctrl_c_in_an_existing_domain_shuts_it_off_unchanged() {
     run.ctrl_c(Some(&dom.name));
     unchanged(what);
 }
+
+/// A domain reached over its network whose address libvirt never reports
+/// (a user-mode NIC: no DHCP lease libvirt sees, no guest agent; the guest
+/// is a BIOS with nothing to boot): refused after timeout= with the fix,
+/// and the domain virtperf started is shut off again. The success path
+/// (ssh to the reported address) needs a guest with sshd and a DHCP
+/// client on a libvirt network, which virtperf's initramfs is not.
+#[test]
+fn a_domain_whose_address_never_shows_is_refused_after_the_timeout() {
+    let _serial = serial();
+    let Some(_daemon) = Daemon::get() else {
+        return;
+    };
+    let name = format!("virtperf-test-noaddr-{}", std::process::id());
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("domain.xml");
+    std::fs::write(
+        &file,
+        format!(
+            "<domain type='qemu'><name>{name}</name><memory unit='MiB'>64</memory><vcpu>1</vcpu>\
+             <os><type arch='x86_64' machine='q35'>hvm</type></os>\
+             <devices><interface type='user'><model type='virtio'/></interface>\
+             <memballoon model='none'/></devices></domain>"
+        ),
+    )
+    .unwrap();
+    let (ok, out) = virsh(&["define", &file.display().to_string()]);
+    assert!(ok, "{out}");
+    struct Undefine(String);
+    impl Drop for Undefine {
+        fn drop(&mut self) {
+            let _ = virsh(&["destroy", &self.0]);
+            let _ = virsh(&["undefine", &self.0]);
+        }
+    }
+    let _undefine = Undefine(name.clone());
+    let tmp = private_tmp();
+    let t = Instant::now();
+    virtperf()
+        .env("TMPDIR", tmp.path())
+        .args([
+            "cpu",
+            "--events=10",
+            "--env",
+            &format!("libvirt:domain={name},timeout=5"),
+        ])
+        .timeout(Duration::from_secs(60))
+        .assert()
+        .failure()
+        .stderr(
+            predicate::str::contains("has no address libvirt reports within 5 s")
+                .and(predicate::str::contains("virsh domifaddr"))
+                .and(predicate::str::contains("timeout=")),
+        );
+    eprintln!("refused after {:.1} s", t.elapsed().as_secs_f64());
+    assert!(t.elapsed() < Duration::from_secs(40), "{:?}", t.elapsed());
+    assert_eq!(virsh(&["domstate", &name]).1.trim(), "shut off");
+    assert!(
+        leftovers(tmp.path()).is_empty(),
+        "{:?}",
+        leftovers(tmp.path())
+    );
+}
