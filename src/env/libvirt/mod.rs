@@ -1170,9 +1170,12 @@ impl Environment for LibvirtEnvironment {
     }
 
     fn route_to_env(&self, _index: usize, _forwarded: Option<(u16, u16)>) -> Result<Route> {
+        let peer = &crate::workload::net::PEER;
         bail!(
-            "--env {}: a server inside a libvirt guest is not reachable from the host here (libvirt's user-mode network forwards no port): run the server on the host (the default --server placement)",
-            self.spec.text
+            "--env {}: a server inside a libvirt guest is not reachable from the host here (libvirt's user-mode network forwards no port): leave out --{}={}, so the server runs on the host and the guest dials it",
+            self.spec.text,
+            peer.placement_option,
+            peer.placement_env
         )
     }
 }
@@ -1204,6 +1207,24 @@ mod tests {
         assert!(e("libvirt:domain=web,count=2").contains("count="));
         assert!(env("libvirt:uri=qemu+ssh://far/system,domain=web").is_ok());
         assert!(env("libvirt:uri=qemu:///session,vcpus=1,memory=1g,cpu=qemu64").is_ok());
+    }
+
+    #[test]
+    fn network_tests_that_cannot_run_are_refused_naming_the_option_and_the_fix() {
+        let e = |t: &str, inside: bool| {
+            let env = env(t).unwrap();
+            let r = if inside {
+                env.route_to_env(0, None)
+            } else {
+                env.route_to_host(0)
+            };
+            r.err().map(|e| e.to_string()).unwrap_or_default()
+        };
+        assert!(e("libvirt", true).contains("leave out --net-server=env"));
+        assert!(e("libvirt:domain=web", false).contains("leave domain= out"));
+        assert!(e("libvirt:net=none", false).contains("leave net=none out"));
+        let to_host = env("libvirt").unwrap().route_to_host(0).unwrap();
+        assert_eq!(to_host.dial_ip, std::net::IpAddr::from([10, 0, 2, 2]));
     }
 
     #[test]
