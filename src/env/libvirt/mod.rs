@@ -1085,6 +1085,14 @@ impl Environment for LibvirtEnvironment {
     }
 
     fn prepare(&mut self, _obs: &dyn Observer) -> Result<()> {
+        // A network test that cannot run here is refused before a guest
+        // boots for it, with the reason its route gives.
+        if self.need.to_env {
+            self.route_to_env(0, None)?;
+        }
+        if self.need.to_host {
+            self.route_to_host(0)?;
+        }
         if self.dir.is_some() || self.domain().is_some() {
             return Ok(());
         }
@@ -1225,6 +1233,18 @@ mod tests {
         assert!(e("libvirt:net=none", false).contains("leave net=none out"));
         let to_host = env("libvirt").unwrap().route_to_host(0).unwrap();
         assert_eq!(to_host.dial_ip, std::net::IpAddr::from([10, 0, 2, 2]));
+        // Refused in prepare, before anything is built or booted.
+        let prepared = |t: &str, to_host: bool, to_env: bool| {
+            let mut env = env(t).unwrap();
+            env.use_network(NetNeed { to_host, to_env });
+            env.prepare(&crate::core::observer::Silent)
+                .err()
+                .map(|e| e.to_string())
+                .unwrap_or_default()
+        };
+        assert!(prepared("libvirt", true, true).contains("--net-server=env"));
+        assert!(prepared("libvirt:domain=web", true, false).contains("leave domain= out"));
+        assert!(prepared("libvirt:net=none", true, false).contains("leave net=none out"));
     }
 
     #[test]
