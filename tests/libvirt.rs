@@ -526,3 +526,354 @@ fn ctrl_c_during_boot_leaves_no_domain_socket_or_file() {
         .collect();
     assert!(left.is_empty(), "{left:?}");
 }
+
+/// A virtperf run to interrupt: its own process group (only our signal
+/// reaches it), a private TMPDIR, its stderr in a file (a pipe would stay
+/// open as long as anything it started).
+struct Interruptible {
+    what: String,
+    tmp: tempfile::TempDir,
+    child: std::process::Child,
+    stderr: tempfile::NamedTempFile,
+    /// A comparison's store.
+    out: tempfile::TempDir,
+}
+
+impl Interruptible {
+    fn start(what: &str, args: &[&str]) -> Interruptible {
+        use std::os::unix::process::CommandExt;
+        let tmp = private_tmp();
+        let out = tempfile::tempdir().unwrap();
+        let stderr = tempfile::NamedTempFile::new().unwrap();
+        let mut cmd = Command::new(assert_cmd::cargo::cargo_bin("virtperf"));
+        for a in args {
+            // `OUT` stands for the comparison's store.
+            cmd.arg(if *a == "OUT" {
+                out.path().to_str().unwrap()
+            } else {
+                a
+            });
+        }
+        let child = cmd
+            .env("TMPDIR", tmp.path())
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(stderr.reopen().unwrap())
+            .process_group(0)
+            .spawn()
+            .unwrap();
+        eprintln!("{what}");
+        Interruptible {
+            what: what.into(),
+            tmp,
+            child,
+            stderr,
+            out,
+        }
+    }
+
+    fn stderr(&self) -> String {
+        std::fs::read_to_string(self.stderr.path()).unwrap_or_default()
+    }
+
+    /// Waits (at most 120 s) for `ready`, the phase to interrupt.
+    fn wait_for(&mut self, phase: &str, mut ready: impl FnMut(&Self) -> bool) {
+        let got = common::wait_until(Duration::from_secs(120), || ready(self));
+        if !got {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+        assert!(
+            got,
+            "{}: never reached {phase}: {}",
+            self.what,
+            self.stderr()
+        );
+    }
+
+    /// (env, entry) of every result stored so far.
+    fn stored(&self) -> Vec<(String, i64)> {
+        let path = self.out.path().join("results.db");
+        if !path.exists() {
+            return Vec::new();
+        }
+        let Ok(db) = rusqlite::Connection::open(path) else {
+            return Vec::new();
+        };
+        let Ok(mut q) = db.prepare("SELECT env, entry FROM runs WHERE doc IS NOT NULL") else {
+            return Vec::new();
+        };
+        q.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+            .map(|rows| rows.flatten().collect())
+            .unwrap_or_default()
+    }
+
+    /// Ctrl-C: the run ends within 30 s with exit code 130 and leaves
+    /// nothing in its TMPDIR and no QEMU whose command line has its TMPDIR
+    /// (a transient domain's files are there) or `marker`. The run's stderr.
+    fn ctrl_c(mut self, marker: Option<&str>) -> String {
+        let sent = Instant::now();
+        let ended =
+            common::signal_and_wait(&mut self.child, &[libc::SIGINT], Duration::from_secs(30));
+        let status = self.child.wait().unwrap();
+        let err = self.stderr();
+        // Where it was: its last progress line before the interrupt's.
+        let last: Vec<&str> = err.lines().rev().take(3).collect();
+        eprintln!(
+            "{}: ended {:.1} s after Ctrl-C; its last lines: {last:?}",
+            self.what,
+            sent.elapsed().as_secs_f64()
+        );
+        assert!(
+            ended,
+            "{}: still running 30 s after Ctrl-C: {err}",
+            self.what
+        );
+        assert_eq!(status.code(), Some(130), "{}: {err}", self.what);
+        let tmp = self.tmp.path().display().to_string();
+        assert!(
+            common::wait_until(Duration::from_secs(5), || qemu_with(&tmp).is_empty()
+                && marker.is_none_or(|m| qemu_with(m).is_empty())),
+            "{}: QEMU left running: {:?} {:?}",
+            self.what,
+            qemu_with(&tmp),
+            marker.map(qemu_with)
+        );
+        let left = leftovers(self.tmp.path());
+        assert!(left.is_empty(), "{}: left {left:?}: {err}", self.what);
+        err
+    }
+}
+
+/// QEMU processes whose command line has `marker`.
+fn qemu_with(marker: &str) -> Vec<u32> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(pid) = e.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        let cmdline = std::fs::read(e.path().join("cmdline")).unwrap_or_default();
+        let cmdline = String::from_utf8_lossy(&cmdline);
+        if cmdline.contains("qemu-system-") && cmdline.contains(marker) {
+            out.push(pid);
+        }
+    }
+    out
+}
+
+/// A suite of a short entry and a long one: once the short one's result
+/// is stored, the long one runs in the environment (it runs both entries
+/// back to back, before the host runs the second).
+fn short_then_long(dir: &Path) -> String {
+    let suite = dir.join("suite.toml");
+    std::fs::write(
+        &suite,
+        "[[run]]\nworkload = \"cpu\"\ncpu_max_prime = 2000\nevents = 20\n\n\
+         [[run]]\nworkload = \"cpu\"\ncpu_max_prime = 2000\ntime = 30\n",
+    )
+    .unwrap();
+    suite.display().to_string()
+}
+
+/// Ctrl-C while a transient domain runs the workload, and while the
+/// second transient domain of `reboot=each-run` boots between runs: exit
+/// 130 within 30 s, libvirt's domains as before, no file, no QEMU.
+#[test]
+fn ctrl_c_while_a_transient_domain_measures_or_reboots_leaves_nothing() {
+    let _serial = serial();
+    let Some(_daemon) = Daemon::get() else {
+        return;
+    };
+    let before = domains();
+    let suites = tempfile::tempdir().unwrap();
+    let suite = short_then_long(suites.path());
+    let env = "libvirt:vcpus=1,memory=256m,disk=64m,net=none,name=lv";
+
+    let mut run = Interruptible::start(
+        "transient, measuring",
+        &[
+            "compare", "--suite", &suite, "--env", env, "--repeat", "1", "--out", "OUT",
+        ],
+    );
+    run.wait_for("the second entry", |run| {
+        run.stored().iter().any(|(e, i)| e == "lv" && *i == 0)
+    });
+    // The long entry runs in the guest now.
+    std::thread::sleep(Duration::from_millis(500));
+    run.ctrl_c(None);
+    assert_eq!(domains(), before);
+
+    let each = format!("{env},reboot=each-run");
+    let mut run = Interruptible::start(
+        "transient, reboot=each-run, the second boot",
+        &[
+            "compare",
+            "--env",
+            &each,
+            "--repeat",
+            "2",
+            "--out",
+            "OUT",
+            "cpu",
+            "--events=20",
+        ],
+    );
+    let mut first = None;
+    run.wait_for("the second domain", |_| {
+        let new: Vec<String> = domains()
+            .into_iter()
+            .filter(|d| !before.contains(d))
+            .collect();
+        match (&first, new.first()) {
+            (None, Some(d)) => {
+                first = Some(d.clone());
+                false
+            }
+            (Some(f), Some(d)) => d != f,
+            _ => false,
+        }
+    });
+    run.ctrl_c(None);
+    assert_eq!(domains(), before);
+}
+
+/// Ctrl-C in an existing domain (`domain=`, with `snapshot=`) that
+/// virtperf started: while the workload runs, and between the runs of
+/// `reboot=each-run` (the guest powering off, the revert, the second
+/// start). Each time: exit 130 within 30 s, the domain shut off again and
+/// as it was (its definition, its snapshots, its directory), no file in
+/// the TMPDIR, no QEMU.
+#[test]
+fn ctrl_c_in_an_existing_domain_shuts_it_off_unchanged() {
+    let _serial = serial();
+    let Some(_daemon) = Daemon::get() else {
+        return;
+    };
+    if !common::succeeds(&["qemu-img", "--version"]) {
+        skip("qemu-img is missing (apt-get install qemu-utils): a snapshot needs a qcow2 disk");
+        return;
+    }
+    let dom = TestDomain::define_with("ctrlc", 1, true, true);
+    let (ok, out) = virsh(&["snapshot-create-as", &dom.name, "base"]);
+    assert!(ok, "{out}");
+    let snapshots = || virsh(&["snapshot-list", "--name", &dom.name]).1;
+    let defined = || virsh(&["dumpxml", "--inactive", &dom.name]).1;
+    // Its console log is the domain's own (it is made when it runs).
+    let files = || {
+        let mut f = common::entries(dom.dir.path());
+        f.retain(|n| n != "console.log");
+        f.sort();
+        f
+    };
+    let (xml, snaps, dir) = (defined(), snapshots(), files());
+    let before = domains();
+    let unchanged = |what: &str| {
+        assert_eq!(dom.state(), "shut off", "{what}");
+        assert_eq!(domains(), before, "{what}");
+        assert_eq!(defined(), xml, "{what}");
+        assert_eq!(snapshots(), snaps, "{what}");
+        assert_eq!(files(), dir, "{what}");
+    };
+    let suites = tempfile::tempdir().unwrap();
+    let suite = short_then_long(suites.path());
+    let env = format!("libvirt:domain={},snapshot=base,name=dom", dom.name);
+
+    let what = "domain=, measuring";
+    let mut run = Interruptible::start(
+        what,
+        &[
+            "compare", "--suite", &suite, "--env", &env, "--repeat", "1", "--out", "OUT",
+        ],
+    );
+    run.wait_for("the second entry", |run| {
+        run.stored().iter().any(|(e, i)| e == "dom" && *i == 0)
+    });
+    std::thread::sleep(Duration::from_millis(500));
+    run.ctrl_c(Some(&dom.name));
+    unchanged(what);
+
+    let what = "domain=, reboot=each-run, between runs";
+    let each = format!("{env},reboot=each-run");
+    let mut run = Interruptible::start(
+        what,
+        &[
+            "compare",
+            "--env",
+            &each,
+            "--repeat",
+            "2",
+            "--out",
+            "OUT",
+            "cpu",
+            "--events=20",
+        ],
+    );
+    run.wait_for("the first result", |run| {
+        run.stored().iter().any(|(e, _)| e == "dom")
+    });
+    run.ctrl_c(Some(&dom.name));
+    unchanged(what);
+}
+
+/// A domain reached over its network whose address libvirt never reports
+/// (a user-mode NIC: no DHCP lease libvirt sees, no guest agent; the guest
+/// is a BIOS with nothing to boot): refused after timeout= with the fix,
+/// and the domain virtperf started is shut off again. The success path
+/// (ssh to the reported address) needs a guest with sshd and a DHCP
+/// client on a libvirt network, which virtperf's initramfs is not.
+#[test]
+fn a_domain_whose_address_never_shows_is_refused_after_the_timeout() {
+    let _serial = serial();
+    let Some(_daemon) = Daemon::get() else {
+        return;
+    };
+    let name = format!("virtperf-test-noaddr-{}", std::process::id());
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("domain.xml");
+    std::fs::write(
+        &file,
+        format!(
+            "<domain type='qemu'><name>{name}</name><memory unit='MiB'>64</memory><vcpu>1</vcpu>\
+             <os><type arch='x86_64' machine='q35'>hvm</type></os>\
+             <devices><interface type='user'><model type='virtio'/></interface>\
+             <memballoon model='none'/></devices></domain>"
+        ),
+    )
+    .unwrap();
+    let (ok, out) = virsh(&["define", &file.display().to_string()]);
+    assert!(ok, "{out}");
+    struct Undefine(String);
+    impl Drop for Undefine {
+        fn drop(&mut self) {
+            let _ = virsh(&["destroy", &self.0]);
+            let _ = virsh(&["undefine", &self.0]);
+        }
+    }
+    let _undefine = Undefine(name.clone());
+    let tmp = private_tmp();
+    let t = Instant::now();
+    virtperf()
+        .env("TMPDIR", tmp.path())
+        .args([
+            "cpu",
+            "--events=10",
+            "--env",
+            &format!("libvirt:domain={name},timeout=5"),
+        ])
+        .timeout(Duration::from_secs(60))
+        .assert()
+        .failure()
+        .stderr(
+            predicate::str::contains("has no address libvirt reports within 5 s")
+                .and(predicate::str::contains("virsh domifaddr"))
+                .and(predicate::str::contains("timeout=")),
+        );
+    eprintln!("refused after {:.1} s", t.elapsed().as_secs_f64());
+    assert!(t.elapsed() < Duration::from_secs(40), "{:?}", t.elapsed());
+    assert_eq!(virsh(&["domstate", &name]).1.trim(), "shut off");
+    assert!(
+        leftovers(tmp.path()).is_empty(),
+        "{:?}",
+        leftovers(tmp.path())
+    );
+}

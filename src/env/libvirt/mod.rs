@@ -974,15 +974,23 @@ fn virsh_command(uri: &str, args: &[&str]) -> Command {
     cmd
 }
 
-/// Shuts a domain down: waits briefly for it to power off by itself, asks
-/// (ACPI), and destroys it when `limit` has passed (at once when the user
-/// pressed Ctrl-C twice).
+/// How long a domain virtperf started gets, after Ctrl-C, to power off
+/// on ACPI before it is destroyed: the run must end promptly, and
+/// virtperf's own init ignores ACPI.
+const INTERRUPTED_GRACE: Duration = Duration::from_secs(10);
+
+/// Shuts a domain down: waits briefly for it to power off by itself (it
+/// does after "bye"), asks (ACPI), and destroys it when `limit` has passed.
+/// After Ctrl-C nothing told the guest to stop: it is asked at once and
+/// given at most [`INTERRUPTED_GRACE`]; after a second Ctrl-C it is
+/// destroyed at once.
 fn shut_down(uri: &str, name: &str, limit: Duration) {
+    // Finishing: the state must still be read after Ctrl-C, when this runs.
     let off = || {
         run_bounded(
             virsh_command(uri, &["domstate", "--", name]),
             None,
-            Limits::new(Duration::from_secs(10)),
+            Limits::new(Duration::from_secs(10)).finishing(),
         )
         .map(|o| {
             !o.status.success()
@@ -992,18 +1000,31 @@ fn shut_down(uri: &str, name: &str, limit: Duration) {
         })
         .unwrap_or(false)
     };
+    // Up to `d`, or the grace once interrupted (also while it waits).
     let wait = |d: Duration| {
-        let until = Instant::now() + d;
-        while Instant::now() < until {
+        let start = Instant::now();
+        loop {
             if off() {
                 return true;
             }
+            let d = if signals::interrupted() {
+                d.min(INTERRUPTED_GRACE)
+            } else {
+                d
+            };
+            if start.elapsed() >= d || signals::hurried() {
+                return false;
+            }
             std::thread::sleep(Duration::from_millis(250));
         }
-        off()
+    };
+    let by_itself = if signals::interrupted() {
+        Duration::ZERO
+    } else {
+        Duration::from_secs(5)
     };
     if !signals::hurried() {
-        if wait(Duration::from_secs(5)) {
+        if wait(by_itself) {
             return;
         }
         run_cleanup(
@@ -1064,6 +1085,14 @@ impl Environment for LibvirtEnvironment {
     }
 
     fn prepare(&mut self, _obs: &dyn Observer) -> Result<()> {
+        // A network test that cannot run here is refused before a guest
+        // boots for it, with the reason its route gives.
+        if self.need.to_env {
+            self.route_to_env(0, None)?;
+        }
+        if self.need.to_host {
+            self.route_to_host(0)?;
+        }
         if self.dir.is_some() || self.domain().is_some() {
             return Ok(());
         }
@@ -1149,9 +1178,12 @@ impl Environment for LibvirtEnvironment {
     }
 
     fn route_to_env(&self, _index: usize, _forwarded: Option<(u16, u16)>) -> Result<Route> {
+        let peer = &crate::workload::net::PEER;
         bail!(
-            "--env {}: a server inside a libvirt guest is not reachable from the host here (libvirt's user-mode network forwards no port): run the server on the host (the default --server placement)",
-            self.spec.text
+            "--env {}: a server inside a libvirt guest is not reachable from the host here (libvirt's user-mode network forwards no port): leave out --{}={}, so the server runs on the host and the guest dials it",
+            self.spec.text,
+            peer.placement_option,
+            peer.placement_env
         )
     }
 }
@@ -1183,6 +1215,36 @@ mod tests {
         assert!(e("libvirt:domain=web,count=2").contains("count="));
         assert!(env("libvirt:uri=qemu+ssh://far/system,domain=web").is_ok());
         assert!(env("libvirt:uri=qemu:///session,vcpus=1,memory=1g,cpu=qemu64").is_ok());
+    }
+
+    #[test]
+    fn network_tests_that_cannot_run_are_refused_naming_the_option_and_the_fix() {
+        let e = |t: &str, inside: bool| {
+            let env = env(t).unwrap();
+            let r = if inside {
+                env.route_to_env(0, None)
+            } else {
+                env.route_to_host(0)
+            };
+            r.err().map(|e| e.to_string()).unwrap_or_default()
+        };
+        assert!(e("libvirt", true).contains("leave out --net-server=env"));
+        assert!(e("libvirt:domain=web", false).contains("leave domain= out"));
+        assert!(e("libvirt:net=none", false).contains("leave net=none out"));
+        let to_host = env("libvirt").unwrap().route_to_host(0).unwrap();
+        assert_eq!(to_host.dial_ip, std::net::IpAddr::from([10, 0, 2, 2]));
+        // Refused in prepare, before anything is built or booted.
+        let prepared = |t: &str, to_host: bool, to_env: bool| {
+            let mut env = env(t).unwrap();
+            env.use_network(NetNeed { to_host, to_env });
+            env.prepare(&crate::core::observer::Silent)
+                .err()
+                .map(|e| e.to_string())
+                .unwrap_or_default()
+        };
+        assert!(prepared("libvirt", true, true).contains("--net-server=env"));
+        assert!(prepared("libvirt:domain=web", true, false).contains("leave domain= out"));
+        assert!(prepared("libvirt:net=none", true, false).contains("leave net=none out"));
     }
 
     #[test]
