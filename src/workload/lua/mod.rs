@@ -12,8 +12,12 @@
 
 mod options;
 mod rand;
+mod shipped;
 mod sql;
 mod state;
+
+pub use shipped::{ScriptJob, ScriptWire, DEF, MAX_SCRIPT_BYTES};
+pub use state::Output;
 
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -70,6 +74,31 @@ pub fn is_script(word: &str) -> bool {
     word.ends_with(".lua") || (word.contains('/') && Path::new(word).is_file())
 }
 
+/// A script's text and the name it goes by.
+#[derive(Debug, Clone)]
+pub struct Source {
+    /// As given on the command line (messages, the chunk's name,
+    /// `sysbench.cmdline.script_path`); a shipped script's file name.
+    pub path: String,
+    pub text: Arc<[u8]>,
+    /// Shipped into an environment, without the files beside it.
+    pub shipped: bool,
+}
+
+impl Source {
+    /// Reads the script at `path` (as sysbench words a missing one).
+    pub fn read(path: &str) -> Result<Source> {
+        let text = std::fs::read(path).map_err(|e| {
+            anyhow!("Cannot find benchmark '{path}': no such built-in test, file or module ({e})")
+        })?;
+        Ok(Source {
+            path: path.to_string(),
+            text: text.into(),
+            shipped: false,
+        })
+    }
+}
+
 /// A script loaded in its main state, its command line parsed.
 pub struct Script {
     shared: Arc<Shared>,
@@ -92,18 +121,18 @@ pub enum Refusal {
 }
 
 impl Script {
-    /// Loads `script` (its top level runs, as in sysbench) and parses
+    /// Loads `source` (its top level runs, as in sysbench) and parses
     /// `args`, its options and command word. `default_run`: no command
     /// word means `run` (virtperf's form; sysbench requires one).
-    /// `output_to_stderr`: what the script prints goes to standard error
-    /// (standard output carries a JSON document).
+    /// `output`: where what the script prints goes.
     pub fn load(
-        script: &str,
+        source: Source,
         args: &[String],
         program: &str,
         default_run: bool,
-        output_to_stderr: bool,
+        output: Output,
     ) -> Result<std::result::Result<Script, Refusal>> {
+        let script = source.path.as_str();
         let guess = args
             .iter()
             .find(|a| !a.starts_with('-'))
@@ -117,8 +146,10 @@ impl Script {
             command: guess,
             before: rand_config(None),
             parsed: OnceLock::new(),
+            source: Arc::clone(&source.text),
+            shipped: source.shipped,
             db_used: AtomicBool::new(false),
-            output_to_stderr: AtomicBool::new(output_to_stderr),
+            output,
         });
         let main = state::new_state(&shared, None, Arc::new(Counters::default()))?;
         let own = options::declared(&main, script)?;
@@ -447,6 +478,18 @@ impl Script {
         observer: Arc<dyn Observer>,
         announce: &mut dyn FnMut(bool),
     ) -> Result<(Executed, bool)> {
+        self.execute_in("host", "host", observer, announce)
+    }
+
+    /// [`Script::execute`], fingerprinted as environment `env_name` of
+    /// `env_kind`.
+    pub fn execute_in(
+        &self,
+        env_name: &str,
+        env_kind: &str,
+        observer: Arc<dyn Observer>,
+        announce: &mut dyn FnMut(bool),
+    ) -> Result<(Executed, bool)> {
         let engine = EngineOptions::from_values(&self.values, observer);
         let started_at = now_rfc3339_ms();
         let sampler = monitor::Sampler::start();
@@ -459,7 +502,7 @@ impl Script {
             schema: SCHEMA.to_string(),
             workload: name,
             params,
-            env: fingerprint::take("host", "host"),
+            env: fingerprint::take(env_name, env_kind),
             started_at,
             duration_s: m.duration.as_secs_f64(),
             events: m.events,
