@@ -511,3 +511,130 @@ fn a_script_too_big_to_ship_is_refused_before_anything_starts() {
     assert_eq!(out.status.code(), Some(2));
     assert!(text(&out).1.contains("give run"), "{:?}", text(&out));
 }
+
+#[test]
+fn hooks_report_intermediate_figures_and_see_restarted_events() {
+    let dir = tempfile::tempdir().unwrap();
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/lua/hooks.lua");
+    let script = script.to_str().unwrap();
+    let d = format!("--oltp-dir={}", dir.path().display());
+    let restarts_and_calls = |text: &str| -> (u64, u64) {
+        let line = text
+            .lines()
+            .find_map(|l| l.strip_prefix("restarts "))
+            .unwrap_or_else(|| panic!("no restarts line: {text}"));
+        let words: Vec<&str> = line.split(' ').collect();
+        (words[0].parse().unwrap(), words[2].parse().unwrap())
+    };
+
+    // Every restarted event went through before_restart_event: two
+    // restarts per event, one of them an ignored SQL error.
+    let out = run_in(
+        dir.path(),
+        &[
+            script,
+            &d,
+            "--own-report=off",
+            "--events=5",
+            "--json",
+            "run",
+        ],
+    );
+    let doc = json_of(&out, "hooks.lua --json");
+    assert_eq!(doc["events"], 5);
+    assert_eq!(doc["details"]["ignored_errors"], 5, "{doc}");
+    assert_eq!(restarts_and_calls(&text(&out).1), (10, 15));
+
+    // The script's own interim reports, every second.
+    let out = run_in(
+        dir.path(),
+        &[script, &d, "--time=2.5", "--report-interval=1", "run"],
+    );
+    let (stdout, stderr) = text(&out);
+    assert!(out.status.success(), "{stdout}{stderr}");
+    let interims: Vec<&str> = stdout
+        .lines()
+        .filter(|l| l.starts_with("interim "))
+        .collect();
+    assert_eq!(interims.len(), 2, "{stdout}");
+    assert!(interims[0].starts_with("interim t=1 events="), "{stdout}");
+    assert!(interims[1].starts_with("interim t=2 events="), "{stdout}");
+    // sysbench.report_default from inside the hook, in its words.
+    assert!(
+        stdout.contains("[ 1s ] thds: 1 tps: ") && stdout.contains(" err/s "),
+        "{stdout}"
+    );
+    let (restarts, calls) = restarts_and_calls(&stdout);
+    assert!(
+        calls > 0 && calls % 3 == 0 && restarts == calls / 3 * 2,
+        "{stdout}"
+    );
+
+    // Without the hook: sysbench's default line, with the SQL figures.
+    let out = run_in(
+        dir.path(),
+        &[
+            script,
+            &d,
+            "--own-report=off",
+            "--time=1.5",
+            "--report-interval=1",
+            "run",
+        ],
+    );
+    let (stdout, stderr) = text(&out);
+    assert!(out.status.success(), "{stdout}{stderr}");
+    let line = stdout
+        .lines()
+        .find(|l| l.starts_with("[ 1s ] "))
+        .unwrap_or_else(|| panic!("no interim line: {stdout}"));
+    assert!(
+        line.starts_with("[ 1s ] thds: 1 tps: ")
+            && line.contains(" qps: ")
+            && line.contains(" (r/w/o: ")
+            && line.contains(" lat (ms,95%): ")
+            && line.contains(" err/s: ")
+            && line.ends_with(" reconn/s: 0.00"),
+        "{line}"
+    );
+    assert!(!stdout.contains("interim "), "{stdout}");
+
+    // A script without a database: the engine's line.
+    std::fs::write(
+        dir.path().join("nap.lua"),
+        "function event() ffi.C.usleep(10000) end\n",
+    )
+    .unwrap();
+    let out = run_in(
+        dir.path(),
+        &["./nap.lua", "--time=1.5", "--report-interval=1", "run"],
+    );
+    let (stdout, _) = text(&out);
+    assert!(
+        stdout
+            .lines()
+            .any(|l| l.starts_with("[ 1s ] thds: 1 eps: ")),
+        "{stdout}"
+    );
+    // The hook's failure names it and fails the run.
+    std::fs::write(
+        dir.path().join("badhook.lua"),
+        "function event() ffi.C.usleep(10000) end\nsysbench.hooks.report_intermediate = function() error('no report') end\n",
+    )
+    .unwrap();
+    let out = run_in(
+        dir.path(),
+        &["./badhook.lua", "--time=1.5", "--report-interval=1", "run"],
+    );
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = text(&out).1;
+    assert!(
+        stderr.contains("`report_intermediate' function failed") && stderr.contains("no report"),
+        "{stderr}"
+    );
+    assert_eq!(
+        common::entries(dir.path()).len(),
+        2,
+        "only the scripts stay"
+    );
+}
