@@ -343,3 +343,298 @@ fn an_event_that_never_returns_is_stopped_after_time() {
     );
     assert!(took < Duration::from_secs(10), "{took:?}");
 }
+
+fn shipped_script() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/lua/shipped.lua")
+}
+
+/// The containers a virtperf process named after its pid `pid`
+/// (`virtperf-PID-...`) that are still there.
+fn containers_of(pid: u32) -> Vec<String> {
+    let out = std::process::Command::new("docker")
+        .args(["ps", "-aq", "--filter"])
+        .arg(format!("name=^virtperf-{pid}-"))
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&out.stdout)
+        .split_whitespace()
+        .map(str::to_string)
+        .collect()
+}
+
+/// Runs virtperf with `args` in `dir` to its end; its output, and whether
+/// it left a container of its own behind.
+fn run_leaving(dir: &Path, args: &[&std::ffi::OsStr]) -> (Output, Vec<String>) {
+    let child = std::process::Command::new(assert_cmd::cargo::cargo_bin("virtperf"))
+        .current_dir(dir)
+        .args(args)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    let out = child.wait_with_output().unwrap();
+    (out, containers_of(pid))
+}
+
+#[test]
+fn a_script_runs_in_a_container_and_comes_back_as_a_result() {
+    if !common::engine_ok("docker") {
+        return;
+    }
+    let script = shipped_script();
+    let args: Vec<&std::ffi::OsStr> = [script.as_os_str()]
+        .into_iter()
+        .chain(
+            [
+                "--loops=500",
+                "--events=200",
+                "--env",
+                "docker",
+                "--json",
+                "run",
+            ]
+            .map(std::ffi::OsStr::new),
+        )
+        .collect();
+    let (out, left) = run_leaving(Path::new(env!("CARGO_MANIFEST_DIR")), &args);
+    assert!(left.is_empty(), "containers left behind: {left:?}");
+    let doc = json_of(&out, "shipped.lua --env docker");
+    assert_eq!(doc["schema"], "virtperf.result/1");
+    assert_eq!(doc["workload"], "shipped.lua");
+    assert_eq!(doc["env"]["kind"], "docker");
+    assert_eq!(doc["events"], 200);
+    assert_eq!(doc["params"]["loops"], 500.0, "{doc}");
+    assert!(common::metric(&doc, "events_per_sec") > 0.0);
+    assert!(common::metric(&doc, "latency_avg_ms") >= 0.0);
+
+    // A module of its own is not shipped: the error says so.
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("helper.lua"),
+        "return { n = function() return 1 end }\n",
+    )
+    .unwrap();
+    std::fs::write(
+        dir.path().join("needs.lua"),
+        "local helper = require('helper')\nfunction event() helper.n() end\n",
+    )
+    .unwrap();
+    // It runs on the host, where the module is beside it.
+    let here = run_in(dir.path(), &["./needs.lua", "--events=3", "--json", "run"]);
+    json_of(&here, "needs.lua on the host");
+    let (there, left) = run_leaving(
+        dir.path(),
+        &["./needs.lua", "--events=3", "--env", "docker", "run"].map(std::ffi::OsStr::new),
+    );
+    assert!(left.is_empty(), "containers left behind: {left:?}");
+    let (_, stderr) = text(&there);
+    assert_eq!(there.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("module 'helper' not found")
+            && stderr.contains("ships only the script's own file"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn compare_takes_a_script_for_host_and_docker() {
+    if !common::engine_ok("docker") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let script = shipped_script();
+    let out_dir = dir.path().join("out");
+    let mut args: Vec<&std::ffi::OsStr> = [
+        "compare", "--repeat", "2", "--env", "host", "--env", "docker", "--format", "json", "--out",
+    ]
+    .map(std::ffi::OsStr::new)
+    .to_vec();
+    args.extend([out_dir.as_os_str(), script.as_os_str()]);
+    args.extend(["--loops=500", "--time=0.3"].map(std::ffi::OsStr::new));
+    let (out, left) = run_leaving(dir.path(), &args);
+    assert!(left.is_empty(), "containers left behind: {left:?}");
+    assert!(out.status.success(), "{:?}", text(&out));
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let entries = report["entries"].as_array().unwrap();
+    assert_eq!(entries.len(), 1, "{report}");
+    let text = entries[0].to_string();
+    assert!(text.contains("shipped.lua"), "{text}");
+    let metric = entries[0]["metrics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["name"] == "events_per_sec")
+        .unwrap_or_else(|| panic!("no events_per_sec: {text}"));
+    for env in ["host", "docker"] {
+        let per_env = metric["per_env"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|p| p["env"] == env)
+            .unwrap_or_else(|| panic!("{env} has no events_per_sec: {metric}"));
+        let samples = per_env["samples"].as_array().unwrap();
+        assert_eq!(samples.len(), 2, "{env}: {per_env}");
+        assert!(
+            samples.iter().all(|v| v.as_f64().unwrap() > 0.0),
+            "{per_env}"
+        );
+    }
+}
+
+#[test]
+fn a_script_too_big_to_ship_is_refused_before_anything_starts() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut body = String::from("function event() end\n");
+    while body.len() <= 1 << 20 {
+        body.push_str("-- padding padding padding padding padding padding padding\n");
+    }
+    std::fs::write(dir.path().join("big.lua"), &body).unwrap();
+    for args in [
+        &["./big.lua", "--env", "docker", "run"][..],
+        &["compare", "--env", "host", "./big.lua"][..],
+    ] {
+        let out = run_in(dir.path(), args);
+        let (_, stderr) = text(&out);
+        assert!(!out.status.success(), "{args:?}: {stderr}");
+        assert!(
+            stderr.contains("big.lua") && stderr.contains("at most 1048576 bytes"),
+            "{stderr}"
+        );
+    }
+    // On the host it is no job's cargo: it runs.
+    let out = run_in(dir.path(), &["./big.lua", "--events=1", "--json", "run"]);
+    json_of(&out, "big.lua on the host");
+    // A script's other commands are not an environment's.
+    std::fs::write(dir.path().join("ok.lua"), "function event() end\n").unwrap();
+    let out = run_in(dir.path(), &["./ok.lua", "--env", "host", "prepare"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(text(&out).1.contains("give run"), "{:?}", text(&out));
+}
+
+#[test]
+fn hooks_report_intermediate_figures_and_see_restarted_events() {
+    let dir = tempfile::tempdir().unwrap();
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/lua/hooks.lua");
+    let script = script.to_str().unwrap();
+    let d = format!("--oltp-dir={}", dir.path().display());
+    let restarts_and_calls = |text: &str| -> (u64, u64) {
+        let line = text
+            .lines()
+            .find_map(|l| l.strip_prefix("restarts "))
+            .unwrap_or_else(|| panic!("no restarts line: {text}"));
+        let words: Vec<&str> = line.split(' ').collect();
+        (words[0].parse().unwrap(), words[2].parse().unwrap())
+    };
+
+    // Every restarted event went through before_restart_event: two
+    // restarts per event, one of them an ignored SQL error.
+    let out = run_in(
+        dir.path(),
+        &[
+            script,
+            &d,
+            "--own-report=off",
+            "--events=5",
+            "--json",
+            "run",
+        ],
+    );
+    let doc = json_of(&out, "hooks.lua --json");
+    assert_eq!(doc["events"], 5);
+    assert_eq!(doc["details"]["ignored_errors"], 5, "{doc}");
+    assert_eq!(restarts_and_calls(&text(&out).1), (10, 15));
+
+    // The script's own interim reports, every second.
+    let out = run_in(
+        dir.path(),
+        &[script, &d, "--time=2.5", "--report-interval=1", "run"],
+    );
+    let (stdout, stderr) = text(&out);
+    assert!(out.status.success(), "{stdout}{stderr}");
+    let interims: Vec<&str> = stdout
+        .lines()
+        .filter(|l| l.starts_with("interim "))
+        .collect();
+    assert_eq!(interims.len(), 2, "{stdout}");
+    assert!(interims[0].starts_with("interim t=1 events="), "{stdout}");
+    assert!(interims[1].starts_with("interim t=2 events="), "{stdout}");
+    // sysbench.report_default from inside the hook, in its words.
+    assert!(
+        stdout.contains("[ 1s ] thds: 1 tps: ") && stdout.contains(" err/s "),
+        "{stdout}"
+    );
+    let (restarts, calls) = restarts_and_calls(&stdout);
+    assert!(
+        calls > 0 && calls % 3 == 0 && restarts == calls / 3 * 2,
+        "{stdout}"
+    );
+
+    // Without the hook: sysbench's default line, with the SQL figures.
+    let out = run_in(
+        dir.path(),
+        &[
+            script,
+            &d,
+            "--own-report=off",
+            "--time=1.5",
+            "--report-interval=1",
+            "run",
+        ],
+    );
+    let (stdout, stderr) = text(&out);
+    assert!(out.status.success(), "{stdout}{stderr}");
+    let line = stdout
+        .lines()
+        .find(|l| l.starts_with("[ 1s ] "))
+        .unwrap_or_else(|| panic!("no interim line: {stdout}"));
+    assert!(
+        line.starts_with("[ 1s ] thds: 1 tps: ")
+            && line.contains(" qps: ")
+            && line.contains(" (r/w/o: ")
+            && line.contains(" lat (ms,95%): ")
+            && line.contains(" err/s: ")
+            && line.ends_with(" reconn/s: 0.00"),
+        "{line}"
+    );
+    assert!(!stdout.contains("interim "), "{stdout}");
+
+    // A script without a database: the engine's line.
+    std::fs::write(
+        dir.path().join("nap.lua"),
+        "function event() ffi.C.usleep(10000) end\n",
+    )
+    .unwrap();
+    let out = run_in(
+        dir.path(),
+        &["./nap.lua", "--time=1.5", "--report-interval=1", "run"],
+    );
+    let (stdout, _) = text(&out);
+    assert!(
+        stdout
+            .lines()
+            .any(|l| l.starts_with("[ 1s ] thds: 1 eps: ")),
+        "{stdout}"
+    );
+    // The hook's failure names it and fails the run.
+    std::fs::write(
+        dir.path().join("badhook.lua"),
+        "function event() ffi.C.usleep(10000) end\nsysbench.hooks.report_intermediate = function() error('no report') end\n",
+    )
+    .unwrap();
+    let out = run_in(
+        dir.path(),
+        &["./badhook.lua", "--time=1.5", "--report-interval=1", "run"],
+    );
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = text(&out).1;
+    assert!(
+        stderr.contains("`report_intermediate' function failed") && stderr.contains("no report"),
+        "{stderr}"
+    );
+    assert_eq!(
+        common::entries(dir.path()).len(),
+        2,
+        "only the scripts stay"
+    );
+}

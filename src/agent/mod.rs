@@ -47,6 +47,11 @@ fn run_one(plan: &Plan, wire: &JobWire) -> (Result<ResultDoc>, Option<Job>) {
         Ok(job) => job,
         Err(e) => return (Err(e.into()), None),
     };
+    // A script runs its own prepare and cleanup around its run.
+    if let Some(script) = &job.script {
+        let doc = script.execute(&job.values, &plan.workdir, &plan.env_name, &plan.env_kind);
+        return (doc, None);
+    }
     // A job that writes files starts on settled file systems (sys::settle),
     // after the previous run's writeback and after its own prepare's.
     let writes = job.def.needs.workdir.is_some();
@@ -521,6 +526,43 @@ mod tests {
             "{:?}",
             messages(&out)
         );
+    }
+
+    #[test]
+    fn a_script_runs_from_its_text_with_its_prepare_and_cleanup_around() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("tiny.lua");
+        std::fs::write(
+            &path,
+            "function prepare()\n  local c = sysbench.sql.driver():connect()\n  c:query('CREATE TABLE t (id INTEGER)')\n  c:query('INSERT INTO t VALUES (7)')\nend\n\
+             function cleanup()\n  sysbench.sql.driver():connect():query('DROP TABLE t')\nend\n\
+             function thread_init() con = sysbench.sql.driver():connect() end\n\
+             function event() assert(tonumber(con:query_row('SELECT id FROM t')) == 7) end\n",
+        )
+        .unwrap();
+        let args = vec![path.display().to_string(), "--events=4".to_string()];
+        let wire = Job::from_args(&args).unwrap().to_wire();
+        // Only the text goes: the file is gone.
+        drop(dir);
+        let work = tempfile::tempdir().unwrap();
+        let mut with_dir = serde_json::from_str::<Plan>(&plan(vec![wire], false)).unwrap();
+        with_dir.workdir = work.path().display().to_string();
+        let input = serde_json::to_string(&with_dir).unwrap();
+        let mut out = Vec::new();
+        serve(&mut input.as_bytes(), &mut out).unwrap();
+        let msgs = messages(&out);
+        match &msgs[1] {
+            Message::Result { index: 0, doc } => {
+                assert_eq!(doc.workload, "tiny.lua");
+                assert_eq!(doc.events, 4);
+                assert_eq!(doc.env.name, "test");
+                assert!(doc.metrics.iter().any(|m| m.name == "tps"));
+            }
+            other => panic!("{other:?}"),
+        }
+        assert!(matches!(msgs[2], Message::Done));
+        // The database went with the cleanup's last table.
+        assert_eq!(std::fs::read_dir(work.path()).unwrap().count(), 0);
     }
 
     #[test]

@@ -566,13 +566,13 @@ impl Analysis {
 
 /// What the workload declares about a metric it produced.
 fn metric_def(workload: &str, metric: &str) -> Option<&'static MetricDef> {
-    crate::workload::find(workload)?.metric(metric)
+    crate::workload::def_of_result(workload)?.metric(metric)
 }
 
 /// Whether a metric is one of its workload's headline figures. A workload
 /// this build does not know (an old store) has every metric counted.
 pub fn is_headline(workload: &str, metric: &str) -> bool {
-    match crate::workload::find(workload) {
+    match crate::workload::def_of_result(workload) {
         Some(def) => def.metric(metric).is_some_and(|m| m.headline),
         None => true,
     }

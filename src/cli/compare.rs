@@ -71,12 +71,13 @@ pub fn parse(args: &[String]) -> Result<CompareArgs, CliError> {
     })
 }
 
-/// Splits compare's own options from a trailing workload invocation.
+/// Splits compare's own options from a trailing workload invocation (a
+/// workload's name or a Lua script's path first).
 fn split_args(args: &[String]) -> (Vec<String>, Vec<String>) {
     let mut i = 0;
     while i < args.len() {
         let a = &args[i];
-        if workload::find(a).is_some() {
+        if workload::find(a).is_some() || workload::lua::is_script(a) {
             return (args[..i].to_vec(), args[i..].to_vec());
         }
         // An option taking the next word as its value.

@@ -115,8 +115,8 @@ pub fn usage() -> String {
     let mut out = format!(
         "virtperf {} — measures what virtualization costs\n\n\
          Usage:\n  virtperf <workload> [prepare|run|cleanup|help] [--option=value ...] [--json] [--env SPEC]...\n  \
-         virtperf SCRIPT.lua [--option=value ...] [run|prepare|cleanup|help|COMMAND] [--json]\n  \
-         virtperf compare [--suite quick|standard|FILE] [--baseline SPEC] [--env SPEC]... [--repeat N|auto] [--out DIR] [WORKLOAD ...]\n  \
+         virtperf SCRIPT.lua [--option=value ...] [run|prepare|cleanup|help|COMMAND] [--json] [--env SPEC]...\n  \
+         virtperf compare [--suite quick|standard|FILE] [--baseline SPEC] [--env SPEC]... [--repeat N|auto] [--out DIR] [WORKLOAD|SCRIPT.lua ...]\n  \
          virtperf report [RUN|DIR] [--format FORMAT] [--out FILE]\n  \
          virtperf import --env NAME [--kind KIND] [--out DIR] FILE...   other tools' logs into a results store\n  \
          virtperf envs [--env SPEC]...      which environments this machine can run, and why not\n  \
@@ -132,7 +132,9 @@ pub fn usage() -> String {
         "\nLua scripts: a sysbench 1.0 script (a path, or a name ending in .lua) runs on\n\
          virtperf's engine with sysbench's Lua API: its own options and commands, the\n\
          engine options, --rand-* and the OLTP tests' --db-driver options\n\
-         (`virtperf ./my.lua help` lists a script's options).\n",
+         (`virtperf ./my.lua help` lists a script's options). With --env, and in\n\
+         `virtperf compare`, the script's text (at most 1 MiB; not the files it\n\
+         requires) travels into each environment and runs there.\n",
     );
     out.push('\n');
     out.push_str(&options::render_help(
@@ -282,7 +284,7 @@ pub fn parse_request(args: &[String]) -> Result<Request, CliError> {
         _ => {}
     }
     if workload::lua::is_script(&word) {
-        return Ok(Request::Script(script::parse(&word, &args, false)?));
+        return script::parse(&word, &args, false);
     }
     let def = workload::find(&word).ok_or_else(|| {
         CliError::Usage(format!(

@@ -7,10 +7,12 @@ use std::sync::Arc;
 
 use anyhow::Result;
 
-use super::{summary, OUTPUT};
+use super::{summary, Invocation, Request, OUTPUT};
 use crate::core::observer::{Observer, Terminal};
 use crate::core::options::{self, CliError};
-use crate::workload::lua::{Refusal, Script};
+use crate::env::Spec;
+use crate::workload::lua::{Output, Refusal, Script, Source};
+use crate::workload::Job;
 
 /// A script's command line, its output options taken out.
 #[derive(Debug, Clone)]
@@ -39,29 +41,63 @@ impl std::fmt::Display for Exit {
 impl std::error::Error for Exit {}
 
 /// Separates virtperf's output options (`--json`, `--histogram`,
-/// `--verbosity`) from the script's arguments.
-pub fn parse(script: &str, args: &[String], persona: bool) -> Result<ScriptInvocation, CliError> {
-    let ours: Vec<&str> = ["json", "histogram", "verbosity", "env", "start-at"].to_vec();
-    let (mine, theirs): (Vec<String>, Vec<String>) = args.iter().cloned().partition(|a| {
-        a.strip_prefix("--")
-            .map(|b| b.split('=').next().unwrap_or(b))
-            .is_some_and(|n| ours.contains(&n))
-    });
+/// `--verbosity`, `--env`, `--start-at`) from the script's arguments. With
+/// `--env`, the script becomes a job that travels into each environment,
+/// run there as a workload's job is.
+pub fn parse(script: &str, args: &[String], persona: bool) -> Result<Request, CliError> {
+    const FLAGS: &[&str] = &["json", "histogram"];
+    const VALUED: &[&str] = &["verbosity", "env", "start-at"];
+    let (mut mine, mut theirs) = (Vec::new(), Vec::new());
+    let mut it = args.iter();
+    while let Some(a) = it.next() {
+        let name = a
+            .strip_prefix("--")
+            .map(|b| b.split('=').next().unwrap_or(b));
+        match name {
+            Some(n) if FLAGS.contains(&n) => mine.push(a.clone()),
+            Some(n) if VALUED.contains(&n) => {
+                mine.push(a.clone());
+                // `--env docker`: the value is the next word.
+                if !a.contains('=') {
+                    mine.extend(it.next().cloned());
+                }
+            }
+            _ => theirs.push(a.clone()),
+        }
+    }
     let (values, _) = options::parse(&[OUTPUT], &mine, script)?;
-    if values.was_given("env") || values.was_given("start-at") {
+    let envs = values
+        .list("env")
+        .iter()
+        .map(|s| Spec::parse(s))
+        .collect::<Result<Vec<_>, _>>()?;
+    if !envs.is_empty() {
+        return Ok(Request::Workload(Invocation {
+            job: Job::from_script(script, &theirs)?,
+            json: values.flag("json"),
+            histogram: values.flag("histogram"),
+            verbosity: values.int("verbosity"),
+            envs,
+            start_at: match values.text("start-at") {
+                "" => None,
+                t => Some(crate::core::start_at::check(t)?),
+            },
+        }));
+    }
+    if values.was_given("start-at") {
         return Err(CliError::Usage(
-            "--env and --start-at do not take a Lua script yet: run the script on the host, or inside the environment"
+            "--start-at takes a Lua script only with --env (its runs in environments start together): add --env SPEC, or leave --start-at out"
                 .into(),
         ));
     }
-    Ok(ScriptInvocation {
+    Ok(Request::Script(ScriptInvocation {
         script: script.to_string(),
         args: theirs,
         json: values.flag("json"),
         histogram: values.flag("histogram"),
         verbosity: values.int("verbosity"),
         persona,
-    })
+    }))
 }
 
 fn show(s: &str) {
@@ -77,7 +113,13 @@ pub fn main(inv: &ScriptInvocation) -> Result<()> {
     if text && !inv.persona {
         show(&format!("{}\n\n", super::banner()));
     }
-    let script = match Script::load(&inv.script, &inv.args, program, !inv.persona, inv.json)? {
+    let output = if inv.json {
+        Output::Stderr
+    } else {
+        Output::Stdout
+    };
+    let source = Source::read(&inv.script)?;
+    let script = match Script::load(source, &inv.args, program, !inv.persona, output)? {
         Ok(s) => s,
         Err(refusal) => return refuse(inv, refusal),
     };

@@ -118,7 +118,7 @@ pub fn front(args: &[String]) -> Result<(String, Request), Answer> {
             eprint!("{stderr}");
         }
         return match super::script::parse(test, &rest, true) {
-            Ok(inv) => Ok((head, Request::Script(inv))),
+            Ok(request) => Ok((head, request)),
             Err(e) => Err(refuse(head, format!("{}\n", message(&e, args)))),
         };
     }

@@ -95,8 +95,9 @@ pub fn settings(margin_pct: f64) -> VerdictSettings {
 
 pub fn help() -> String {
     format!(
-        "virtperf compare [options] [WORKLOAD [workload options]]\n\n\
-         Runs a suite (or one workload given after the options) on the baseline and on every\n\
+        "virtperf compare [options] [WORKLOAD|SCRIPT.lua [its options]]\n\n\
+         Runs a suite (or one workload or sysbench Lua script given after the options; a\n\
+         script's text, at most 1 MiB, travels into each environment) on the baseline and on every\n\
          environment, each entry in every environment back to back with the order rotated,\n\
          stores every result in --out/results.db as it arrives, and reports each environment\n\
          against the baseline: a headline summary with the ratio, its 95% interval, overhead\n\
@@ -109,6 +110,7 @@ pub fn help() -> String {
          sequences on the runs paired by round, so looking after every round costs nothing.\n\
          --repeat N runs N fixed rounds, judged by Welch's t on logs, Holm-corrected.\n\n{}\n\
          Examples:\n  virtperf compare\n  virtperf compare --env host --env docker:cpus=0.5 --repeat 3 cpu --time=2\n  \
+         virtperf compare --env host --env docker --repeat 3 ./my.lua --time=2\n  \
          virtperf compare --suite standard --env qemu:smp=2 --budget 7200\n",
         options::render_help("Options", OPTIONS)
     ) + &format!("\nFormats: {}\n\n{}", report::format_names(), env::help())
@@ -408,8 +410,9 @@ mod seconds {
     }
 }
 
-/// A digest of what a plan runs (every job's arguments, in order, and the
-/// environments), to notice a suite file that changed before a resume.
+/// A digest of what a plan runs (every job's arguments and script, in
+/// order, and the environments), to notice a suite file or script that
+/// changed before a resume.
 pub fn digest(plan: &Plan) -> String {
     use sha2::{Digest, Sha256};
     let mut h = Sha256::new();
@@ -419,6 +422,9 @@ pub fn digest(plan: &Plan) -> String {
         for a in e.job.args() {
             h.update(a.as_bytes());
             h.update([0]);
+        }
+        if let Some(script) = &e.job.script {
+            h.update(&script.source.text);
         }
         h.update([1]);
     }

@@ -256,9 +256,51 @@ const MAX_BATCH: u64 = 1 << 16;
 /// Batches of tiny events grow until one takes about this long.
 const BATCH_TARGET: Duration = Duration::from_micros(50);
 
+/// One interim report's figures (`--report-interval`), for a workload that
+/// reports in words of its own (a Lua script's hook).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Interim {
+    /// Seconds since the start, at this report.
+    pub time_total: f64,
+    /// Seconds the report covers.
+    pub time_interval: f64,
+    pub threads: usize,
+    /// Events in the interval.
+    pub events: u64,
+    /// The interval's `--percentile` latency, ms.
+    pub latency_pct_ms: f64,
+    pub percentile: f64,
+}
+
+impl Interim {
+    /// sysbench's default interim line:
+    /// `[ 2s ] thds: 2 eps: 4312.33 lat (ms,95%): 0.23`.
+    pub fn line(&self) -> String {
+        format!(
+            "[ {}s ] thds: {} eps: {:.2} lat (ms,{}%): {:.2}",
+            self.time_total,
+            self.threads,
+            self.events as f64 / self.time_interval,
+            self.percentile,
+            self.latency_pct_ms
+        )
+    }
+}
+
 /// Runs `workers` (one per thread) under `opts`, and returns the outcome
 /// together with the workers, so a workload can read what they counted.
+/// Interim reports go to the observer as sysbench's default line.
 pub fn run<W: Worker>(opts: &EngineOptions, workers: Vec<W>) -> Result<(Outcome, Vec<W>)> {
+    run_reporting(opts, workers, &mut |i| opts.observer.interim(&i.line()))
+}
+
+/// [`run`], handing every interim report (`--report-interval`) to
+/// `report`, on the calling thread.
+pub fn run_reporting<W: Worker>(
+    opts: &EngineOptions,
+    workers: Vec<W>,
+    report: &mut dyn FnMut(&Interim),
+) -> Result<(Outcome, Vec<W>)> {
     assert_eq!(workers.len(), opts.threads, "one worker per thread");
     if opts.time.is_none() && opts.events.is_none() {
         return Err(anyhow!(
@@ -315,7 +357,7 @@ pub fn run<W: Worker>(opts: &EngineOptions, workers: Vec<W>) -> Result<(Outcome,
         let start = Instant::now();
         let _ = shared.start.set(start);
         if let Some(every) = opts.report_interval {
-            report_interim(opts, shared, start, every);
+            report_interim(opts, shared, start, every, report);
         }
         let results: Vec<_> = handles.into_iter().map(|h| h.join()).collect();
         Ok((start, results))
@@ -606,9 +648,15 @@ fn sleep_until(when: Instant, shared: &Shared, deadline: Option<Instant>) {
     }
 }
 
-/// Prints `[ 2s ] thds: 2 eps: 4312.33 lat (ms,95%): 0.23` every interval
-/// until all threads have finished.
-fn report_interim(opts: &EngineOptions, shared: &Shared, start: Instant, every: Duration) {
+/// Hands `report` the interval's figures every interval until all threads
+/// have finished.
+fn report_interim(
+    opts: &EngineOptions,
+    shared: &Shared,
+    start: Instant,
+    every: Duration,
+    report: &mut dyn FnMut(&Interim),
+) {
     let mut last_events = 0u64;
     let mut tick = 1u32;
     while shared.finished.load(Ordering::Acquire) < opts.threads {
@@ -630,21 +678,19 @@ fn report_interim(opts: &EngineOptions, shared: &Shared, start: Instant, every: 
             merged.add(&*h).expect("same bounds");
             h.reset();
         }
-        let eps = (events - last_events) as f64 / every.as_secs_f64();
         let lat = if merged.is_empty() {
             0.0
         } else {
             merged.value_at_quantile(opts.percentile / 100.0) as f64 / 1e6
         };
-        let line = format!(
-            "[ {}s ] thds: {} eps: {:.2} lat (ms,{}%): {:.2}",
-            (every * tick).as_secs_f64(),
-            opts.threads,
-            eps,
-            opts.percentile,
-            lat
-        );
-        opts.observer.interim(&line);
+        report(&Interim {
+            time_total: (every * tick).as_secs_f64(),
+            time_interval: every.as_secs_f64(),
+            threads: opts.threads,
+            events: events - last_events,
+            latency_pct_ms: lat,
+            percentile: opts.percentile,
+        });
         last_events = events;
         tick += 1;
     }

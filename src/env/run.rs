@@ -511,11 +511,11 @@ fn refuse_result(
     if index != want {
         return Some(format!("a result for job {index} where job {want} was due"));
     }
-    if doc.workload != job.def.name {
+    if doc.workload != job.name() {
         return Some(format!(
             "a result of workload '{}' for a {} job",
             text::one_line(&doc.workload, 40),
-            job.def.name
+            job.name()
         ));
     }
     if doc.env.name != env_name {

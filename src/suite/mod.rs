@@ -22,7 +22,7 @@ pub struct Entry {
 
 impl Entry {
     pub fn workload(&self) -> &str {
-        self.job.def.name
+        self.job.name()
     }
 }
 

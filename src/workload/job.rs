@@ -4,11 +4,13 @@
 //! option tables; the host reads deadlines from its typed values.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
 use super::def::WorkloadDef;
+use super::lua::{self, ScriptJob, ScriptWire};
 use super::{registry, Command};
 use crate::core::options::{self, CliError, OptionSpec, Values};
 
@@ -17,8 +19,12 @@ use crate::core::options::{self, CliError, OptionSpec, Values};
 pub struct Job {
     pub def: &'static WorkloadDef,
     pub command: Command,
-    /// The workload's options and the engine options it accepts.
+    /// The workload's options and the engine options it accepts (a
+    /// script's: the options it declares and the common ones).
     pub values: Values,
+    /// A sysbench Lua script the job runs (`def` is then [`lua::DEF`]),
+    /// its text carried along.
+    pub script: Option<Arc<ScriptJob>>,
 }
 
 /// A job as it crosses the agent protocol: the options given explicitly, as
@@ -28,6 +34,9 @@ pub struct JobWire {
     pub workload: String,
     pub command: String,
     pub options: BTreeMap<String, String>,
+    /// A script job's script, its text included.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub script: Option<ScriptWire>,
 }
 
 impl Job {
@@ -63,6 +72,7 @@ impl Job {
             def,
             command,
             values: all.subset(|name| def.accepts(name)),
+            script: None,
         };
         job.resolve_passwords()?;
         job.check()?;
@@ -75,8 +85,37 @@ impl Job {
         let (name, rest) = args
             .split_first()
             .ok_or_else(|| CliError::Usage("an empty invocation: name a workload".into()))?;
+        if lua::is_script(name) {
+            return Job::from_script(name, rest);
+        }
         let def = lookup(name)?;
         Ok(Job::parse(def, rest, &[])?.0)
+    }
+
+    /// A job running the sysbench Lua script at `path` with `args` (its
+    /// options; `run` or no command), to ship into an environment.
+    pub fn from_script(path: &str, args: &[String]) -> Result<Job, CliError> {
+        Job::scripted(ScriptJob::read(path)?, args)
+    }
+
+    fn scripted(script: ScriptJob, args: &[String]) -> Result<Job, CliError> {
+        let job = Job {
+            def: &lua::DEF,
+            command: Command::Run,
+            values: script.values(args)?,
+            script: Some(Arc::new(script)),
+        };
+        job.check()?;
+        Ok(job)
+    }
+
+    /// What the job runs: its workload's name, or its script's file name
+    /// (a result's `workload`).
+    pub fn name(&self) -> &str {
+        match &self.script {
+            Some(s) => &s.name,
+            None => self.def.name,
+        }
     }
 
     /// A password option not given takes its value from its `...-file`
@@ -130,19 +169,20 @@ impl Job {
 
     pub fn to_wire(&self) -> JobWire {
         JobWire {
-            workload: self.def.name.to_string(),
+            workload: self.name().to_string(),
             command: self.command.name().to_string(),
             options: self
                 .values
                 .given_texts()
                 .map(|(k, v)| (k.to_string(), v.to_string()))
                 .collect(),
+            script: self.script.as_ref().map(|s| s.to_wire()),
         }
     }
 
-    /// Validates a job that came over the wire exactly as a typed one.
+    /// Validates a job that came over the wire exactly as a typed one (a
+    /// script's options against what the script declares).
     pub fn from_wire(wire: &JobWire) -> Result<Job, CliError> {
-        let def = lookup(&wire.workload)?;
         let command = Command::parse(&wire.command).ok_or_else(|| {
             CliError::Usage(format!(
                 "unknown command '{}': use prepare, run or cleanup",
@@ -155,6 +195,10 @@ impl Job {
             .map(|(k, v)| format!("--{k}={v}"))
             .collect();
         args.push(command.name().to_string());
+        if let Some(script) = &wire.script {
+            return Job::scripted(ScriptJob::from_wire(script)?, &args);
+        }
+        let def = lookup(&wire.workload)?;
         Ok(Job::parse(def, &args, &[])?.0)
     }
 
@@ -210,7 +254,10 @@ impl Job {
     /// The job as a command line, for labels and messages.
     /// Secret options (passwords) read `***`.
     pub fn args(&self) -> Vec<String> {
-        let mut out = vec![self.def.name.to_string()];
+        let mut out = vec![match &self.script {
+            Some(s) => s.source.path.clone(),
+            None => self.def.name.to_string(),
+        }];
         out.extend(self.values.given_texts().map(|(k, v)| format!("--{k}={v}")));
         crate::core::text::redact_args(&out)
     }
@@ -258,6 +305,51 @@ mod tests {
         assert_eq!(back.def.name, "fileio");
         // The deadline comes from the typed value, however it was written.
         assert!(back.deadline() > Duration::from_secs(6000));
+    }
+
+    #[test]
+    fn a_script_job_carries_its_text_and_is_checked_against_its_options() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("mine.lua");
+        std::fs::write(
+            &path,
+            "sysbench.cmdline.options = { loops = {'work', 10} }\nfunction event() end\n",
+        )
+        .unwrap();
+        let p = path.to_str().unwrap();
+        let job = Job::from_args(&s(&[p, "--loops=20", "--time=3"])).unwrap();
+        assert_eq!(job.name(), "mine.lua");
+        assert_eq!(job.args()[0], p);
+        let wire = job.to_wire();
+        assert_eq!(wire.workload, "mine.lua");
+        let json = serde_json::to_string(&wire).unwrap();
+        // Gone from the disk, the script still runs from the wire.
+        drop(dir);
+        let back = Job::from_wire(&serde_json::from_str(&json).unwrap()).unwrap();
+        assert_eq!(back.name(), "mine.lua");
+        assert_eq!(back.values.float("loops"), 20.0);
+        assert_eq!(back.values.float("time"), 3.0);
+        let script = back.script.as_ref().unwrap();
+        assert!(script.source.shipped);
+        // Its options are checked there as here.
+        let mut bad = wire.clone();
+        bad.options.insert("nosuch".into(), "1".into());
+        assert!(Job::from_wire(&bad)
+            .unwrap_err()
+            .to_string()
+            .contains("--nosuch"));
+        // A job's path inside the environment is only a name.
+        let mut sneaky = wire;
+        sneaky.script.as_mut().unwrap().name = "../../etc/x.lua".into();
+        assert_eq!(Job::from_wire(&sneaky).unwrap().name(), "x.lua");
+        // Only run: an environment runs prepare and cleanup around it.
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("p.lua");
+        std::fs::write(&path, "function event() end\nfunction prepare() end\n").unwrap();
+        let err = Job::from_args(&s(&[path.to_str().unwrap(), "prepare"]))
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("give run"), "{err}");
     }
 
     #[test]

@@ -27,7 +27,8 @@ pub use def::{
 };
 pub use job::{Job, JobWire};
 pub use registry::{
-    detect_import, find, import_format, import_kinds, names, IMPORT_FORMATS, WORKLOADS,
+    def_of_result, detect_import, find, import_format, import_kinds, names, IMPORT_FORMATS,
+    WORKLOADS,
 };
 pub use run::{execute, execute_announced, Executed};
 

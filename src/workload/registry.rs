@@ -31,6 +31,13 @@ pub fn find(name: &str) -> Option<&'static WorkloadDef> {
     WORKLOADS.iter().copied().find(|d| d.name == name)
 }
 
+/// The definition behind a result's `workload`: the workload of that name,
+/// or, for a Lua script's file name (`*.lua`), what script jobs have
+/// ([`super::lua::DEF`]: its metrics and their headline).
+pub fn def_of_result(name: &str) -> Option<&'static WorkloadDef> {
+    find(name).or_else(|| name.ends_with(".lua").then_some(&super::lua::DEF))
+}
+
 /// Every format `virtperf import` reads, in the order detection tries
 /// them: each tool's parser lives with the workload it makes runs of.
 pub static IMPORT_FORMATS: &[&Format] = &[

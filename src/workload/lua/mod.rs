@@ -12,8 +12,12 @@
 
 mod options;
 mod rand;
+mod shipped;
 mod sql;
 mod state;
+
+pub use shipped::{ScriptJob, ScriptWire, DEF, MAX_SCRIPT_BYTES};
+pub use state::Output;
 
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -70,6 +74,31 @@ pub fn is_script(word: &str) -> bool {
     word.ends_with(".lua") || (word.contains('/') && Path::new(word).is_file())
 }
 
+/// A script's text and the name it goes by.
+#[derive(Debug, Clone)]
+pub struct Source {
+    /// As given on the command line (messages, the chunk's name,
+    /// `sysbench.cmdline.script_path`); a shipped script's file name.
+    pub path: String,
+    pub text: Arc<[u8]>,
+    /// Shipped into an environment, without the files beside it.
+    pub shipped: bool,
+}
+
+impl Source {
+    /// Reads the script at `path` (as sysbench words a missing one).
+    pub fn read(path: &str) -> Result<Source> {
+        let text = std::fs::read(path).map_err(|e| {
+            anyhow!("Cannot find benchmark '{path}': no such built-in test, file or module ({e})")
+        })?;
+        Ok(Source {
+            path: path.to_string(),
+            text: text.into(),
+            shipped: false,
+        })
+    }
+}
+
 /// A script loaded in its main state, its command line parsed.
 pub struct Script {
     shared: Arc<Shared>,
@@ -92,18 +121,18 @@ pub enum Refusal {
 }
 
 impl Script {
-    /// Loads `script` (its top level runs, as in sysbench) and parses
+    /// Loads `source` (its top level runs, as in sysbench) and parses
     /// `args`, its options and command word. `default_run`: no command
     /// word means `run` (virtperf's form; sysbench requires one).
-    /// `output_to_stderr`: what the script prints goes to standard error
-    /// (standard output carries a JSON document).
+    /// `output`: where what the script prints goes.
     pub fn load(
-        script: &str,
+        source: Source,
         args: &[String],
         program: &str,
         default_run: bool,
-        output_to_stderr: bool,
+        output: Output,
     ) -> Result<std::result::Result<Script, Refusal>> {
+        let script = source.path.as_str();
         let guess = args
             .iter()
             .find(|a| !a.starts_with('-'))
@@ -117,8 +146,10 @@ impl Script {
             command: guess,
             before: rand_config(None),
             parsed: OnceLock::new(),
+            source: Arc::clone(&source.text),
+            shipped: source.shipped,
             db_used: AtomicBool::new(false),
-            output_to_stderr: AtomicBool::new(output_to_stderr),
+            output,
         });
         let main = state::new_state(&shared, None, Arc::new(Counters::default()))?;
         let own = options::declared(&main, script)?;
@@ -329,9 +360,21 @@ impl Script {
             });
         }
         announce(true);
+        let counters: Vec<Arc<Counters>> =
+            workers.iter().map(|w| Arc::clone(&w.counters)).collect();
+        let mut interim = Interim {
+            hook: self.hook("report_intermediate")?,
+            counters,
+            last: [0; 5],
+            failed: None,
+            observer: Arc::clone(&engine.observer),
+        };
         let watchdog = Watchdog::start(engine);
-        let outcome = engine::run(engine, workers);
+        let outcome = engine::run_reporting(engine, workers, &mut |i| interim.report(self, i));
         drop(watchdog);
+        if let Some(e) = interim.failed.take() {
+            return Err(e);
+        }
         let (outcome, workers) = outcome?;
         let mut totals = [0u64; 5];
         for w in &workers {
@@ -406,31 +449,62 @@ impl Script {
         m
     }
 
-    /// Calls `sysbench.hooks.report_cumulative(stat)` if the script set it.
-    fn report_cumulative(
-        &self,
-        outcome: &engine::Outcome,
-        m: &Measurement,
-        [reads, writes, other, errors, reconnects]: [u64; 5],
-    ) -> Result<bool> {
+    /// The script's `sysbench.hooks.NAME`, if it set one (in its main
+    /// state, as sysbench reads it).
+    fn hook(&self, name: &str) -> Result<Option<Function>> {
         let sysbench: Table = self.main.globals().get("sysbench")?;
         let hooks: Table = sysbench.raw_get("hooks")?;
-        let LuaValue::Function(hook) = hooks.raw_get::<LuaValue>("report_cumulative")? else {
-            return Ok(false);
-        };
-        let lat = m.latency.clone().unwrap_or_default();
+        Ok(match hooks.raw_get::<LuaValue>(name)? {
+            LuaValue::Function(f) => Some(f),
+            _ => None,
+        })
+    }
+
+    /// sysbench's `sb_stat_t` as a Lua table: the counts over
+    /// `time_interval` seconds, latencies in seconds.
+    fn stat_table(
+        &self,
+        threads: usize,
+        time_interval: f64,
+        time_total: f64,
+        latency_pct_s: f64,
+        events: u64,
+        [reads, writes, other, errors, reconnects]: [u64; 5],
+    ) -> Result<Table> {
         let stat = self.main.create_table()?;
-        let secs = outcome.duration.as_secs_f64();
-        stat.set("threads_running", outcome.threads.len())?;
-        stat.set("time_interval", secs)?;
-        stat.set("time_total", secs)?;
-        stat.set("latency_pct", lat.selected.map_or(lat.p95, |s| s.1) / 1e3)?;
-        stat.set("events", outcome.events)?;
+        stat.set("threads_running", threads)?;
+        stat.set("time_interval", time_interval)?;
+        stat.set("time_total", time_total)?;
+        stat.set("latency_pct", latency_pct_s)?;
+        stat.set("events", events)?;
         stat.set("reads", reads)?;
         stat.set("writes", writes)?;
         stat.set("other", other)?;
         stat.set("errors", errors)?;
         stat.set("reconnects", reconnects)?;
+        Ok(stat)
+    }
+
+    /// Calls `sysbench.hooks.report_cumulative(stat)` if the script set it.
+    fn report_cumulative(
+        &self,
+        outcome: &engine::Outcome,
+        m: &Measurement,
+        counts: [u64; 5],
+    ) -> Result<bool> {
+        let Some(hook) = self.hook("report_cumulative")? else {
+            return Ok(false);
+        };
+        let lat = m.latency.clone().unwrap_or_default();
+        let secs = outcome.duration.as_secs_f64();
+        let stat = self.stat_table(
+            outcome.threads.len(),
+            secs,
+            secs,
+            lat.selected.map_or(lat.p95, |s| s.1) / 1e3,
+            outcome.events,
+            counts,
+        )?;
         stat.set("latency_min", lat.min / 1e3)?;
         stat.set("latency_max", lat.max / 1e3)?;
         stat.set("latency_avg", lat.avg / 1e3)?;
@@ -447,6 +521,18 @@ impl Script {
         observer: Arc<dyn Observer>,
         announce: &mut dyn FnMut(bool),
     ) -> Result<(Executed, bool)> {
+        self.execute_in("host", "host", observer, announce)
+    }
+
+    /// [`Script::execute`], fingerprinted as environment `env_name` of
+    /// `env_kind`.
+    pub fn execute_in(
+        &self,
+        env_name: &str,
+        env_kind: &str,
+        observer: Arc<dyn Observer>,
+        announce: &mut dyn FnMut(bool),
+    ) -> Result<(Executed, bool)> {
         let engine = EngineOptions::from_values(&self.values, observer);
         let started_at = now_rfc3339_ms();
         let sampler = monitor::Sampler::start();
@@ -459,7 +545,7 @@ impl Script {
             schema: SCHEMA.to_string(),
             workload: name,
             params,
-            env: fingerprint::take("host", "host"),
+            env: fingerprint::take(env_name, env_kind),
             started_at,
             duration_s: m.duration.as_secs_f64(),
             events: m.events,
@@ -478,6 +564,83 @@ impl Script {
             own_report,
         ))
     }
+}
+
+/// The interim reports of a script's run (`--report-interval`): its
+/// `sysbench.hooks.report_intermediate(stat)` when it set one, else
+/// sysbench's default line (with the SQL figures once it connected).
+struct Interim {
+    hook: Option<Function>,
+    /// Every worker's SQL counters.
+    counters: Vec<Arc<Counters>>,
+    /// Their sums at the last report.
+    last: [u64; 5],
+    /// The hook's first failure, which ends the run.
+    failed: Option<anyhow::Error>,
+    observer: Arc<dyn Observer>,
+}
+
+impl Interim {
+    fn report(&mut self, script: &Script, i: &engine::Interim) {
+        let mut now = [0u64; 5];
+        for c in &self.counters {
+            for (n, x) in now.iter_mut().zip(c.get()) {
+                *n += x;
+            }
+        }
+        let mut delta = [0u64; 5];
+        for ((d, n), l) in delta.iter_mut().zip(now).zip(self.last) {
+            *d = n.saturating_sub(l);
+        }
+        self.last = now;
+        match &self.hook {
+            Some(_) if self.failed.is_some() => {}
+            Some(hook) => {
+                let called = script
+                    .stat_table(
+                        i.threads,
+                        i.time_interval,
+                        i.time_total,
+                        i.latency_pct_ms / 1e3,
+                        i.events,
+                        delta,
+                    )
+                    .and_then(|stat| {
+                        // Only with --rate in sysbench; none queue here.
+                        stat.set("queue_length", 0)?;
+                        stat.set("concurrency", 0)?;
+                        call::<()>(hook, stat, "report_intermediate")
+                    });
+                self.failed = called.err();
+            }
+            None if script.shared.db_used.load(Ordering::Relaxed) => {
+                self.observer.interim(&sql_interim_line(i, delta))
+            }
+            None => self.observer.interim(&i.line()),
+        }
+    }
+}
+
+/// sysbench's interim line for a script that uses a database.
+fn sql_interim_line(
+    i: &engine::Interim,
+    [reads, writes, other, errors, reconnects]: [u64; 5],
+) -> String {
+    let per_sec = |x: u64| x as f64 / i.time_interval;
+    format!(
+        "[ {}s ] thds: {} tps: {:4.2} qps: {:4.2} (r/w/o: {:4.2}/{:4.2}/{:4.2}) lat (ms,{}%): {:4.2} err/s: {:4.2} reconn/s: {:4.2}",
+        i.time_total,
+        i.threads,
+        per_sec(i.events),
+        per_sec(reads + writes + other),
+        per_sec(reads),
+        per_sec(writes),
+        per_sec(other),
+        i.percentile,
+        i.latency_pct_ms,
+        per_sec(errors),
+        per_sec(reconnects)
+    )
 }
 
 /// Calls a script function; an error names it and carries the script's

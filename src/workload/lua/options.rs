@@ -74,9 +74,20 @@ pub fn kebab(name: &str) -> String {
     name.replace('_', "-")
 }
 
+/// A script's option names, defaults and descriptions, kept for the
+/// process (option tables hold `&'static str`), each text once: an agent
+/// loads the same script for every run.
 fn leak(s: String) -> &'static str {
-    // One script per process: its option names live as long as it.
-    Box::leak(s.into_boxed_str())
+    use std::collections::BTreeSet;
+    use std::sync::Mutex;
+    static KEPT: Mutex<BTreeSet<&'static str>> = Mutex::new(BTreeSet::new());
+    let mut kept = KEPT.lock().unwrap_or_else(|p| p.into_inner());
+    if let Some(&k) = kept.get(s.as_str()) {
+        return k;
+    }
+    let k: &'static str = Box::leak(s.into_boxed_str());
+    kept.insert(k);
+    k
 }
 
 /// Reads `sysbench.cmdline.options` from the script's main state.

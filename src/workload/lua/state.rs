@@ -36,11 +36,26 @@ pub struct Shared {
     pub before: RandConfig,
     /// Set once the main state's options are parsed.
     pub parsed: OnceLock<Parsed>,
+    /// The script's text, read once; every state loads it from here.
+    pub source: Arc<[u8]>,
+    /// Shipped into an environment: its directory is not there, so a
+    /// module of its own that it requires is not either.
+    pub shipped: bool,
     /// A connection was opened: the run's text has SQL statistics.
     pub db_used: AtomicBool,
-    /// The script's own output goes to standard error (standard output
-    /// carries a JSON document).
-    pub output_to_stderr: AtomicBool,
+    /// Where the script's own output (`print`, `io.write`) goes.
+    pub output: Output,
+}
+
+/// Where a script's own output goes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Output {
+    Stdout,
+    /// Standard output carries a JSON document.
+    Stderr,
+    /// Standard output carries the agent protocol and the host shows its
+    /// own progress: nobody reads it.
+    Discard,
 }
 
 /// The parsed command line.
@@ -83,14 +98,10 @@ pub fn new_state(shared: &Arc<Shared>, tid: Option<usize>, counters: Arc<Counter
         .map_err(|e| anyhow!("loading virtperf's Lua prelude: {}", message(&e)))?;
     let run_event: Function = vp.get("run_event")?;
     lua.set_named_registry_value("virtperf.run_event", run_event)?;
-    let path = Path::new(&shared.script);
-    let chunk = std::fs::read(path).map_err(|e| {
-        anyhow!(
-            "Cannot find benchmark '{}': no such built-in test, file or module ({e})",
-            shared.script
-        )
-    })?;
-    let chunk = strip_shebang(chunk);
+    if shared.shipped {
+        explain_require(&lua).map_err(|e| anyhow!("setting up require: {e}"))?;
+    }
+    let chunk = strip_shebang(shared.source.to_vec());
     lua.load(chunk)
         .set_name(format!("@{}", shared.script))
         .exec()
@@ -134,6 +145,30 @@ fn set_paths(lua: &Lua, script: &str) -> mlua::Result<()> {
     package.set("path", path)?;
     package.set("cpath", "")?;
     Ok(())
+}
+
+/// In an environment only the script itself was shipped: a module of its
+/// own that it requires fails with a message saying so.
+fn explain_require(lua: &Lua) -> mlua::Result<()> {
+    lua.load(
+        r#"
+local require = require
+_G.require = function(name)
+   local ok, mod = pcall(require, name)
+   if ok then return mod end
+   local msg = tostring(mod)
+   if msg:find("^module '.-' not found") then
+      msg = "module '" .. tostring(name) .. "' not found: it is not built in, " ..
+            "and virtperf ships only the script's own file into an environment " ..
+            "(a script that requires files of its own is not supported there: " ..
+            "put the module's code into the script)"
+   end
+   error(msg, 2)
+end
+"#,
+    )
+    .set_name("=virtperf-require")
+    .exec()
 }
 
 /// A `#!` first line is not Lua (LuaJIT's own loader skips it too).
@@ -223,10 +258,14 @@ fn api(lua: &Lua, shared: &Arc<Shared>, tid: Option<usize>) -> mlua::Result<Tabl
             use std::io::Write;
             // Through Rust's stdout, so the script's lines and virtperf's
             // come out in the order they were written.
-            if s.output_to_stderr.load(Ordering::Relaxed) {
-                let _ = std::io::stderr().lock().write_all(&text.as_bytes());
-            } else {
-                let _ = std::io::stdout().lock().write_all(&text.as_bytes());
+            match s.output {
+                Output::Stdout => {
+                    let _ = std::io::stdout().lock().write_all(&text.as_bytes());
+                }
+                Output::Stderr => {
+                    let _ = std::io::stderr().lock().write_all(&text.as_bytes());
+                }
+                Output::Discard => {}
             }
             Ok(())
         })?,
