@@ -181,7 +181,7 @@ fn bad_input_is_refused_with_the_option_named() {
     let cases: &[(&[&str], &str)] = &[
         (&["nosuch"], "unknown workload 'nosuch'"),
         (&["cpu", "--no-such-option=1"], "--no-such-option"),
-        (&["cpu", "--threads=0"], "--threads"),
+        (&["cpu", "--threads=-1"], "--threads"),
         (&["cpu", "--time=-1"], "--time"),
         (&["cpu", "--time=abc"], "--time"),
         (
