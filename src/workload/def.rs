@@ -242,3 +242,13 @@ impl PartialEq for WorkloadDef {
         self.name == other.name
     }
 }
+
+/// A finished run: its document and the workload's own text section
+/// (here, beside the definitions, so that the runners of workloads and of
+/// scripts share it without importing each other).
+pub struct Executed {
+    pub doc: crate::core::result::ResultDoc,
+    pub text: String,
+    /// Event latencies (ns), for `--histogram`.
+    pub histogram: Option<crate::engine::Histogram>,
+}

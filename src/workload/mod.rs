@@ -23,14 +23,15 @@ mod run;
 
 pub use crate::stats::ranking::Category;
 pub use def::{
-    metric_from, Area, MetricDef, Needs, NetworkPeer, PeerServer, SysbenchTest, WorkloadDef,
+    metric_from, Area, Executed, MetricDef, Needs, NetworkPeer, PeerServer, SysbenchTest,
+    WorkloadDef,
 };
 pub use job::{Job, JobWire};
 pub use registry::{
     def_of_result, detect_import, find, import_format, import_kinds, names, IMPORT_FORMATS,
     WORKLOADS,
 };
-pub use run::{execute, execute_announced, Executed};
+pub use run::{execute, execute_announced};
 
 use std::path::Path;
 use std::time::Duration;

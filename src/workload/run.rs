@@ -6,11 +6,11 @@ use std::sync::Arc;
 
 use anyhow::Result;
 
-use super::{Command, Job};
+use super::{Command, Executed, Job};
 use crate::core::observer::Observer;
 use crate::core::result::{ResultDoc, SCHEMA};
 use crate::core::time::now_rfc3339_ms;
-use crate::engine::{self, EngineOptions};
+use crate::engine::EngineOptions;
 use crate::sys::{fingerprint, monitor, storage};
 
 /// Options that shape the run's output, not the measurement, and the OLTP
@@ -24,14 +24,6 @@ const NOT_PARAMS: &[&str] = &[
     "net-secret",
     "net-secret-file",
 ];
-
-/// A finished run: its document and the workload's own text section.
-pub struct Executed {
-    pub doc: ResultDoc,
-    pub text: String,
-    /// Event latencies (ns), for `--histogram`.
-    pub histogram: Option<engine::Histogram>,
-}
 
 /// Executes `job` here. `run` yields a result document (fingerprinted as
 /// environment `env_name` of `env_kind`); `prepare` and `cleanup` yield none.
