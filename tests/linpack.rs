@@ -284,31 +284,28 @@ fn compare_reports_the_summed_gflops_of_simultaneous_instances() {
 
 #[test]
 fn threads_zero_is_one_per_cpu_of_where_it_runs() {
+    // The threads a --threads=0 LINPACK run used, with `env` as extra args.
+    let threads_used = |env: &[&str]| {
+        let out = output_ok(
+            virtperf()
+                .args([
+                    "linpack",
+                    "--linpack-sizes=100",
+                    "--linpack-trials=1",
+                    "--threads=0",
+                    "--json",
+                ])
+                .args(env),
+        );
+        json_of(&out, "the run")["details"]["threads"].clone()
+    };
     // Intel's LINPACK uses every core: --threads=0 is one thread per CPU
     // the run may use, on the host its CPU set...
     let cpus = std::thread::available_parallelism().unwrap().get();
-    let out = output_ok(virtperf().args([
-        "linpack",
-        "--linpack-sizes=100",
-        "--linpack-trials=1",
-        "--threads=0",
-        "--json",
-    ]));
-    let doc = json_of(&out, "the run");
-    assert_eq!(doc["details"]["threads"], cpus);
+    assert_eq!(threads_used(&[]), cpus);
     // ...and in a container its CPU quota, rounded up.
     if !common::engine_ok("docker") {
         return;
     }
-    let out = output_ok(virtperf().args([
-        "linpack",
-        "--linpack-sizes=100",
-        "--linpack-trials=1",
-        "--threads=0",
-        "--json",
-        "--env",
-        "docker:cpus=0.5",
-    ]));
-    let doc = json_of(&out, "the run");
-    assert_eq!(doc["details"]["threads"], 1);
+    assert_eq!(threads_used(&["--env", "docker:cpus=0.5"]), 1);
 }

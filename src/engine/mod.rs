@@ -167,11 +167,12 @@ impl EngineOptions {
 /// where it runs (its CPU set, and a cgroup CPU quota rounded up), so one
 /// suite entry uses all of each environment's CPUs, as LINPACK does.
 pub fn threads(v: &Values) -> usize {
-    match if v.has("threads") {
+    let given = if v.has("threads") {
         v.int("threads")
     } else {
         1
-    } {
+    };
+    match given {
         0 => crate::sys::fingerprint::usable_cpus() as usize,
         n => n as usize,
     }
