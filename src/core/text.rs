@@ -4,29 +4,55 @@
 //! cannot move the cursor, retitle the window or hide text.
 
 /// `text` with every control character except newline and tab, and every
-/// bidirectional override, written as `\u{..}`; longer than `max` chars, it
-/// is cut and says so.
+/// bidirectional override, written as `\u{..}`; what comes out is at most
+/// `max` characters, escapes and the cut marker included (a longer text is
+/// cut on a character boundary and says so).
 pub fn terminal_safe(text: &str, max: usize) -> String {
-    let mut out = String::with_capacity(text.len().min(max.saturating_add(16)));
-    for (n, c) in text.chars().enumerate() {
-        if n == max {
-            out.push_str("… (cut)");
-            break;
-        }
-        if (c.is_control() && c != '\n' && c != '\t') || is_bidi_control(c) {
-            out.push_str(&format!("\\u{{{:x}}}", c as u32));
-        } else {
-            out.push(c);
-        }
-    }
-    out
+    bounded(text, max, false)
 }
 
 /// As `terminal_safe`, on one line: newlines and tabs escaped too.
 pub fn one_line(text: &str, max: usize) -> String {
-    terminal_safe(text, max)
-        .replace('\n', "\\n")
-        .replace('\t', "\\t")
+    bounded(text, max, true)
+}
+
+/// What ends a text [`terminal_safe`] cut.
+const CUT: &str = "… (cut)";
+
+fn bounded(text: &str, max: usize, one_line: bool) -> String {
+    let cut_len = CUT.chars().count();
+    let mut out = String::with_capacity(text.len().min(max.saturating_add(16)));
+    // Characters in `out`, and where it stood when it last had room for
+    // the cut marker after it.
+    let mut n = 0usize;
+    let mut keep = 0usize;
+    let mut utf8 = [0u8; 4];
+    for c in text.chars() {
+        let escaped;
+        let piece: &str = match c {
+            '\n' if one_line => "\\n",
+            '\t' if one_line => "\\t",
+            c if (c.is_control() && c != '\n' && c != '\t') || is_bidi_control(c) => {
+                escaped = format!("\\u{{{:x}}}", c as u32);
+                &escaped
+            }
+            _ => c.encode_utf8(&mut utf8),
+        };
+        let len = piece.chars().count();
+        if n + len > max {
+            out.truncate(keep);
+            if max >= cut_len {
+                out.push_str(CUT);
+            }
+            return out;
+        }
+        out.push_str(piece);
+        n += len;
+        if n + cut_len <= max {
+            keep = out.len();
+        }
+    }
+    out
 }
 
 /// What stands for a secret's value wherever it would be shown or stored.
@@ -153,10 +179,22 @@ mod tests {
 
     #[test]
     fn long_text_is_cut_on_a_char_boundary() {
-        let s = terminal_safe(&"é".repeat(100), 10);
+        let s = terminal_safe(&"é".repeat(100), 20);
         assert!(
-            s.starts_with(&"é".repeat(10)) && s.ends_with("(cut)"),
+            s.starts_with(&"é".repeat(13)) && s.ends_with("(cut)"),
             "{s}"
         );
+        assert_eq!(s.chars().count(), 20, "{s}");
+        assert_eq!(terminal_safe(&"é".repeat(20), 20), "é".repeat(20));
+    }
+
+    #[test]
+    fn escapes_count_toward_the_bound() {
+        // A NUL is six characters escaped: the bound is on what comes out.
+        let s = one_line(&"\0".repeat(100), 200);
+        assert!(s.chars().count() <= 200, "{}", s.chars().count());
+        assert!(s.ends_with("(cut)") && s.starts_with("\\u{0}"), "{s}");
+        let s = one_line(&"\n".repeat(300), 200);
+        assert!(s.chars().count() <= 200 && !s.contains('\n'));
     }
 }
