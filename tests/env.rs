@@ -181,6 +181,15 @@ fn count_two_runs_together_and_sums(cli: &str) {
     };
     assert!((secs(&d[0]) - secs(&d[1])).abs() <= 1);
     assert!(d[0]["env"]["ready_s"].as_f64().unwrap() > 0.0);
+    // The host measures the pair's load: each instance's work (its sibling's
+    // too, which its own view counts as other processes, about half the
+    // CPUs here) is the run's own.
+    for doc in &d {
+        let m = &doc["monitor"];
+        let own = m["env_busy_pct"].as_f64().expect("the host's measure");
+        let foreign = m["foreign_busy_pct"].as_f64().unwrap();
+        assert!(own >= 50.0 && foreign < 25.0, "{}: {m}", doc["env"]["name"]);
+    }
     no_virtperf_containers_in(cli);
 }
 

@@ -258,7 +258,7 @@ impl Opened {
                     if let Some(path) = net.path(want) {
                         doc.env.net_path = Some(path.to_string());
                     }
-                    if let Some(load) = &mut load {
+                    if let (Some(load), false) = (&mut load, together) {
                         load.stamp(doc);
                     }
                 }
@@ -266,6 +266,15 @@ impl Opened {
                 results[i].push(outcome);
             }
             await_done(env, s, jobs)?;
+        }
+        // Instances that ran at once share one interval, the whole plan's:
+        // each one's own view counts its siblings as other processes.
+        if together {
+            if let Some(plan_load) = load.as_mut().and_then(ForeignLoad::take) {
+                for doc in results.iter_mut().flatten().flatten() {
+                    put_load(doc, &plan_load);
+                }
+            }
         }
         Ok(results
             .into_iter()
@@ -556,15 +565,19 @@ struct ForeignLoad {
 }
 
 impl ForeignLoad {
-    /// Only with one instance, whose results arrive as its runs end:
-    /// simultaneous instances' results are read one instance after the
-    /// other, so intervals would not match. None also when the instance
-    /// runs elsewhere or the host cannot be read.
+    /// None when an instance runs elsewhere or the host cannot be read.
+    /// One instance's results arrive as its runs end, so each run gets its
+    /// own interval; simultaneous instances' results are read one instance
+    /// after the other, so theirs get the plan's (every instance's work,
+    /// siblings included, is the run's own).
     fn start(sessions: &[Session], need: NetNeed) -> Option<ForeignLoad> {
-        let [only] = sessions else {
-            return None;
-        };
-        let (mut roots, cgroups) = host_roots(only)?;
+        let mut roots = Vec::new();
+        let mut cgroups = Vec::new();
+        for s in sessions {
+            let (r, c) = host_roots(s)?;
+            roots.extend(r);
+            cgroups.extend(c);
+        }
         // A host server or client runs in this process: its CPU is the
         // run's own work, not other processes' load.
         if need.any() {
@@ -578,16 +591,26 @@ impl ForeignLoad {
         })
     }
 
-    /// Puts the load since the last run's end on `doc`, the run just ended
-    /// (unchanged, and the mark kept, when the host cannot be read now).
+    /// The load since the mark, which moves to now (None when the host
+    /// cannot be read now: the mark is kept).
+    fn take(&mut self) -> Option<monitor::HostLoad> {
+        let now = monitor::HostSnapshot::take(&self.cgroups)?;
+        let load = monitor::host_load(&self.mark, &now, &self.roots);
+        self.mark = now;
+        Some(load)
+    }
+
+    /// Puts the load since the last run's end on `doc`, the run just ended.
     fn stamp(&mut self, doc: &mut ResultDoc) {
-        if let Some(now) = monitor::HostSnapshot::take(&self.cgroups) {
-            let load = monitor::host_load(&self.mark, &now, &self.roots);
-            doc.monitor.foreign_busy_pct = load.foreign_pct;
-            doc.monitor.env_busy_pct = Some(load.env_pct);
-            self.mark = now;
+        if let Some(load) = self.take() {
+            put_load(doc, &load);
         }
     }
+}
+
+fn put_load(doc: &mut ResultDoc, load: &monitor::HostLoad) {
+    doc.monitor.foreign_busy_pct = load.foreign_pct;
+    doc.monitor.env_busy_pct = Some(load.env_pct);
 }
 
 /// What works for a session on this machine: the launched process's tree
