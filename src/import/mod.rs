@@ -415,6 +415,15 @@ fn write(store: &Store, args: &ImportArgs, prepared: &[Prepared]) -> Result<Vec<
             .map(|m| format!("{} {} {}", m.name, fmt(m.value), m.unit))
             .collect::<Vec<_>>()
             .join(", ");
+        // A log whose headline figures the tool could not give (bonnie++'s
+        // '+++++' for a pass too fast to time) still has its others.
+        let figures = match (figures.is_empty(), p.doc.metrics.len()) {
+            (false, _) => figures,
+            (true, n) => format!(
+                "no headline figure in the file, {n} other{} (--detail)",
+                if n == 1 { "" } else { "s" }
+            ),
+        };
         out.push(format!(
             "{}: {from}, {} run {} of entry #{index} '{label}'{} in comparison #{id}: {figures}",
             p.file,
