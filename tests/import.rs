@@ -456,9 +456,30 @@ fn bonnie_csv_is_imported_as_printed() {
     }
     let csv = run_into(&d.join("bonnie.csv"), &mut cmd);
     let store = d.join("store");
-    import(&store, "bonnie-host", &[d.join("bonnie.csv")], &[]);
+    let said = import(&store, "bonnie-host", &[d.join("bonnie.csv")], &[]);
     let runs = stored(&store);
     let r = from_file(&runs, "bonnie.csv");
+    // The import's line gives the headline rates the file has, or says it
+    // has none (every block rate '+++++' on a fast disk) and counts the rest.
+    let rates: Vec<&str> = [
+        "put_block_kib_per_sec",
+        "rewrite_kib_per_sec",
+        "get_block_kib_per_sec",
+        "seeks_per_sec",
+    ]
+    .into_iter()
+    .filter(|m| r.metric(m).is_some())
+    .collect();
+    match rates.first() {
+        Some(m) => assert!(said.contains(&format!("{m} ")), "{said}"),
+        None => assert!(
+            said.contains(&format!(
+                "no headline figure in the file, {} others (--detail)",
+                r.metrics.len()
+            )),
+            "{said}"
+        ),
+    }
     assert_eq!(r.workload, "disk");
     assert_eq!(r.params["disk_file_size"], 64 << 20);
     let f: Vec<&str> = csv.trim().split(',').collect();
