@@ -110,9 +110,9 @@ fn our_script_exercises_the_api() {
         .sum();
     assert_eq!(done, 60, "{stdout}");
     assert!(stdout.contains("\ndone\n"), "{stdout}");
-    // Per event: 3 reads, 1 write, and the 'other' of sb_counter_inc.
+    // Per event: 4 reads, 1 write, and the 'other' of sb_counter_inc.
     assert!(
-        stdout.contains("cumulative events=60 reads=180 writes=60 other=60\n"),
+        stdout.contains("cumulative events=60 reads=240 writes=60 other=60\n"),
         "{stdout}"
     );
     // report_csv then report_default, from the hook.
@@ -140,7 +140,7 @@ fn our_script_exercises_the_api() {
     assert_eq!(doc["schema"], "virtperf.result/1");
     assert_eq!(doc["workload"], "api.lua");
     assert_eq!(doc["events"], 20);
-    assert_eq!(doc["details"]["queries_per_transaction"], 5.0);
+    assert_eq!(doc["details"]["queries_per_transaction"], 6.0);
     assert!(common::metric(&doc, "tps") > 0.0);
 
     let out = run_in(dir.path(), &[script, &dirflag, "cleanup"]);

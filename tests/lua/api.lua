@@ -117,8 +117,16 @@ function event(tid)
    upd:execute()
    local v = con:query_row("SELECT v FROM api_t WHERE id = " .. id)
    assert(tonumber(v) == id * 10)
-   local all = con:query("SELECT id FROM api_t ORDER BY id")
+   local all = con:query("SELECT id, NULL FROM api_t ORDER BY id")
    assert(all.nrows == sysbench.opt.rows)
+   for i = 1, 3 do
+      local r = all:fetch_row()
+      assert(tonumber(r[1]) == i and r[2] == nil, "row " .. i .. " in order, NULL as nil")
+   end
+   -- As in sysbench, a connection has one result: the next query replaces
+   -- it, and what was fetched stays fetched.
+   con:query("SELECT 1")
+   assert(all.nrows == 1 and tonumber(all:fetch_row()[1]) == 1, "the newest result")
    -- A failing statement raises sysbench's error.
    local ok, err = pcall(function() con:query("SELECT nosuch FROM api_t") end)
    assert(not ok and tostring(err):find("SQL error"), "SQL error: " .. tostring(err))

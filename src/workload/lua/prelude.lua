@@ -200,15 +200,18 @@ local result_methods = {}
 result_methods.__index = result_methods
 result_methods.__tostring = function() return "<sql_result>" end
 
+-- A connection's one result (sysbench's con->rs): the next query on the
+-- connection replaces it. `conn` is the Rust side's connection, which keeps
+-- the rows; a row becomes a Lua table only when fetched.
 function result_methods.fetch_row(self)
-   local row = self.rows[self.pos]
+   local row = self.conn:row(self.gen, self.pos)
    if row == nil then return nil end
    self.pos = self.pos + 1
    return row
 end
 
 function result_methods.free(self)
-   self.rows = {}
+   self.gen = 0
    return true
 end
 
@@ -221,8 +224,9 @@ connection_methods.__tostring = function() return "<sql_connection>" end
 -- is restarted), a message for any other.
 local function answer(self, query, ok, a, b, c, d)
    if ok then
-      return setmetatable({ nfields = a, nrows = b, rows = c, pos = 1 },
-                          result_methods)
+      local rs = self.rs
+      rs.nfields, rs.nrows, rs.gen, rs.pos = a, b, c, 1
+      return rs
    end
    local class, errno, state, msg = a, b, c, d
    self.error = class == "ignorable" and 1 or 2
@@ -243,11 +247,11 @@ local function answer(self, query, ok, a, b, c, d)
 end
 
 function connection_methods.query(self, query)
-   return answer(self, query, self.conn:query(query, nil))
+   return answer(self, query, self.conn:query(query))
 end
 
 function connection_methods.query_row(self, query)
-   local rs = answer(self, query, self.conn:query(query, nil))
+   local rs = answer(self, query, self.conn:query(query))
    if rs.nrows == 0 or rs.nfields == 0 then return nil end
    return unpack(rs:fetch_row(), 1, rs.nfields)
 end
@@ -281,7 +285,7 @@ local function bulk_flush(self)
       local q = self.bulk_prefix .. " " .. table.concat(self.bulk_rows, ",")
       self.bulk_rows = {}
       self.bulk_size = 0
-      answer(self, q, self.conn:query(q, nil))
+      answer(self, q, self.conn:query(q))
    end
 end
 
@@ -345,9 +349,10 @@ function statement_methods.bind_param(self, ...)
 end
 
 function statement_methods.execute(self)
-   local values = {}
-   for i = 1, self.nparams do
-      local v = self.params[i].value
+   local params, values = self.params, self.values
+   local n = self.nparams
+   for i = 1, n do
+      local v = params[i].value
       if v == nil then
          error("parameter " .. i .. " of a prepared statement was not set " ..
                "(virtperf does not bind NULL)", 2)
@@ -355,7 +360,8 @@ function statement_methods.execute(self)
       values[i] = v
    end
    local con = self.connection
-   return answer(con, "<prepared statement>", con.conn:query(self.query, values))
+   return answer(con, "<prepared statement>",
+                 con.conn:execute(self.id, unpack(values, 1, n)))
 end
 
 function statement_methods.close(self)
@@ -364,7 +370,8 @@ end
 
 function connection_methods.prepare(self, query)
    return setmetatable({ connection = self, query = query, params = {},
-                         nparams = 0 }, statement_methods)
+                         nparams = 0, values = {},
+                         id = self.conn:prepare(query) }, statement_methods)
 end
 
 local driver_methods = {}
@@ -373,7 +380,9 @@ driver_methods.__tostring = function() return "<sql_driver>" end
 
 function driver_methods.connect(self)
    local conn = vp.connect()
-   return setmetatable({ conn = conn, error = 0 }, connection_methods)
+   local rs = setmetatable({ conn = conn, nfields = 0, nrows = 0, gen = 0,
+                             pos = 1 }, result_methods)
+   return setmetatable({ conn = conn, error = 0, rs = rs }, connection_methods)
 end
 
 function driver_methods.name(self)

@@ -8,7 +8,7 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
-use mlua::{Lua, MultiValue, Table, UserData, UserDataMethods, Value as LuaValue};
+use mlua::{Lua, UserData, UserDataMethods, Value as LuaValue};
 
 use crate::workload::oltp::driver::{Conn, DbError, ErrorClass, Param, Rows};
 use crate::workload::oltp::Target;
@@ -79,6 +79,15 @@ pub struct LuaConn {
     /// The bulk load opened a transaction of its own (SQLite: one commit
     /// per table rather than per statement).
     bulk_transaction: bool,
+    /// The last result's rows. As in sysbench (`con->rs`), a connection has
+    /// one result: the next query replaces it, and a row becomes a Lua table
+    /// only when the script fetches it (sysbench's scripts mostly ignore
+    /// what a SELECT returns; oltp_common's range selects return 100 rows).
+    last: Rows,
+    /// Which result `last` is, so that a stale result fetches nothing.
+    generation: i64,
+    /// Prepared statements' text by the number `prepare` gave them.
+    statements: Vec<String>,
 }
 
 impl LuaConn {
@@ -89,6 +98,9 @@ impl LuaConn {
             db,
             counters,
             bulk_transaction: false,
+            last: Rows::default(),
+            generation: 0,
+            statements: Vec::new(),
         })
     }
 
@@ -113,43 +125,31 @@ fn for_sqlite(sql: &str) -> std::borrow::Cow<'_, str> {
     }
 }
 
-fn params_of(t: Table) -> mlua::Result<Vec<Param>> {
-    let mut out = Vec::with_capacity(t.raw_len());
-    for v in t.sequence_values::<LuaValue>() {
-        out.push(match v? {
-            LuaValue::Integer(n) => Param::Int(n),
-            LuaValue::Number(x) if x.fract() == 0.0 && x.abs() < 9.0e15 => Param::Int(x as i64),
-            LuaValue::Number(x) => Param::Text(x.to_string()),
-            LuaValue::Boolean(b) => Param::Int(i64::from(b)),
-            LuaValue::String(s) => Param::Text(s.to_str()?.to_string()),
-            other => {
-                return Err(mlua::Error::runtime(format!(
-                    "a statement parameter cannot be a {}",
-                    other.type_name()
-                )))
-            }
-        });
-    }
-    Ok(out)
+/// One value of a statement's parameters as the drivers take it.
+fn param_of(v: LuaValue) -> mlua::Result<Param> {
+    Ok(match v {
+        LuaValue::Integer(n) => Param::Int(n),
+        LuaValue::Number(x) if x.fract() == 0.0 && x.abs() < 9.0e15 => Param::Int(x as i64),
+        LuaValue::Number(x) => Param::Text(x.to_string()),
+        LuaValue::Boolean(b) => Param::Int(i64::from(b)),
+        LuaValue::String(s) => Param::Text(s.to_str()?.to_string()),
+        other => {
+            return Err(mlua::Error::runtime(format!(
+                "a statement parameter cannot be a {}",
+                other.type_name()
+            )))
+        }
+    })
 }
 
-fn rows_table(lua: &Lua, rows: Rows) -> mlua::Result<Table> {
-    let t = lua.create_table_with_capacity(rows.rows.len(), 0)?;
-    for (i, row) in rows.rows.into_iter().enumerate() {
-        let r = lua.create_table_with_capacity(row.len(), 0)?;
-        for (j, v) in row.into_iter().enumerate() {
-            if let Some(v) = v {
-                r.raw_set(j + 1, v)?;
-            }
-        }
-        t.raw_set(i + 1, r)?;
-    }
-    Ok(t)
-}
+/// A query's answer, as a tuple so that it goes onto the Lua stack without
+/// an allocation: true, nfields, nrows, the result's number, nil; or
+/// false, class, errno, state, message.
+type Answer = (LuaValue, LuaValue, LuaValue, LuaValue, LuaValue);
 
 /// The error's parts as the Lua side raises them: class, errno, state,
 /// message.
-fn error_values(lua: &Lua, e: DbError) -> mlua::Result<MultiValue> {
+fn error_values(lua: &Lua, e: DbError) -> mlua::Result<Answer> {
     let class = match e.class {
         ErrorClass::Retry => "ignorable",
         ErrorClass::Lost | ErrorClass::Fatal => "fatal",
@@ -161,57 +161,97 @@ fn error_values(lua: &Lua, e: DbError) -> mlua::Result<MultiValue> {
     } else {
         String::new()
     };
-    let mut out = MultiValue::new();
-    out.push_back(LuaValue::Boolean(false));
-    out.push_back(LuaValue::String(lua.create_string(class)?));
-    out.push_back(LuaValue::Integer(errno));
-    out.push_back(LuaValue::String(lua.create_string(&state)?));
-    out.push_back(LuaValue::String(lua.create_string(&e.message)?));
-    Ok(out)
+    Ok((
+        LuaValue::Boolean(false),
+        LuaValue::String(lua.create_string(class)?),
+        LuaValue::Integer(errno),
+        LuaValue::String(lua.create_string(&state)?),
+        LuaValue::String(lua.create_string(&e.message)?),
+    ))
+}
+
+/// Runs a query (params None) or a prepared statement and counts it as
+/// sysbench does; the answer as `query` and `execute` describe it.
+fn run(lua: &Lua, this: &mut LuaConn, sql: &str, params: Option<&[Param]>) -> mlua::Result<Answer> {
+    let text = if this.db.target.sqlite_path().is_some() {
+        for_sqlite(sql)
+    } else {
+        std::borrow::Cow::Borrowed(sql)
+    };
+    let rows = match this.conn()?.query(&text, params) {
+        Ok(rows) => rows,
+        Err(e) => return error_values(lua, e),
+    };
+    let (kind, n) = if rows.fields > 0 {
+        (1, rows.len() as u64)
+    } else if rows.affected > 0 {
+        (2, rows.affected)
+    } else {
+        (0, 0)
+    };
+    this.counters.inc(kind);
+    this.generation += 1;
+    let fields = rows.fields as i64;
+    this.last = rows;
+    Ok((
+        LuaValue::Boolean(true),
+        LuaValue::Integer(fields),
+        LuaValue::Integer(n as i64),
+        LuaValue::Integer(this.generation),
+        LuaValue::Nil,
+    ))
 }
 
 impl UserData for LuaConn {
     fn add_methods<M: UserDataMethods<Self>>(methods: &mut M) {
-        // query(sql, values or nil) -> true, nfields, nrows, rows
-        //                           | false, class, errno, state, message
+        // query(sql) runs a query's text; execute(n, v1, v2, ...) prepared
+        // statement n (from prepare(sql)) with its values. Both answer
+        //   true, nfields, nrows, the result's number (for row)
+        // | false, class, errno, state, message
+        methods.add_method_mut("query", |lua, this, sql: mlua::LuaString| {
+            run(lua, this, &sql.to_str()?, None)
+        });
+        methods.add_method_mut("prepare", |_, this, sql: mlua::LuaString| {
+            this.statements.push(sql.to_str()?.to_string());
+            Ok(this.statements.len())
+        });
         methods.add_method_mut(
-            "query",
-            |lua, this, (sql, values): (mlua::LuaString, Option<Table>)| {
-                let params = values.map(params_of).transpose()?;
-                let sql = sql.to_str()?;
-                let sqlite = this.db.target.sqlite_path().is_some();
-                let text = if sqlite {
-                    for_sqlite(&sql)
-                } else {
-                    std::borrow::Cow::Borrowed(&*sql)
-                };
-                let counters = Arc::clone(&this.counters);
-                match this.conn()?.query(&text, params.as_deref()) {
-                    Ok(rows) => {
-                        let kind = if rows.fields > 0 {
-                            1
-                        } else if rows.affected > 0 {
-                            2
-                        } else {
-                            0
-                        };
-                        counters.inc(kind);
-                        let mut out = MultiValue::new();
-                        out.push_back(LuaValue::Boolean(true));
-                        out.push_back(LuaValue::Integer(rows.fields as i64));
-                        let n = if rows.fields > 0 {
-                            rows.rows.len() as u64
-                        } else {
-                            rows.affected
-                        };
-                        out.push_back(LuaValue::Integer(n as i64));
-                        out.push_back(LuaValue::Table(rows_table(lua, rows)?));
-                        Ok(out)
-                    }
-                    Err(e) => error_values(lua, e),
-                }
+            "execute",
+            |lua, this, (n, values): (usize, mlua::Variadic<LuaValue>)| {
+                let params = values
+                    .into_iter()
+                    .map(param_of)
+                    .collect::<mlua::Result<Vec<_>>>()?;
+                let i = n
+                    .checked_sub(1)
+                    .filter(|&i| i < this.statements.len())
+                    .ok_or_else(|| mlua::Error::runtime("no such prepared statement"))?;
+                // Taken out for the call, which borrows the connection.
+                let sql = std::mem::take(&mut this.statements[i]);
+                let out = run(lua, this, &sql, Some(&params));
+                this.statements[i] = sql;
+                out
             },
         );
+        // row(result, i) -> row i (from 1) of the result numbered `result`
+        // as a table, NULLs as nil; nil past the last row or when a later
+        // query has replaced that result.
+        methods.add_method("row", |lua, this, (generation, i): (i64, usize)| {
+            let row = match i.checked_sub(1) {
+                Some(i) if generation == this.generation => this.last.row(i),
+                _ => None,
+            };
+            let Some(row) = row else {
+                return Ok(LuaValue::Nil);
+            };
+            let r = lua.create_table_with_capacity(this.last.fields, 0)?;
+            for (j, v) in row.enumerate() {
+                if let Some(v) = v {
+                    r.raw_set(j + 1, lua.create_string(v)?)?;
+                }
+            }
+            Ok(LuaValue::Table(r))
+        });
         methods.add_method_mut("rollback", |_, this, ()| {
             let conn = this.conn()?;
             if conn.in_transaction() {

@@ -270,17 +270,21 @@ fn drain<P: mysql::prelude::Protocol>(
     Ok(if rows > 0 { rows } else { affected })
 }
 
-/// A value as text, as a script reads it (`None`: NULL).
-fn text_of(v: Value) -> Option<String> {
+/// Appends a value as text, as a script reads it (`None`: NULL).
+fn push_text(out: &mut Rows, v: &Value, number: &mut String) {
+    use std::fmt::Write as _;
+    number.clear();
     match v {
-        Value::NULL => None,
-        Value::Bytes(b) => Some(String::from_utf8_lossy(&b).into_owned()),
-        Value::Int(n) => Some(n.to_string()),
-        Value::UInt(n) => Some(n.to_string()),
-        Value::Float(x) => Some(x.to_string()),
-        Value::Double(x) => Some(x.to_string()),
-        other => Some(other.as_sql(true).trim_matches('\'').to_string()),
+        Value::NULL => return out.push_value(None),
+        Value::Bytes(b) => return out.push_value(Some(b)),
+        Value::Int(n) => write!(number, "{n}"),
+        Value::UInt(n) => write!(number, "{n}"),
+        Value::Float(x) => write!(number, "{x}"),
+        Value::Double(x) => write!(number, "{x}"),
+        other => write!(number, "{}", other.as_sql(true).trim_matches('\'')),
     }
+    .unwrap_or(());
+    out.push_value(Some(number.as_bytes()));
 }
 
 /// Every row of every result set as text, for scripts; or the rows a
@@ -289,12 +293,20 @@ fn collect<P: mysql::prelude::Protocol>(
     mut result: mysql::QueryResult<'_, '_, '_, P>,
 ) -> mysql::Result<Rows> {
     let mut out = Rows::default();
+    let mut number = String::new();
     while let Some(set) = result.iter() {
         out.affected += set.affected_rows();
         out.fields = out.fields.max(set.columns().as_ref().len());
         for row in set {
-            out.rows
-                .push(row?.unwrap().into_iter().map(text_of).collect());
+            let row = row?;
+            out.begin_row();
+            for i in 0..row.len() {
+                match row.as_ref(i) {
+                    Some(v) => push_text(&mut out, v, &mut number),
+                    None => out.push_value(None),
+                }
+            }
+            out.end_row();
         }
     }
     Ok(out)

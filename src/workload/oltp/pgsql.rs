@@ -342,18 +342,12 @@ impl Pg {
                     out.rows += 1;
                     if let Some(kept) = &mut out.kept {
                         let buf = body.buffer();
-                        let row: Vec<Option<String>> = body
-                            .ranges()
-                            .map(|r| {
-                                Ok(r.map(|r| {
-                                    String::from_utf8_lossy(buf.get(r).unwrap_or_default())
-                                        .into_owned()
-                                }))
-                            })
-                            .collect()
-                            .map_err(lost)?;
-                        kept.fields = kept.fields.max(row.len());
-                        kept.rows.push(row);
+                        kept.begin_row();
+                        let mut ranges = body.ranges();
+                        while let Some(r) = ranges.next().map_err(lost)? {
+                            kept.push_value(r.map(|r| buf.get(r).unwrap_or_default()));
+                        }
+                        kept.end_row();
                     }
                 }
                 Message::RowDescription(body) => {
@@ -512,7 +506,7 @@ impl Conn for Pg {
             return Err(e);
         }
         let mut rows = out.kept.unwrap_or_default();
-        if rows.rows.is_empty() {
+        if rows.is_empty() {
             rows.affected = out.affected;
         }
         Ok(rows)

@@ -106,33 +106,35 @@ fn fetch(
         // and DDL: the total's growth is this statement's own.
         let before = conn.total_changes();
         stmt.execute(rusqlite::params_from_iter(params))?;
-        return Ok(Rows {
-            fields,
-            rows: Vec::new(),
-            affected: conn.total_changes() - before,
-        });
+        let mut out = Rows::default();
+        out.affected = conn.total_changes() - before;
+        return Ok(out);
     }
     let mut rows = stmt.query(rusqlite::params_from_iter(params))?;
-    let mut out = Vec::new();
+    let mut out = Rows::default();
+    out.fields = fields;
+    let mut number = String::new();
     while let Some(row) = rows.next()? {
-        let mut values = Vec::with_capacity(fields);
+        out.begin_row();
         for i in 0..fields {
-            values.push(match row.get_ref(i)? {
-                ValueRef::Null => None,
-                ValueRef::Integer(n) => Some(n.to_string()),
-                ValueRef::Real(x) => Some(x.to_string()),
-                ValueRef::Text(t) | ValueRef::Blob(t) => {
-                    Some(String::from_utf8_lossy(t).into_owned())
+            use std::fmt::Write as _;
+            number.clear();
+            match row.get_ref(i)? {
+                ValueRef::Null => out.push_value(None),
+                ValueRef::Integer(n) => {
+                    let _ = write!(number, "{n}");
+                    out.push_value(Some(number.as_bytes()));
                 }
-            });
+                ValueRef::Real(x) => {
+                    let _ = write!(number, "{x}");
+                    out.push_value(Some(number.as_bytes()));
+                }
+                ValueRef::Text(t) | ValueRef::Blob(t) => out.push_value(Some(t)),
+            }
         }
-        out.push(values);
+        out.end_row();
     }
-    Ok(Rows {
-        fields,
-        rows: out,
-        affected: 0,
-    })
+    Ok(out)
 }
 
 impl Conn for Sqlite {
