@@ -57,7 +57,12 @@
 --     than 1000 customers a district, last names are drawn among the numbers
 --     below the customer count, so that every name drawn exists.
 --   - New-order takes its items in ascending order (fewer deadlocks); no
---     foreign keys; no durability, isolation or ACID tests besides `check`.
+--     foreign keys; none of the ACID tests (`check` covers the consistency
+--     conditions 1-4 only). Transactions run at the server's default
+--     isolation (InnoDB's REPEATABLE READ, PostgreSQL's READ COMMITTED) and
+--     read with SELECT ... FOR UPDATE what they write back: the district's
+--     next order id, the stock's quantity, the customer's data and the
+--     oldest new order a delivery takes.
 --   - Deadlocks, lock wait timeouts and serialization failures roll back the
 --     transaction and retry it, as sysbench restarts an event after an
 --     error its driver classes as ignorable.
