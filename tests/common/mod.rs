@@ -2,6 +2,7 @@
 //! and uses only some of them).
 #![allow(dead_code)]
 
+pub mod dbservers;
 pub mod report_fixture;
 
 use assert_cmd::Command;
