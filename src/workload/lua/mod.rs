@@ -83,6 +83,17 @@ pub struct Source {
     pub text: Arc<[u8]>,
     /// Shipped into an environment, without the files beside it.
     pub shipped: bool,
+    /// Shipped with it: the modules it requires that were found where
+    /// `require` looks on the host (sysbench's `oltp_common` for its OLTP
+    /// scripts), by the name it requires them by.
+    pub modules: Arc<[Module]>,
+}
+
+/// A module's text, by the name `require` takes.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Module {
+    pub name: String,
+    pub text: Arc<[u8]>,
 }
 
 impl Source {
@@ -95,6 +106,7 @@ impl Source {
             path: path.to_string(),
             text: text.into(),
             shipped: false,
+            modules: Arc::new([]),
         })
     }
 }
@@ -148,6 +160,7 @@ impl Script {
             parsed: OnceLock::new(),
             source: Arc::clone(&source.text),
             shipped: source.shipped,
+            modules: Arc::clone(&source.modules),
             db_used: AtomicBool::new(false),
             output,
         });

@@ -4,8 +4,11 @@
 //! protocol; the agent loads it from memory with the same runtime (no file
 //! is written), runs its `prepare` when it has one, its `run`, and its
 //! `cleanup`, and returns the run's result document, named after the
-//! script's file. Only the script's own file is shipped: a module of its
-//! own that it requires is not there, and the error says so.
+//! script's file. The modules it requires by a literal name
+//! (`require("oltp_common")`), found where `require` looks on the host, go
+//! with it, and theirs in turn; the agent serves them from
+//! `package.preload`. A module required by a computed name is not found
+//! there, and the error says so.
 
 use std::path::Path;
 use std::sync::Arc;
@@ -13,14 +16,18 @@ use std::sync::Arc;
 use anyhow::{anyhow, bail, Result};
 use serde::{Deserialize, Serialize};
 
-use super::{Output, Refusal, Script, Source};
+use super::{Module, Output, Refusal, Script, Source};
 use crate::core::observer::Silent;
 use crate::core::options::{CliError, Values};
 use crate::core::result::ResultDoc;
 use crate::workload::def::{Area, Needs, WorkloadDef};
 
-/// The largest script a job carries into an environment.
+/// The largest script a job carries into an environment, its modules
+/// included.
 pub const MAX_SCRIPT_BYTES: usize = 1 << 20;
+
+/// The most modules a script takes with it.
+pub const MAX_MODULES: usize = 64;
 
 /// What a script job has as its workload definition: the engine's options
 /// (the script's own are its to declare), the metrics of a script's run.
@@ -65,6 +72,117 @@ pub struct ScriptWire {
     /// The script's file name.
     pub name: String,
     pub text: String,
+    /// The modules it requires, by the names it requires them by.
+    #[serde(default)]
+    pub modules: Vec<ModuleWire>,
+}
+
+/// A module as it crosses the agent protocol.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ModuleWire {
+    pub name: String,
+    pub text: String,
+}
+
+/// The names `text` requires literally: `require("a.b")`, `require 'x'`,
+/// `require [[y]]` is not one (nor a computed name).
+pub fn required_names(text: &str) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    let mut rest = text;
+    while let Some(at) = rest.find("require") {
+        let before = rest[..at].chars().next_back();
+        rest = &rest[at + "require".len()..];
+        if before.is_some_and(|c| c.is_alphanumeric() || c == '_' || c == '.' || c == ':') {
+            continue;
+        }
+        let mut t = rest.trim_start();
+        if let Some(inner) = t.strip_prefix('(') {
+            t = inner.trim_start();
+        }
+        let Some(quote) = t.chars().next().filter(|c| *c == '"' || *c == '\'') else {
+            continue;
+        };
+        let body = &t[1..];
+        let Some(end) = body.find(quote) else {
+            continue;
+        };
+        let name = &body[..end];
+        if module_name_ok(name) && !out.iter().any(|n| n == name) {
+            out.push(name.to_string());
+        }
+    }
+    out
+}
+
+/// A name a shipped module may have: a Lua module path, never a file path.
+fn module_name_ok(name: &str) -> bool {
+    !name.is_empty()
+        && name.len() <= 100
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '.' || c == '-')
+        && !name.starts_with('.')
+        && !name.contains("..")
+}
+
+/// The file `require(name)` loads on this machine, by `path` (templates
+/// with `?`, separated by `;`), as Lua's searcher finds it.
+fn find_module(path: &str, name: &str) -> Option<std::path::PathBuf> {
+    let file = name.replace('.', "/");
+    path.split(';')
+        .filter(|t| !t.is_empty())
+        .map(|t| std::path::PathBuf::from(t.replace('?', &file)))
+        .find(|p| p.is_file())
+}
+
+/// The modules `text` (the script at `path`) requires, and theirs, that
+/// are found where `require` looks; `budget` bytes at most in all.
+fn modules_of(path: &str, text: &str, mut budget: usize) -> Result<Vec<Module>, CliError> {
+    let search = super::state::search_path(path);
+    let mut found: Vec<Module> = Vec::new();
+    let mut queue = required_names(text);
+    let mut seen: Vec<String> = queue.clone();
+    while let Some(name) = queue.pop() {
+        let Some(file) = find_module(&search, &name) else {
+            // Built in (ffi, string...) or not on this machine: the
+            // environment's require says so when it is needed.
+            continue;
+        };
+        if found.len() == MAX_MODULES {
+            return Err(CliError::Usage(format!(
+                "{path}: the script requires more than {MAX_MODULES} modules, too many to ship into an environment: run it on the host"
+            )));
+        }
+        let shown = file.display().to_string();
+        let body = std::fs::read(&file).map_err(|e| {
+            CliError::Usage(format!(
+                "{path}: cannot read module '{name}' ({shown}): {e}"
+            ))
+        })?;
+        if body.len() > budget {
+            return Err(too_big(
+                &format!("{path} with module '{name}' ({shown})"),
+                MAX_SCRIPT_BYTES - budget + body.len(),
+            ));
+        }
+        budget -= body.len();
+        let body = String::from_utf8(body).map_err(|_| {
+            CliError::Usage(format!(
+                "{path}: module '{name}' ({shown}) is not UTF-8 text, which is how it travels with the script into an environment"
+            ))
+        })?;
+        for next in required_names(&body) {
+            if !seen.contains(&next) {
+                seen.push(next.clone());
+                queue.push(next);
+            }
+        }
+        found.push(Module {
+            name,
+            text: body.into_bytes().into(),
+        });
+    }
+    Ok(found)
 }
 
 fn file_name(path: &str) -> String {
@@ -96,25 +214,48 @@ impl ScriptJob {
         if text.len() > MAX_SCRIPT_BYTES {
             return Err(too_big(path, text.len()));
         }
-        if std::str::from_utf8(&text).is_err() {
+        let Ok(utf8) = std::str::from_utf8(&text) else {
             return Err(CliError::Usage(format!(
                 "{path}: the script is not UTF-8 text, which is how it travels with its job into an environment: save it as UTF-8"
             )));
-        }
+        };
+        let modules = modules_of(path, utf8, MAX_SCRIPT_BYTES - text.len())?;
         Ok(ScriptJob {
             name: file_name(path),
             source: Source {
                 path: path.to_string(),
                 text: text.into(),
                 shipped: false,
+                modules: modules.into(),
             },
         })
     }
 
     /// The script a job brought over the wire, as the agent runs it.
     pub fn from_wire(wire: &ScriptWire) -> Result<ScriptJob, CliError> {
-        if wire.text.len() > MAX_SCRIPT_BYTES {
-            return Err(too_big(&wire.name, wire.text.len()));
+        let total = wire.text.len() + wire.modules.iter().map(|m| m.text.len()).sum::<usize>();
+        if total > MAX_SCRIPT_BYTES {
+            return Err(too_big(&wire.name, total));
+        }
+        if wire.modules.len() > MAX_MODULES {
+            return Err(CliError::Usage(format!(
+                "{}: more than {MAX_MODULES} modules came with the script",
+                wire.name
+            )));
+        }
+        let mut modules = Vec::with_capacity(wire.modules.len());
+        for m in &wire.modules {
+            if !module_name_ok(&m.name) || modules.iter().any(|k: &Module| k.name == m.name) {
+                return Err(CliError::Usage(format!(
+                    "{}: a module came with the script under a name that is not a module's (or twice): {}",
+                    wire.name,
+                    crate::core::text::one_line(&m.name, 100)
+                )));
+            }
+            modules.push(Module {
+                name: m.name.clone(),
+                text: m.text.as_bytes().into(),
+            });
         }
         // Only a name, never a path in the environment.
         let name = file_name(&wire.name);
@@ -124,6 +265,7 @@ impl ScriptJob {
                 path: name,
                 text: wire.text.as_bytes().into(),
                 shipped: true,
+                modules: modules.into(),
             },
         })
     }
@@ -132,6 +274,15 @@ impl ScriptJob {
         ScriptWire {
             name: self.name.clone(),
             text: String::from_utf8_lossy(&self.source.text).into_owned(),
+            modules: self
+                .source
+                .modules
+                .iter()
+                .map(|m| ModuleWire {
+                    name: m.name.clone(),
+                    text: String::from_utf8_lossy(&m.text).into_owned(),
+                })
+                .collect(),
         }
     }
 
@@ -213,4 +364,63 @@ fn run_cleanup(job: &ScriptJob, args: &[String]) -> Result<()> {
         script.run_command()?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn literal_requires_are_found_and_others_are_not() {
+        let text = r#"
+local a = require("oltp_common")
+local b = require 'sub.mod'
+local c = require"x_y"
+require ( "oltp_common" )   -- once
+local d = require(name)     -- computed
+local e = my.require("no")  -- a method of something else
+local f = require("../etc/passwd")
+local g = prerequire("no")
+"#;
+        assert_eq!(required_names(text), ["oltp_common", "sub.mod", "x_y"]);
+    }
+
+    #[test]
+    fn a_module_is_found_along_the_search_path() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir(dir.path().join("sub")).unwrap();
+        std::fs::write(dir.path().join("sub/mod.lua"), "return 1").unwrap();
+        let path = format!("/nonexistent/?.lua;{}/?.lua", dir.path().display());
+        assert_eq!(
+            find_module(&path, "sub.mod"),
+            Some(dir.path().join("sub/mod.lua"))
+        );
+        assert_eq!(find_module(&path, "other"), None);
+    }
+
+    #[test]
+    fn modules_travel_and_bad_names_from_the_wire_are_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("m1.lua"), "return require('m2')").unwrap();
+        std::fs::write(dir.path().join("m2.lua"), "return 2").unwrap();
+        let script = dir.path().join("s.lua");
+        std::fs::write(&script, "local m = require('m1')\nfunction event() end\n").unwrap();
+        let job = ScriptJob::read(script.to_str().unwrap()).unwrap();
+        let mut names: Vec<&str> = job.source.modules.iter().map(|m| m.name.as_str()).collect();
+        names.sort();
+        assert_eq!(names, ["m1", "m2"]);
+        let wire = job.to_wire();
+        let back = ScriptJob::from_wire(&wire).unwrap();
+        assert_eq!(back.source.modules.len(), 2);
+
+        let mut bad = wire.clone();
+        bad.modules[0].name = "../x".into();
+        assert!(ScriptJob::from_wire(&bad).is_err());
+        let mut twice = wire.clone();
+        twice.modules[1].name = twice.modules[0].name.clone();
+        assert!(ScriptJob::from_wire(&twice).is_err());
+        let mut big = wire;
+        big.modules[0].text = "x".repeat(MAX_SCRIPT_BYTES);
+        assert!(ScriptJob::from_wire(&big).is_err());
+    }
 }

@@ -39,8 +39,10 @@ pub struct Shared {
     /// The script's text, read once; every state loads it from here.
     pub source: Arc<[u8]>,
     /// Shipped into an environment: its directory is not there, so a
-    /// module of its own that it requires is not either.
+    /// module of its own that it requires is there only when it was
+    /// shipped with it (`modules`).
     pub shipped: bool,
+    pub modules: Arc<[super::Module]>,
     /// A connection was opened: the run's text has SQL statistics.
     pub db_used: AtomicBool,
     /// Where the script's own output (`print`, `io.write`) goes.
@@ -99,6 +101,7 @@ pub fn new_state(shared: &Arc<Shared>, tid: Option<usize>, counters: Arc<Counter
     let run_event: Function = vp.get("run_event")?;
     lua.set_named_registry_value("virtperf.run_event", run_event)?;
     if shared.shipped {
+        preload(&lua, &shared.modules).map_err(|e| anyhow!("loading a shipped module: {e}"))?;
         explain_require(&lua).map_err(|e| anyhow!("setting up require: {e}"))?;
     }
     let chunk = strip_shebang(shared.source.to_vec());
@@ -114,7 +117,7 @@ pub fn new_state(shared: &Arc<Shared>, tid: Option<usize>, counters: Arc<Counter
 /// LuaRocks' and the system's Lua directories, and the directory Debian's
 /// sysbench installs its scripts in; `LUA_PATH` with `;;` for these. No
 /// C modules: the binary is static.
-fn set_paths(lua: &Lua, script: &str) -> mlua::Result<()> {
+pub fn search_path(script: &str) -> String {
     let mut dirs: Vec<String> = Vec::new();
     if let Some(dir) = Path::new(script)
         .parent()
@@ -137,18 +140,36 @@ fn set_paths(lua: &Lua, script: &str) -> mlua::Result<()> {
         .map(String::from),
     );
     let ours = dirs.join(";");
-    let path = match std::env::var("LUA_PATH") {
+    match std::env::var("LUA_PATH") {
         Ok(p) => p.replace(";;", &format!(";{ours};")),
         Err(_) => ours,
-    };
+    }
+}
+
+fn set_paths(lua: &Lua, script: &str) -> mlua::Result<()> {
     let package: Table = lua.globals().get("package")?;
-    package.set("path", path)?;
+    package.set("path", search_path(script))?;
     package.set("cpath", "")?;
     Ok(())
 }
 
-/// In an environment only the script itself was shipped: a module of its
-/// own that it requires fails with a message saying so.
+/// The modules shipped with a script, in `package.preload`: `require`
+/// finds them without a file.
+fn preload(lua: &Lua, modules: &[super::Module]) -> mlua::Result<()> {
+    let package: Table = lua.globals().get("package")?;
+    let preload: Table = package.get("preload")?;
+    for m in modules {
+        let f = lua
+            .load(strip_shebang(m.text.to_vec()))
+            .set_name(format!("@{}.lua", m.name))
+            .into_function()?;
+        preload.set(m.name.as_str(), f)?;
+    }
+    Ok(())
+}
+
+/// In an environment a module that was not shipped with the script fails
+/// with a message saying why.
 fn explain_require(lua: &Lua) -> mlua::Result<()> {
     lua.load(
         r#"
@@ -159,9 +180,10 @@ _G.require = function(name)
    local msg = tostring(mod)
    if msg:find("^module '.-' not found") then
       msg = "module '" .. tostring(name) .. "' not found: it is not built in, " ..
-            "and virtperf ships only the script's own file into an environment " ..
-            "(a script that requires files of its own is not supported there: " ..
-            "put the module's code into the script)"
+            "and it was not found where require looks on the host when the " ..
+            "script was shipped into this environment (virtperf ships the " ..
+            "modules a script requires by a literal name, as require(\"name\"), " ..
+            "from the script's directory, LUA_PATH and /usr/share/sysbench)"
    end
    error(msg, 2)
 end
