@@ -3,6 +3,7 @@
 #![allow(dead_code)]
 
 pub mod report_fixture;
+pub mod sysbench;
 
 use assert_cmd::Command;
 use serde_json::Value;
