@@ -10,6 +10,7 @@
 //! (a script's declared options and `sysbench.opt`), `rand`
 //! (`sysbench.rand`), `sql` (`sysbench.sql` over the OLTP drivers).
 
+mod histogram;
 mod options;
 mod rand;
 mod shipped;

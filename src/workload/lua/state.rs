@@ -96,6 +96,8 @@ pub fn new_state(shared: &Arc<Shared>, tid: Option<usize>, counters: Arc<Counter
         .set_name("=virtperf-prelude")
         .call::<()>(vp.clone())
         .map_err(|e| anyhow!("loading virtperf's Lua prelude: {}", message(&e)))?;
+    super::histogram::install(&lua, shared.output)
+        .map_err(|e| anyhow!("setting up sysbench.histogram: {e}"))?;
     let run_event: Function = vp.get("run_event")?;
     lua.set_named_registry_value("virtperf.run_event", run_event)?;
     if shared.shipped {
