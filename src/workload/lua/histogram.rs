@@ -25,7 +25,7 @@ pub struct Histogram {
 impl Histogram {
     /// sysbench's checks: at least two buckets, 0 < min < max.
     pub fn new(size: f64, min: f64, max: f64, output: Output) -> Result<Self, String> {
-        if !(size >= 2.0 && size <= MAX_BUCKETS as f64) || !(min > 0.0 && max > min) {
+        if !(size >= 2.0 && size <= MAX_BUCKETS as f64 && min > 0.0 && max > min) {
             return Err(format!(
                 "sysbench.histogram.new({size}, {min}, {max}): wants 2 to {MAX_BUCKETS} buckets and 0 < min < max"
             ));
