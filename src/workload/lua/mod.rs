@@ -580,8 +580,9 @@ impl Script {
         };
         let lat = m.latency.clone().unwrap_or_default();
         let secs = outcome.duration.as_secs_f64();
+        // Every thread has finished: sysbench reports none running.
         let stat = self.stat_table(
-            outcome.threads.len(),
+            0,
             secs,
             secs,
             lat.selected.map_or(lat.p95, |s| s.1) / 1e3,

@@ -7,6 +7,7 @@
 use anyhow::{bail, Result};
 use mlua::{Lua, Table, Value as LuaValue};
 
+use crate::core::fatal::SysbenchFatal;
 use crate::core::options::{self, CliError, OptKind, OptionSpec, Values};
 use crate::engine;
 use crate::workload::oltp;
@@ -106,7 +107,13 @@ pub fn declared(lua: &Lua, script: &str) -> Result<Vec<ScriptOption>> {
     for pair in table.pairs::<LuaValue, LuaValue>() {
         let (key, def) = pair?;
         let (LuaValue::String(name), LuaValue::Table(def)) = (&key, &def) else {
-            bail!("{script}: wrong table structure in sysbench.cmdline.options (each entry is name = {{description, default}})");
+            return Err(SysbenchFatal {
+                ours: format!("{script}: wrong table structure in sysbench.cmdline.options (each entry is name = {{description, default}})"),
+                // sysbench's words name the line of its own Lua that checks.
+                fatal: "`sysbench.cmdline.read_cmdline_options' function failed: [string \"sysbench.cmdline.lua\"]:132: wrong table structure in sysbench.cmdline.options".into(),
+                hint: None,
+            }
+            .into());
         };
         let name = name.to_str()?.to_string();
         let desc: String = match def.get::<LuaValue>(1)? {

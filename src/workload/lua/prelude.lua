@@ -49,6 +49,7 @@ local C_funcs = {
    sb_event_stop = function() end,
    sb_more_events = function() return true end,
    usleep = function(us) vp.usleep(tonumber(us)) return 0 end,
+   sleep = function(s) vp.usleep(tonumber(s) * 1e6) return 0 end,
    sb_rand_default = function(a, b) return vp.rand_default(a, b) end,
    sb_rand_uniform = function(a, b) return vp.rand_uniform(a, b) end,
    sb_rand_gaussian = function(a, b) return vp.rand_gaussian(a, b) end,
@@ -185,7 +186,14 @@ sb_rand_uniform = vp.rand_uniform
 sb_rand_gaussian = vp.rand_gaussian
 sb_rand_special = vp.rand_special
 sb_rand_str = vp.rand_string
-sb_rand_uniq = vp.rand_unique
+-- Unique values drawn until one falls in [a, b] (the whole 32-bit range
+-- by default), as sysbench does.
+function sb_rand_uniq(a, b)
+   a, b = a or 0, b or 4294967295
+   local v
+   repeat v = vp.rand_unique() until v >= a and v <= b
+   return v
+end
 -- The lower 32 bits of a uniform 64-bit draw, as a Lua number.
 function sb_rnd() return tonumber(vp.rand_uint64() % 4294967296) end
 -- sysbench 0.5's globals: the script as named and the thread's id.
