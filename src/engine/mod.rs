@@ -853,6 +853,23 @@ mod tests {
     }
 
     #[test]
+    fn a_rate_the_workers_fall_a_queue_behind_fails_as_sysbench() {
+        let mut o = opts(2);
+        o.time = Some(Duration::from_secs(5));
+        // Events of 1 ms at a billion a second: the queue fills at once.
+        o.rate = 1e9;
+        let err = run(&o, sleepers(2, 1)).err().expect("refused");
+        let fatal = err
+            .downcast_ref::<SysbenchFatal>()
+            .expect("sysbench's words");
+        assert!(
+            fatal.fatal.starts_with("The event queue is full."),
+            "{fatal:?}"
+        );
+        assert!(err.to_string().contains("--rate=1000000000"), "{err}");
+    }
+
+    #[test]
     fn errors_stop_every_thread() {
         struct Failing;
         impl Worker for Failing {
