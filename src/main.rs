@@ -4,6 +4,7 @@
 use std::process::ExitCode;
 
 use virtperf::cli::{self, Request};
+use virtperf::core::fatal::SysbenchFatal;
 use virtperf::core::options::CliError;
 use virtperf::core::signals;
 
@@ -92,8 +93,24 @@ fn as_sysbench(args: &[String]) -> ExitCode {
         Err(err) if err.downcast_ref::<cli::script::Exit>().is_some() => {
             ExitCode::from(err.downcast_ref::<cli::script::Exit>().map_or(1, |e| e.0))
         }
+        Err(err) if err.downcast_ref::<SysbenchFatal>().is_some() => {
+            let fatal = err.downcast_ref::<SysbenchFatal>().expect("checked");
+            print!("{}", fatal.text(cli::sysbench::verbosity(args)));
+            ExitCode::FAILURE
+        }
         Err(err) => {
-            eprintln!("FATAL: {}", error_text(&err));
+            // sysbench logs its FATAL lines on standard output.
+            match err
+                .downcast_ref::<CliError>()
+                .and_then(|e| cli::sysbench::own_check(e, args))
+            {
+                // Refused before the run printed its banner.
+                Some(fatal) if cli::sysbench::verbosity(args) >= 3 => {
+                    print!("{}\n\n{fatal}", cli::banner())
+                }
+                Some(fatal) => print!("{fatal}"),
+                None => println!("FATAL: {}", error_text(&err)),
+            }
             ExitCode::FAILURE
         }
     }

@@ -1,69 +1,16 @@
 //! virtperf started as `sysbench` against Debian's sysbench 1.0.20, side by
 //! side on the same command lines: the same exit code, and the same
 //! standard output and standard error line for line once figures are
-//! masked (they differ run to run), runs of spaces are one (a figure's
-//! width moves its padding) and the banner's parenthesis is set aside (it
-//! names the build).
+//! masked (`tests/common/sysbench.rs` says how).
 
 use std::path::Path;
-use std::process::Command;
 
 mod common;
 use common::skip;
-
-/// Figures as N, runs of spaces as one, the banner's parenthesis as ().
-fn masked(text: &str) -> String {
-    let mut out = String::new();
-    for line in text.lines() {
-        let line = if line.starts_with("sysbench 1.0.20 (") {
-            "sysbench 1.0.20 ()".to_string()
-        } else {
-            line.to_string()
-        };
-        let mut prev_space = false;
-        let mut in_number = false;
-        for c in line.chars() {
-            if c.is_ascii_digit() || (in_number && c == '.') {
-                if !in_number {
-                    out.push('N');
-                }
-                in_number = true;
-                prev_space = false;
-                continue;
-            }
-            in_number = false;
-            if c == ' ' {
-                if !prev_space {
-                    out.push(' ');
-                }
-                prev_space = true;
-                continue;
-            }
-            prev_space = false;
-            out.push(c);
-        }
-        out.push('\n');
-    }
-    out
-}
-
-struct Seen {
-    code: Option<i32>,
-    stdout: String,
-    stderr: String,
-}
+use common::sysbench::{masked, step, Seen};
 
 fn run(program: &Path, args: &[&str], dir: &Path) -> Seen {
-    let out = Command::new(program)
-        .args(args)
-        .current_dir(dir)
-        .output()
-        .unwrap_or_else(|e| panic!("{}: {e}", program.display()));
-    Seen {
-        code: out.status.code(),
-        stdout: masked(&String::from_utf8_lossy(&out.stdout)),
-        stderr: masked(&String::from_utf8_lossy(&out.stderr)),
-    }
+    common::sysbench::run(program, &step(args), dir)
 }
 
 /// Lines of sysbench's output that virtperf leaves out on purpose, per
@@ -84,8 +31,9 @@ fn started_as_sysbench_it_answers_as_sysbench_does() {
     let dir = tempfile::tempdir().unwrap();
     let ours = dir.path().join("sysbench");
     std::os::unix::fs::symlink(assert_cmd::cargo::cargo_bin("virtperf"), &ours).unwrap();
-    // Each command runs in its own directory (fileio's files), in this
-    // order for each: sysbench's run first, then ours.
+    // Each side runs in its own directory (fileio's files: a prepare
+    // reuses files already there), sysbench's run first, then ours.
+    let (theirs_dir, ours_dir) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
     let cases: &[&[&str]] = &[
         &[
             "cpu",
@@ -175,8 +123,8 @@ fn started_as_sysbench_it_answers_as_sysbench_does() {
     ];
     let mut differ = Vec::new();
     for args in cases {
-        let mut theirs = run(real, args, dir.path());
-        let mine = run(&ours, args, dir.path());
+        let mut theirs = run(real, args, theirs_dir.path());
+        let mine = run(&ours, args, ours_dir.path());
         let line = args.join(" ");
         for (case, text, why) in LEFT_OUT.iter().filter(|l| l.0 == line) {
             let kept: Vec<&str> = theirs

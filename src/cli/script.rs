@@ -118,6 +118,9 @@ pub fn main(inv: &ScriptInvocation) -> Result<()> {
     } else {
         Output::Stdout
     };
+    if inv.script == "-" {
+        return from_stdin(program, output);
+    }
     let source = Source::read(&inv.script)?;
     let script = match Script::load(source, &inv.args, program, !inv.persona, output)? {
         Ok(s) => s,
@@ -125,10 +128,21 @@ pub fn main(inv: &ScriptInvocation) -> Result<()> {
     };
     match script.command() {
         "run" => run(inv, &script, text),
-        "help" => {
-            show(&script.help()?);
-            Ok(())
-        }
+        "help" => match script.help()? {
+            Some(text) => {
+                show(&text);
+                Ok(())
+            }
+            None if inv.persona => fail(
+                inv,
+                &format!(
+                    "'{}' test does not implement the 'help' command.",
+                    script.file_name()
+                ),
+                2,
+            ),
+            None => Ok(()),
+        },
         other => {
             if !script.implements(other)? && !matches!(other, "prepare" | "cleanup") {
                 return fail(inv, &format!("Unknown command: {other}"), 2);
@@ -143,9 +157,28 @@ pub fn main(inv: &ScriptInvocation) -> Result<()> {
                     2,
                 );
             }
+            if text && inv.persona && script.is_parallel()? {
+                show("Initializing worker threads...\n\n");
+            }
             script.run_command()
         }
     }
+}
+
+/// sysbench's script from standard input (no test named, or `-`): its
+/// body runs once, with the API but no command and no options of its own.
+fn from_stdin(program: &str, output: Output) -> Result<()> {
+    use std::io::Read;
+    let mut text = Vec::new();
+    std::io::stdin().read_to_end(&mut text)?;
+    let source = Source {
+        path: "stdin".into(),
+        text: text.into(),
+        shipped: false,
+        modules: std::sync::Arc::new([]),
+    };
+    let _ = Script::load(source, &[], program, true, output)?;
+    Ok(())
 }
 
 /// A refused command line: sysbench's words and exit code 1 as the
@@ -171,6 +204,19 @@ fn refuse(inv: &ScriptInvocation, refusal: Refusal) -> Result<()> {
                             a.strip_prefix("--").is_some_and(|b| {
                                 let n = b.split('=').next().unwrap_or(b).replace('_', "-");
                                 n == *name
+                            })
+                        })
+                        .cloned()
+                        .unwrap_or_else(|| format!("--{name}"));
+                    format!("invalid option: {typed}")
+                }
+                // A flag's value sysbench does not read as on or off.
+                CliError::InvalidValue { name, allowed, .. } if allowed == "on or off" => {
+                    let typed = args
+                        .iter()
+                        .find(|a| {
+                            a.strip_prefix("--").is_some_and(|b| {
+                                b.split('=').next().unwrap_or(b).replace('_', "-") == *name
                             })
                         })
                         .cloned()
@@ -208,19 +254,20 @@ fn run(inv: &ScriptInvocation, script: &Script, text: bool) -> Result<()> {
         } else {
             show(&format!(
                 "{}Initializing worker threads...\n\n",
-                summary::preamble(threads)
+                summary::preamble(threads, false)
             ));
         }
     };
+    script.defer_done();
     let (done, own_report) = script.execute(observer, &mut announce)?;
     let percentile = script.values().float("percentile");
     if inv.json {
         println!("{}", serde_json::to_string(&done.doc)?);
     } else if text && !own_report {
-        show(&summary::results(&done.doc, &done.text, percentile));
         if let (true, Some(h)) = (inv.histogram, &done.histogram) {
             show(&summary::render_histogram(h));
         }
+        show(&summary::results(&done.doc, &done.text, percentile));
     }
-    Ok(())
+    script.done()
 }

@@ -53,7 +53,7 @@ fn in_process(inv: &Invocation, start: Option<StartAt>) -> Result<()> {
             show(&format!(
                 "{}\n\n{}{}",
                 super::banner(),
-                summary::preamble(threads.max(1)),
+                summary::preamble(threads.max(1), v.has("validate") && v.flag("validate")),
                 summary::started(header)
             ));
         }
@@ -67,10 +67,10 @@ fn in_process(inv: &Invocation, start: Option<StartAt>) -> Result<()> {
     if inv.json {
         println!("{}", serde_json::to_string(&done.doc)?);
     } else if text {
-        show(&summary::results(&done.doc, &done.text, inv.percentile()));
         if let (true, Some(h)) = (inv.histogram, &done.histogram) {
             show(&summary::render_histogram(h));
         }
+        show(&summary::results(&done.doc, &done.text, inv.percentile()));
         // A virtperf addition: not where sysbench's own output is asked for.
         if let (Some(w), false) = (summary::noise_warning(&done.doc), super::as_sysbench()) {
             eprintln!("{w}");

@@ -5,12 +5,15 @@ use crate::core::result::ResultDoc;
 use crate::engine::Histogram;
 
 /// A latency histogram in logarithmic buckets (about 5% wide), as sysbench's
-/// `--histogram` prints it: only buckets with events.
+/// `--histogram` prints it after "Threads started!", before the results:
+/// only buckets with events, bars rounded as sysbench rounds them, and its
+/// closing line of one space.
 pub fn render_histogram(h: &Histogram) -> String {
     let mut out = String::from(
-        "\nLatency histogram (values are in milliseconds)\n       value  ------------- distribution ------------- count\n",
+        "Latency histogram (values are in milliseconds)\n       value  ------------- distribution ------------- count\n",
     );
     if h.is_empty() {
+        out.push_str(" \n");
         return out;
     }
     let start = h.min().max(1);
@@ -26,16 +29,23 @@ pub fn render_histogram(h: &Histogram) -> String {
         .collect();
     let most = rows.iter().map(|r| r.1).max().unwrap_or(1);
     for (ms, count) in rows {
-        let stars = ((count as f64 / most as f64) * 40.0).ceil() as usize;
+        let stars = (count as f64 * 40.0 / most as f64 + 0.5).floor() as usize;
         out.push_str(&format!("{ms:>12.3} |{:<40} {count}\n", "*".repeat(stars)));
     }
+    out.push_str(" \n");
     out
 }
 
-/// sysbench's lines after the banner, before the workload's own header.
-pub fn preamble(threads: u64) -> String {
+/// sysbench's lines after the banner, before the workload's own header
+/// (`validate`: the run checks what it reads, `--validate`).
+pub fn preamble(threads: u64, validate: bool) -> String {
+    let checks = if validate {
+        "Validation checks: on.\n\n"
+    } else {
+        ""
+    };
     format!(
-        "Running the test with following options:\nNumber of threads: {threads}\nInitializing random number generator from current time\n\n\n"
+        "Running the test with following options:\nNumber of threads: {threads}\n{checks}Initializing random number generator from current time\n\n\n"
     )
 }
 
@@ -91,7 +101,7 @@ pub fn render(doc: &ResultDoc, banner: &str, workload_text: &str, percentile: f6
         .unwrap_or(1);
     format!(
         "{banner}\n\n{}{}{}",
-        preamble(threads),
+        preamble(threads, false),
         started(""),
         results(doc, workload_text, percentile)
     )

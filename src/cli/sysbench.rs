@@ -33,10 +33,7 @@ const DEPRECATED: &[(&str, &str)] = &[
 pub fn front(args: &[String]) -> Result<(String, Request), Answer> {
     let args = &last_of_each(args);
     // sysbench's levels: the banner is a notice (3), a warning is 2.
-    let verbosity = args
-        .iter()
-        .find_map(|a| a.strip_prefix("--verbosity=")?.parse::<u64>().ok())
-        .unwrap_or(3);
+    let verbosity = verbosity(args);
     let banner = if verbosity >= 3 {
         format!("{}\n\n", super::banner())
     } else {
@@ -57,10 +54,8 @@ pub fn front(args: &[String]) -> Result<(String, Request), Answer> {
     let mut warnings = String::new();
     for a in args.iter().rev() {
         let name = a.split('=').next().unwrap_or(a);
-        if let Some((old, new)) = DEPRECATED
-            .iter()
-            .find(|(old, _)| *old == name && verbosity >= 2)
-        {
+        // sysbench warns before it reads --verbosity: at any level.
+        if let Some((old, new)) = DEPRECATED.iter().find(|(old, _)| *old == name) {
             warnings.push_str(&format!(
                 "WARNING: {old} is deprecated, use {new} instead\n"
             ));
@@ -85,7 +80,8 @@ pub fn front(args: &[String]) -> Result<(String, Request), Answer> {
         if let Some(test) = a.strip_prefix("--test=") {
             stderr.push_str("WARNING: the --test option is deprecated. You can pass a script name or path on the command line without any options.\n");
             words.insert(0, test);
-        } else if !a.starts_with('-') {
+        } else if !a.starts_with('-') || a == "-" {
+            // `-`: the script on standard input.
             words.push(a);
         }
     }
@@ -101,23 +97,29 @@ pub fn front(args: &[String]) -> Result<(String, Request), Answer> {
         ));
     }
     let head = format!("{warnings}{banner}");
-    let Some(test) = words.first().copied() else {
-        // sysbench would read a Lua script from standard input.
-        return Err(refuse(
-            head,
-            format!("{stderr}Usage: sysbench [options]... [testname] [command]; see 'sysbench --help'\n"),
-        ));
-    };
-    if workload::lua::is_script(test) {
+    // No test named: sysbench reads a script from standard input.
+    let test = words.first().copied().unwrap_or("-");
+    // A test that is no built-in may be a module on LUA_PATH, as in sysbench.
+    let module = (test != "-" && !workload::lua::is_script(test) && workload::find(test).is_none())
+        .then(|| module_path(test))
+        .flatten();
+    if test == "-" || workload::lua::is_script(test) || module.is_some() {
         let mut rest = args.to_vec();
         if let Some(i) = rest.iter().position(|a| a == test) {
             rest.remove(i);
         }
         rest.retain(|a| !a.starts_with("--test="));
+        for a in rest.iter_mut() {
+            let name = a.split('=').next().unwrap_or(a).to_string();
+            if let Some((old, new)) = DEPRECATED.iter().find(|(old, _)| *old == name) {
+                *a = a.replacen(old, new, 1);
+            }
+        }
         if !stderr.is_empty() {
             eprint!("{stderr}");
         }
-        return match super::script::parse(test, &rest, true) {
+        let script = module.as_deref().unwrap_or(test);
+        return match super::script::parse(script, &rest, true) {
             Ok(request) => Ok((head, request)),
             Err(e) => Err(refuse(head, format!("{}\n", message(&e, args)))),
         };
@@ -153,6 +155,24 @@ pub fn front(args: &[String]) -> Result<(String, Request), Answer> {
             }
         },
     };
+    // sysbench checks a test's required options when it runs.
+    if command == Some(Command::Run) {
+        if let Some(s) = def.sysbench {
+            if let Some(name) = s
+                .required_for_run
+                .iter()
+                .find(|n| !args.iter().any(|a| a.starts_with(&format!("--{n}="))))
+            {
+                return Err(refuse(
+                    format!(
+                        "{head}FATAL: Missing required argument: --{name}\n\n{test} options:\n{}\n",
+                        s.options
+                    ),
+                    stderr,
+                ));
+            }
+        }
+    }
     if let Some(c @ (Command::Prepare | Command::Cleanup)) = command {
         if !def.needs.prepare {
             return Err(refuse(
@@ -172,8 +192,55 @@ pub fn front(args: &[String]) -> Result<(String, Request), Answer> {
             let own = matches!(&request, Request::Workload(inv) if inv.prints_banner());
             Ok((if own { warnings } else { head }, request))
         }
-        Err(e) => Err(refuse(head, format!("{stderr}{}\n", message(&e, args)))),
+        Err(e) => match own_check(&e, args) {
+            Some(fatal) => Err(refuse(format!("{head}{fatal}"), stderr)),
+            None => Err(refuse(head, format!("{stderr}{}\n", message(&e, args)))),
+        },
     }
+}
+
+/// Values a sysbench test checks itself, with its own FATAL line on
+/// standard output (`{}` is the value as typed), rather than its option
+/// parser's message.
+const OWN_CHECKS: &[(&str, &str)] = &[
+    (
+        "memory-block-size",
+        "Invalid value for memory-block-size: {}",
+    ),
+    ("file-test-mode", "Invalid IO operations mode: {}."),
+];
+
+/// sysbench's FATAL line for a value one of its tests refuses itself.
+pub fn own_check(e: &CliError, args: &[String]) -> Option<String> {
+    let CliError::InvalidValue { name, .. } = e else {
+        return None;
+    };
+    let (_, text) = OWN_CHECKS.iter().find(|(n, _)| n == name)?;
+    let typed = args
+        .iter()
+        .rev()
+        .find_map(|a| a.strip_prefix(&format!("--{name}=")))?;
+    Some(format!("FATAL: {}\n", text.replace("{}", typed)))
+}
+
+/// The file `require(name)` would load from `LUA_PATH`'s templates.
+fn module_path(name: &str) -> Option<String> {
+    if name.starts_with('-') || name.contains('/') {
+        return None;
+    }
+    let path = std::env::var("LUA_PATH").ok()?;
+    path.split(';')
+        .filter(|t| t.contains('?'))
+        .map(|t| t.replace('?', &name.replace('.', "/")))
+        .find(|p| std::path::Path::new(p).is_file())
+}
+
+/// `--verbosity` as given last, sysbench's 3 by default.
+pub fn verbosity(args: &[String]) -> u64 {
+    args.iter()
+        .rev()
+        .find_map(|a| a.strip_prefix("--verbosity=")?.parse::<u64>().ok())
+        .unwrap_or(3)
 }
 
 /// The arguments with only the last of a repeated option: sysbench takes
@@ -217,12 +284,14 @@ fn general_help() -> String {
         out.push_str(&format!("  {option:<31} {help}\n"));
     }
     out.push_str(
-        "\n  --percentile=N       percentile to calculate in latency statistics (1-100) [95]\n  \
+        "\nLog options:\n  --verbosity=N verbosity level {5 - debug, 0 - only critical messages} [3]\n\n  \
+         --percentile=N       percentile to calculate in latency statistics (1-100) [95]\n  \
          --histogram[=on|off] print latency histogram in report [off]\n\nCompiled-in tests:\n",
     );
-    for def in workload::WORKLOADS {
-        if let Some(s) = def.sysbench {
-            out.push_str(&format!("  {} - {}\n", def.name, s.summary));
+    // In sysbench's order.
+    for name in ["fileio", "cpu", "memory", "threads", "mutex"] {
+        if let Some(s) = workload::find(name).and_then(|d| d.sysbench) {
+            out.push_str(&format!("  {name} - {}\n", s.summary));
         }
     }
     out.push_str("\nSee 'sysbench <testname> help' for a list of options for each test.\n\n");

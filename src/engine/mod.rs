@@ -15,6 +15,7 @@ use anyhow::{anyhow, Result};
 pub use histogram::{new_histogram, summarize, Histogram};
 pub use rng::FastRng;
 
+use crate::core::fatal::SysbenchFatal;
 use crate::core::observer::Observer;
 use crate::core::options::{OptKind, OptionSpec, Values};
 use crate::core::result::Fairness;
@@ -584,6 +585,11 @@ fn closed_loop<W: Worker>(
     }
 }
 
+/// How many arrivals sysbench's event queue holds (its MAX_QUEUE_LEN):
+/// workers that many events behind `--rate` cannot serve it, and the run
+/// fails as sysbench's does rather than report a rate it did not deliver.
+pub const RATE_QUEUE: f64 = 131_072.0;
+
 /// Poisson arrivals at `rate / threads` per thread: the sum over threads is a
 /// Poisson stream at `rate`. Latency runs from the scheduled arrival, so time
 /// spent queued behind a slow event counts.
@@ -604,6 +610,19 @@ fn open_loop<W: Worker>(
         let now = Instant::now();
         if should_stop(shared, now.max(arrival), deadline) {
             return Ok(());
+        }
+        // Every thread lags alike, so the arrivals waiting across threads
+        // are about this thread's lag at the whole rate.
+        if now > arrival && (now - arrival).as_secs_f64() * opts.rate > RATE_QUEUE {
+            return Err(SysbenchFatal {
+                ours: format!(
+                    "the workers fell {RATE_QUEUE} events behind --rate={}: lower --rate or add --threads",
+                    opts.rate
+                ),
+                fatal: "The event queue is full. This means the worker threads are unable to keep up with the specified event generation rate".into(),
+                hint: None,
+            }
+            .into());
         }
         if arrival > now {
             sleep_until(arrival, shared, deadline);
@@ -831,6 +850,23 @@ mod tests {
         let (slow, _) = run(&o, sleepers(1, 10)).unwrap();
         assert!(slow.events <= 105, "{}", slow.events);
         assert!(slow.histogram.value_at_quantile(0.9) > 50_000_000);
+    }
+
+    #[test]
+    fn a_rate_the_workers_fall_a_queue_behind_fails_as_sysbench() {
+        let mut o = opts(2);
+        o.time = Some(Duration::from_secs(5));
+        // Events of 1 ms at a billion a second: the queue fills at once.
+        o.rate = 1e9;
+        let err = run(&o, sleepers(2, 1)).err().expect("refused");
+        let fatal = err
+            .downcast_ref::<SysbenchFatal>()
+            .expect("sysbench's words");
+        assert!(
+            fatal.fatal.starts_with("The event queue is full."),
+            "{fatal:?}"
+        );
+        assert!(err.to_string().contains("--rate=1000000000"), "{err}");
     }
 
     #[test]

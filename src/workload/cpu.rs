@@ -39,6 +39,7 @@ pub const DEF: WorkloadDef = WorkloadDef {
     sysbench: Some(crate::workload::SysbenchTest {
         summary: "CPU performance test",
         options: "  --cpu-max-prime=N upper limit for primes generator [10000]\n",
+        required_for_run: &[],
     }),
     build,
 };

@@ -151,6 +151,9 @@ pub fn metric_from(table: &[MetricDef], name: &str, value: f64) -> Metric {
 pub struct SysbenchTest {
     pub summary: &'static str,
     pub options: &'static str,
+    /// Options sysbench refuses to run without ("Missing required
+    /// argument").
+    pub required_for_run: &'static [&'static str],
 }
 
 /// The part of a machine a workload measures: a report's overview gives

@@ -79,6 +79,7 @@ pub const DEF: WorkloadDef = WorkloadDef {
     sysbench: Some(crate::workload::SysbenchTest {
         summary: "Memory functions speed test",
         options: "  --memory-block-size=SIZE    size of memory block for test [1K]\n  --memory-total-size=SIZE    total size of data to transfer [100G]\n  --memory-scope=STRING       memory access scope {global,local} [global]\n  --memory-oper=STRING        type of memory operations {read, write, none} [write]\n  --memory-access-mode=STRING memory access mode {seq,rnd} [seq]\n",
+        required_for_run: &[],
     }),
     build,
 };

@@ -57,6 +57,7 @@ pub const DEF: WorkloadDef = WorkloadDef {
     sysbench: Some(crate::workload::SysbenchTest {
         summary: "Mutex performance test",
         options: "  --mutex-num=N   total size of mutex array [4096]\n  --mutex-locks=N number of mutex locks to do per thread [50000]\n  --mutex-loops=N number of empty loops to do outside mutex lock [10000]\n",
+        required_for_run: &[],
     }),
     build,
 };

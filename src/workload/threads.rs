@@ -48,6 +48,7 @@ pub const DEF: WorkloadDef = WorkloadDef {
     sysbench: Some(crate::workload::SysbenchTest {
         summary: "Threads subsystem performance test",
         options: "  --thread-yields=N number of yields to do per request [1000]\n  --thread-locks=N  number of locks per thread [8]\n",
+        required_for_run: &[],
     }),
     build,
 };

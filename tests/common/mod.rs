@@ -4,6 +4,7 @@
 
 pub mod dbservers;
 pub mod report_fixture;
+pub mod sysbench;
 
 use assert_cmd::Command;
 use serde_json::Value;

@@ -63,6 +63,9 @@ pub struct Config {
     pub io: IoMode,
     pub backlog: usize,
     pub open_flags: i32,
+    /// dsync was asked for (O_SYNC includes O_DSYNC's bit: the flags
+    /// alone cannot tell "sync" from "sync,dsync").
+    pub dsync: bool,
     pub direct: bool,
     pub fsync_freq: u64,
     pub fsync_all: bool,
@@ -100,6 +103,7 @@ impl Config {
             ));
         }
         let mut open_flags = 0;
+        let mut dsync = false;
         let mut direct = false;
         for flag in v
             .text("file-extra-flags")
@@ -109,7 +113,10 @@ impl Config {
         {
             match flag {
                 "sync" => open_flags |= libc::O_SYNC,
-                "dsync" => open_flags |= libc::O_DSYNC,
+                "dsync" => {
+                    open_flags |= libc::O_DSYNC;
+                    dsync = true;
+                }
                 "direct" => {
                     open_flags |= libc::O_DIRECT;
                     direct = true;
@@ -152,6 +159,7 @@ impl Config {
             io,
             backlog: v.int("file-async-backlog") as usize,
             open_flags,
+            dsync,
             direct,
             fsync_freq: v.int("file-fsync-freq"),
             fsync_all: v.flag("file-fsync-all"),

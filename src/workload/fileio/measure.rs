@@ -173,7 +173,8 @@ pub(super) fn flags_text(cfg: &Config) -> String {
     let mut f = String::new();
     if cfg.open_flags & libc::O_SYNC == libc::O_SYNC {
         f.push_str("sync ");
-    } else if cfg.open_flags & libc::O_DSYNC != 0 {
+    }
+    if cfg.dsync {
         f.push_str("dsync ");
     }
     if cfg.direct {

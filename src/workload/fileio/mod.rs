@@ -31,8 +31,9 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
-use anyhow::{anyhow, bail, Result};
+use anyhow::{bail, Result};
 
+use crate::core::fatal::SysbenchFatal;
 use crate::core::observer::Observer;
 use crate::core::options::{CliError, Values};
 use crate::core::result::Metric;
@@ -64,6 +65,7 @@ pub const DEF: WorkloadDef = WorkloadDef {
     sysbench: Some(crate::workload::SysbenchTest {
         summary: "File I/O test",
         options: "  --file-num=N                  number of files to create [128]\n  --file-block-size=N           block size to use in all IO operations [16384]\n  --file-total-size=SIZE        total size of files to create [2G]\n  --file-test-mode=STRING       test mode {seqwr, seqrewr, seqrd, rndrd, rndwr, rndrw}\n  --file-io-mode=STRING         file operations mode {sync,async,mmap} [sync]\n  --file-async-backlog=N        number of asynchronous operatons to queue per thread [128]\n  --file-extra-flags=[LIST,...] list of additional flags to use to open files {sync,dsync,direct} []\n  --file-fsync-freq=N           do fsync() after this number of requests (0 - don't use fsync()) [100]\n  --file-fsync-all[=on|off]     do fsync() after each write operation [off]\n  --file-fsync-end[=on|off]     do fsync() at the end of test [on]\n  --file-fsync-mode=STRING      which method to use for synchronization {fsync, fdatasync} [fsync]\n  --file-merged-requests=N      merge at most this number of IO requests if possible (0 - don't merge) [0]\n  --file-rw-ratio=N             reads/writes ratio for combined test [1.5]\n",
+        required_for_run: &["file-test-mode"],
     }),
     build,
 };
@@ -98,11 +100,6 @@ impl Workload for FileioWorkload {
 
     fn prepare(&mut self, obs: &dyn Observer) -> Result<()> {
         let cfg = &self.cfg;
-        if cfg.mode == Some(Mode::SeqWr) {
-            // The sequential write test creates its files itself.
-            files::remove_all(&cfg.dir)?;
-            return Ok(());
-        }
         // sysbench's words and units (Kb and Mb meaning KiB and MiB).
         obs.chatter(&format!(
             "{} files, {}Kb each, {}Mb total\nCreating files for the test...\nExtra file open flags: {}",
@@ -111,13 +108,22 @@ impl Workload for FileioWorkload {
             cfg.total() >> 20,
             measure::flags_text(cfg)
         ));
-        let (written, secs) = create_files(cfg, &mut |i| {
-            obs.chatter(&format!("Creating file {}", files::file_name(i)))
+        let (written, secs) = create_files(cfg, &mut |i, reused| {
+            let verb = if reused {
+                "Reusing existing"
+            } else {
+                "Creating"
+            };
+            obs.chatter(&format!("{verb} file {}", files::file_name(i)))
         })?;
-        obs.chatter(&format!(
-            "{written} bytes written in {secs:.2} seconds ({:.2} MiB/sec).",
-            written as f64 / (1024.0 * 1024.0) / secs.max(1e-9)
-        ));
+        if written == 0 {
+            obs.chatter("No bytes written.");
+        } else {
+            obs.chatter(&format!(
+                "{written} bytes written in {secs:.2} seconds ({:.2} MiB/sec).",
+                written as f64 / (1024.0 * 1024.0) / secs.max(1e-9)
+            ));
+        }
         Ok(())
     }
 
@@ -180,7 +186,7 @@ mod tests {
         // prepare fails after creating test_file.1.
         std::fs::create_dir(dir.path().join("test_file.2")).unwrap();
         let c = cfg(&[&d, "--file-num=3", "--file-total-size=48K"]);
-        assert!(create_files(&c, &mut |_| {}).is_err());
+        assert!(create_files(&c, &mut |_, _| {}).is_err());
         assert!(old.exists(), "a test file from before was removed");
         assert!(!dir.path().join("test_file.1").exists());
     }

@@ -9,7 +9,7 @@ use super::*;
 /// Creates the test files (or extends them to size), telling `creating`
 /// each file's number as it starts on it; returns the bytes written and
 /// the seconds it took.
-pub fn create_files(cfg: &Config, creating: &mut dyn FnMut(usize)) -> Result<(u64, f64)> {
+pub fn create_files(cfg: &Config, creating: &mut dyn FnMut(usize, bool)) -> Result<(u64, f64)> {
     let existing: u64 = (0..cfg.num)
         .map(|i| {
             std::fs::symlink_metadata(cfg.path(i))
@@ -23,8 +23,14 @@ pub fn create_files(cfg: &Config, creating: &mut dyn FnMut(usize)) -> Result<(u6
     let mut source = DataSource::new(cfg.block as usize, cfg.random_data, 0x9e37);
     let mut written = 0u64;
     for i in 0..cfg.num {
-        creating(i);
         let path = cfg.path(i);
+        // A file already at its size is reused as it is.
+        let full = std::fs::symlink_metadata(&path)
+            .is_ok_and(|m| m.file_type().is_file() && m.len() >= cfg.file_size);
+        creating(i, full);
+        if full {
+            continue;
+        }
         // A file that was there before (an earlier prepare being extended)
         // is not ours to remove if this one fails.
         let existed = std::fs::symlink_metadata(&path).is_ok();
@@ -88,10 +94,17 @@ pub(super) fn open_files(cfg: &Config, mode: Mode) -> Result<(Vec<TestFile>, fil
         let create = mode == Mode::SeqWr;
         let file = files::open(&path, create, mode.writes(), cfg.open_flags).map_err(|e| {
             if e.kind() == std::io::ErrorKind::NotFound {
-                anyhow!(
-                    "cannot open {}: run 'virtperf fileio prepare' with the same --file-num, --file-total-size and --file-dir first",
-                    path.display()
-                )
+                anyhow::Error::from(SysbenchFatal {
+                    ours: format!(
+                        "cannot open {}: run 'virtperf fileio prepare' with the same --file-num, --file-total-size and --file-dir first",
+                        path.display()
+                    ),
+                    fatal: format!(
+                        "Cannot open file '{}' errno = 2 (No such file or directory)",
+                        files::file_name(i)
+                    ),
+                    hint: Some("Did you forget to run the prepare step?".into()),
+                })
             } else {
                 files::io_context(e, "cannot open", &path)
             }
@@ -101,12 +114,25 @@ pub(super) fn open_files(cfg: &Config, mode: Mode) -> Result<(Vec<TestFile>, fil
         } else {
             let len = file.metadata()?.len();
             if len < cfg.file_size {
-                bail!(
-                    "{} is {} but at least {} is expected: did 'prepare' run with different --file-total-size or --file-num values?",
-                    path.display(),
-                    Bytes(len),
-                    Bytes(cfg.file_size)
-                );
+                return Err(SysbenchFatal {
+                    ours: format!(
+                        "{} is {} but at least {} is expected: did 'prepare' run with different --file-total-size or --file-num values?",
+                        path.display(),
+                        Bytes(len),
+                        Bytes(cfg.file_size)
+                    ),
+                    fatal: format!(
+                        "Size of file '{}' is {}, but at least {} is expected.",
+                        files::file_name(i),
+                        Bytes(len),
+                        Bytes(cfg.file_size)
+                    ),
+                    hint: Some(
+                        "Did you run 'prepare' with different --file-total-size or --file-num values?"
+                            .into(),
+                    ),
+                }
+                .into());
             }
         }
         let map = if cfg.io == IoMode::Mmap {

@@ -10,6 +10,7 @@
 //! (a script's declared options and `sysbench.opt`), `rand`
 //! (`sysbench.rand`), `sql` (`sysbench.sql` over the OLTP drivers).
 
+mod histogram;
 mod options;
 mod rand;
 mod shipped;
@@ -119,6 +120,8 @@ pub struct Script {
     own: Vec<options::ScriptOption>,
     values: Values,
     command: String,
+    /// done() is called by the caller, after the report.
+    done_deferred: std::cell::Cell<bool>,
 }
 
 /// Why a script's command line was refused, as each front end words it.
@@ -145,13 +148,23 @@ impl Script {
         output: Output,
     ) -> Result<std::result::Result<Script, Refusal>> {
         let script = source.path.as_str();
+        let persona = program == "sysbench";
+        // sysbench: no command word, no command (nil in the script).
         let guess = args
             .iter()
             .find(|a| !a.starts_with('-'))
             .cloned()
-            .unwrap_or_else(|| "run".into());
-        let mut argv = vec![program.to_string(), script.to_string()];
-        argv.extend(args.iter().cloned());
+            .unwrap_or_else(|| if persona { "" } else { "run" }.into());
+        let argv = if persona {
+            // sysbench's argv is the command line as typed.
+            std::iter::once(program.to_string())
+                .chain(std::env::args().skip(1))
+                .collect()
+        } else {
+            let mut argv = vec![program.to_string(), script.to_string()];
+            argv.extend(args.iter().cloned());
+            argv
+        };
         let shared = Arc::new(Shared {
             script: script.to_string(),
             argv,
@@ -166,10 +179,34 @@ impl Script {
         });
         let main = state::new_state(&shared, None, Arc::new(Counters::default()))?;
         let own = options::declared(&main, script)?;
-        let (mut values, words) = match options::parse(&own, args, script) {
-            Ok(v) => v,
-            Err(e) => return Ok(Err(Refusal::Option(e, args.to_vec()))),
+        // sysbench checks options only against a script that declares
+        // some; otherwise it leaves the unknown ones alone.
+        let mut args = args.to_vec();
+        let (mut values, words) = loop {
+            match options::parse(&own, &args, script) {
+                Ok(v) => break v,
+                Err(e) => {
+                    let unknown = match &e {
+                        CliError::UnknownOption { name, .. } if persona && own.is_empty() => {
+                            Some(name.clone())
+                        }
+                        _ => None,
+                    };
+                    let before = args.len();
+                    if let Some(name) = unknown {
+                        args.retain(|a| {
+                            let body = a.strip_prefix("--").unwrap_or("");
+                            let n = body.split('=').next().unwrap_or(body);
+                            !a.starts_with("--") || options::kebab(n) != name
+                        });
+                    }
+                    if args.len() == before {
+                        return Ok(Err(Refusal::Option(e, args)));
+                    }
+                }
+            }
         };
+        let args = args.as_slice();
         if let Err(e) = resolve_passwords(&mut values) {
             return Ok(Err(Refusal::Option(e, args.to_vec())));
         }
@@ -199,6 +236,7 @@ impl Script {
             own,
             values,
             command,
+            done_deferred: std::cell::Cell::new(false),
         }))
     }
 
@@ -219,12 +257,16 @@ impl Script {
     }
 
     /// The script's options as sysbench's `help` lists them.
-    pub fn help(&self) -> Result<String> {
+    /// None: the script has neither a help() nor options to list.
+    pub fn help(&self) -> Result<Option<String>> {
         if let LuaValue::Function(f) = self.main.globals().get::<LuaValue>("help")? {
             call::<()>(&f, (), "help")?;
-            return Ok(String::new());
+            return Ok(Some(String::new()));
         }
-        Ok(options::help(&self.file_name(), &self.own))
+        if self.own.is_empty() {
+            return Ok(None);
+        }
+        Ok(Some(options::help(&self.file_name(), &self.own)))
     }
 
     /// Whether the script implements `command` (other than run and help).
@@ -257,6 +299,38 @@ impl Script {
         let result = self.command_inner();
         self.tidy();
         result
+    }
+
+    /// Ends the array `sysbench.report_json` opened, if it did.
+    fn close_json(&self) -> Result<()> {
+        let close: Function = self.main.named_registry_value("virtperf.close_json")?;
+        close.call::<()>(())?;
+        Ok(())
+    }
+
+    /// Leaves the script's done() to [`Script::done`], for a caller that
+    /// prints the run's report first (sysbench's order).
+    pub fn defer_done(&self) {
+        self.done_deferred.set(true);
+    }
+
+    /// Calls the script's done(), if it has one.
+    pub fn done(&self) -> Result<()> {
+        if let LuaValue::Function(done) = self.main.globals().get::<LuaValue>("done")? {
+            call::<()>(&done, (), "done")?;
+        }
+        Ok(())
+    }
+
+    /// Whether the command is the script's own, declared to run in
+    /// every thread (`sysbench.cmdline.PARALLEL_COMMAND`).
+    pub fn is_parallel(&self) -> Result<bool> {
+        let name = self.command.as_str();
+        if !self.custom_command(name)? {
+            return Ok(false);
+        }
+        let parallel: Function = self.cmdline()?.get("command_parallel")?;
+        Ok(parallel.call::<bool>(name)?)
     }
 
     fn command_inner(&self) -> Result<()> {
@@ -365,9 +439,16 @@ impl Script {
                 call::<()>(&f, tid, "thread_init")?;
             }
             let event = state::event_function(&lua)?;
+            // sysbench 0.5's hook: a script's own thread_run replaces the
+            // thread's event loop and is called once.
+            let thread_run = match lua.globals().get::<LuaValue>("thread_run")? {
+                LuaValue::Function(f) => Some(f),
+                _ => None,
+            };
             workers.push(LuaWorker {
                 lua,
                 event,
+                thread_run,
                 tid,
                 counters,
             });
@@ -389,6 +470,7 @@ impl Script {
             return Err(e);
         }
         let (outcome, workers) = outcome?;
+        self.close_json()?;
         let mut totals = [0u64; 5];
         for w in &workers {
             if let LuaValue::Function(f) = w.lua.globals().get::<LuaValue>("thread_done")? {
@@ -399,11 +481,12 @@ impl Script {
             }
         }
         drop(workers);
-        if let LuaValue::Function(done) = globals.get::<LuaValue>("done")? {
-            call::<()>(&done, (), "done")?;
+        if !self.done_deferred.get() {
+            self.done()?;
         }
         let m = self.measurement(&outcome, engine, totals);
         let own_report = self.report_cumulative(&outcome, &m, totals)?;
+        self.close_json()?;
         Ok((m, own_report))
     }
 
@@ -510,8 +593,9 @@ impl Script {
         };
         let lat = m.latency.clone().unwrap_or_default();
         let secs = outcome.duration.as_secs_f64();
+        // Every thread has finished: sysbench reports none running.
         let stat = self.stat_table(
-            outcome.threads.len(),
+            0,
             secs,
             secs,
             lat.selected.map_or(lat.p95, |s| s.1) / 1e3,
@@ -733,12 +817,18 @@ fn rand_config(values: Option<&Values>) -> rand::RandConfig {
 struct LuaWorker {
     lua: Lua,
     event: Function,
+    thread_run: Option<Function>,
     tid: usize,
     counters: Arc<Counters>,
 }
 
 impl Worker for LuaWorker {
     fn event(&mut self) -> Result<bool> {
+        if let Some(f) = &self.thread_run {
+            f.call::<()>(self.tid)
+                .map_err(|e| anyhow!("`thread_run' function failed: {}", state::message(&e)))?;
+            return Ok(false);
+        }
         let stop: bool = self
             .event
             .call(self.tid)

@@ -7,6 +7,7 @@
 use anyhow::{bail, Result};
 use mlua::{Lua, Table, Value as LuaValue};
 
+use crate::core::fatal::SysbenchFatal;
 use crate::core::options::{self, CliError, OptKind, OptionSpec, Values};
 use crate::engine;
 use crate::workload::oltp;
@@ -102,12 +103,17 @@ pub fn declared(lua: &Lua, script: &str) -> Result<Vec<ScriptOption>> {
             other.type_name()
         ),
     };
-    let common = common();
     let mut out = Vec::new();
     for pair in table.pairs::<LuaValue, LuaValue>() {
         let (key, def) = pair?;
         let (LuaValue::String(name), LuaValue::Table(def)) = (&key, &def) else {
-            bail!("{script}: wrong table structure in sysbench.cmdline.options (each entry is name = {{description, default}})");
+            return Err(SysbenchFatal {
+                ours: format!("{script}: wrong table structure in sysbench.cmdline.options (each entry is name = {{description, default}})"),
+                // sysbench's words name the line of its own Lua that checks.
+                fatal: "`sysbench.cmdline.read_cmdline_options' function failed: [string \"sysbench.cmdline.lua\"]:132: wrong table structure in sysbench.cmdline.options".into(),
+                hint: None,
+            }
+            .into());
         };
         let name = name.to_str()?.to_string();
         let desc: String = match def.get::<LuaValue>(1)? {
@@ -148,11 +154,6 @@ pub fn declared(lua: &Lua, script: &str) -> Result<Vec<ScriptOption>> {
             _ => OptKind::Text,
         };
         let flag = kebab(&name);
-        if common.iter().any(|c| c.name == flag) {
-            // sysbench lets a script redeclare a general option; the general
-            // one is what is parsed.
-            continue;
-        }
         out.push(ScriptOption {
             list: declared_type.unwrap_or(natural) == ARG_LIST,
             spec: OptionSpec::new(leak(flag), kind, leak(default), leak(desc)),
@@ -178,8 +179,14 @@ pub fn parse(
     args: &[String],
     context: &str,
 ) -> Result<(Values, Vec<String>), CliError> {
-    let own_specs: Vec<OptionSpec> = own.iter().map(|o| o.spec).collect();
     let common = common();
+    // sysbench lets a script redeclare a general option (its help lists
+    // it); the general one is what is parsed.
+    let own_specs: Vec<OptionSpec> = own
+        .iter()
+        .map(|o| o.spec)
+        .filter(|o| !common.iter().any(|c| c.name == o.name))
+        .collect();
     let args: Vec<String> = args
         .iter()
         .map(|a| match a.strip_prefix("--") {
@@ -205,8 +212,16 @@ pub fn export(lua: &Lua, own: &[ScriptOption], values: &Values) -> mlua::Result<
         put(spec.name, &spec, false)?;
         put(&spec.name.replace('-', "_"), &spec, false)?;
     }
-    for o in own {
+    let common = common();
+    for o in own
+        .iter()
+        .filter(|o| !common.iter().any(|c| c.name == o.spec.name))
+    {
         put(&o.name, &o.spec, o.list)?;
+        // sysbench.opt.dash_opt for a declared "dash-opt", as sysbench.
+        if o.name.contains('-') {
+            put(&o.name.replace('-', "_"), &o.spec, o.list)?;
+        }
     }
     Ok(opt)
 }
@@ -214,6 +229,10 @@ pub fn export(lua: &Lua, own: &[ScriptOption], values: &Values) -> mlua::Result<
 fn value_of(lua: &Lua, spec: &OptionSpec, values: &Values, list: bool) -> mlua::Result<LuaValue> {
     let name = spec.name;
     Ok(match spec.kind {
+        // sysbench reads a flag declared without a default as on.
+        OptKind::Bool if spec.default.is_empty() && !values.was_given(name) => {
+            LuaValue::Boolean(true)
+        }
         OptKind::Bool => LuaValue::Boolean(values.flag(name)),
         OptKind::Int { .. } | OptKind::Size { .. } => LuaValue::Number(values.int(name) as f64),
         OptKind::Float { .. } => LuaValue::Number(values.float(name)),

@@ -49,6 +49,7 @@ local C_funcs = {
    sb_event_stop = function() end,
    sb_more_events = function() return true end,
    usleep = function(us) vp.usleep(tonumber(us)) return 0 end,
+   sleep = function(s) vp.usleep(tonumber(s) * 1e6) return 0 end,
    sb_rand_default = function(a, b) return vp.rand_default(a, b) end,
    sb_rand_uniform = function(a, b) return vp.rand_uniform(a, b) end,
    sb_rand_gaussian = function(a, b) return vp.rand_gaussian(a, b) end,
@@ -119,7 +120,9 @@ end
 sysbench = {}
 sysbench.tid = vp.tid
 sysbench.version = "1.0.20"
-sysbench.version_string = "sysbench 1.0.20 (virtperf " .. vp.version .. ")"
+-- As sysbench's: started as sysbench, the name and version alone.
+sysbench.version_string = vp.argv[0] == "sysbench" and "sysbench 1.0.20"
+   or "sysbench 1.0.20 (virtperf " .. vp.version .. ")"
 sysbench.opt = vp.opt or {}
 sysbench.error = { NONE = 0, RESTART_EVENT = 1 }
 sysbench.hooks = {}
@@ -183,7 +186,19 @@ sb_rand_uniform = vp.rand_uniform
 sb_rand_gaussian = vp.rand_gaussian
 sb_rand_special = vp.rand_special
 sb_rand_str = vp.rand_string
-sb_rand_uniq = vp.rand_unique
+-- Unique values drawn until one falls in [a, b] (the whole 32-bit range
+-- by default), as sysbench does.
+function sb_rand_uniq(a, b)
+   a, b = a or 0, b or 4294967295
+   local v
+   repeat v = vp.rand_unique() until v >= a and v <= b
+   return v
+end
+-- The lower 32 bits of a uniform 64-bit draw, as a Lua number.
+function sb_rnd() return tonumber(vp.rand_uint64() % 4294967296) end
+-- sysbench 0.5's globals: the script as named and the thread's id.
+test = vp.script_path
+thread_id = vp.tid
 
 -- sysbench.sql ----------------------------------------------------------
 
@@ -423,6 +438,14 @@ function sysbench.report_json(stat)
       (stat.reads + stat.writes + stat.other) / s, stat.reads / s,
       stat.writes / s, stat.other / s, stat.latency_pct * 1000,
       stat.errors / s, stat.reconnects / s))
+end
+
+-- Closes report_json's array: sysbench closes one when the Lua state
+-- that reported closes, so intermediate and cumulative reports are each
+-- an array of their own.
+function vp.close_json()
+   if json_started then io.write("\n]\n") end
+   json_started = false
 end
 
 function sysbench.report_default(stat)

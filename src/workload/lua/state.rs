@@ -98,6 +98,10 @@ pub fn new_state(shared: &Arc<Shared>, tid: Option<usize>, counters: Arc<Counter
         .set_name("=virtperf-prelude")
         .call::<()>(vp.clone())
         .map_err(|e| anyhow!("loading virtperf's Lua prelude: {}", message(&e)))?;
+    super::histogram::install(&lua, shared.output)
+        .map_err(|e| anyhow!("setting up sysbench.histogram: {e}"))?;
+    let close_json: Function = vp.get("close_json")?;
+    lua.set_named_registry_value("virtperf.close_json", close_json)?;
     let run_event: Function = vp.get("run_event")?;
     lua.set_named_registry_value("virtperf.run_event", run_event)?;
     if shared.shipped {
@@ -237,7 +241,9 @@ fn api(lua: &Lua, shared: &Arc<Shared>, tid: Option<usize>) -> mlua::Result<Tabl
     let vp = lua.create_table()?;
     vp.set("version", env!("CARGO_PKG_VERSION"))?;
     vp.set("tid", tid.unwrap_or(0))?;
-    vp.set("command", shared.command.as_str())?;
+    if !shared.command.is_empty() {
+        vp.set("command", shared.command.as_str())?;
+    }
     vp.set("script_path", shared.script.as_str())?;
     let argv = lua.create_table()?;
     for (i, a) in shared.argv.iter().enumerate() {
@@ -317,7 +323,11 @@ fn api(lua: &Lua, shared: &Arc<Shared>, tid: Option<usize>) -> mlua::Result<Tabl
         "options_help",
         lua.create_function(move |_, ()| {
             let own = s.parsed.get().map(|p| p.own.as_slice()).unwrap_or(&[]);
-            Ok(super::options::help(&s.script, own))
+            // The option rows, without help's "x.lua options:" line.
+            let text = super::options::help(&s.script, own);
+            Ok(text
+                .split_once('\n')
+                .map_or(String::new(), |(_, rows)| rows.to_string()))
         })?,
     )?;
 
