@@ -13,7 +13,7 @@
 //! `--report-checkpoints`).
 
 mod common;
-use common::sysbench::{grep, step, Pair};
+use common::sysbench::{grep, step, Pair, Step};
 
 /// The files of sysbench 1.0.20's suite (`tests/t/`), by name.
 const SUITE: &[&str] = &[
@@ -847,6 +847,47 @@ fn test_fileio() {
 fn script_oltp_help() {
     let Some(mut p) = Pair::new() else { return };
     p.check(step(&["/usr/share/sysbench/oltp_read_write.lua", "help"]));
+    p.finish();
+}
+
+/// sysbench runs an OLTP test from its Lua script in /usr/share/sysbench;
+/// virtperf as sysbench runs its built-in test of that name: the same text
+/// from prepare, run and cleanup on PostgreSQL (each side in a database
+/// of its own on one private server).
+#[test]
+fn the_built_in_oltp_tests_print_sysbench_text() {
+    let Some(mut p) = Pair::new() else { return };
+    let Some(pg) = common::dbservers::Postgres::start() else {
+        common::skip("PostgreSQL is not installed (Debian package postgresql)");
+        return;
+    };
+    for side in ["theirs", "ours"] {
+        pg.psql(
+            "postgres",
+            &format!("CREATE DATABASE sb_{side} OWNER sbtest"),
+        );
+    }
+    let mut db = pg.args();
+    db.push("--pgsql-user=sbtest".into());
+    db.push("--pgsql-db=sb_$SIDE".into());
+    for test in ["oltp_point_select", "oltp_read_write", "oltp_insert"] {
+        let with = |extra: &[&str]| -> Step {
+            let mut args: Vec<&str> = vec![test];
+            args.extend(db.iter().map(String::as_str));
+            args.extend(["--tables=2", "--table-size=200"]);
+            args.extend(extra);
+            step(&args)
+        };
+        p.check(with(&["prepare"]));
+        let (_, ours) = p.check(with(&["--events=40", "run"]));
+        assert!(
+            ours.stdout.contains("SQL statistics:") && ours.stdout.contains("transactions:"),
+            "{}",
+            ours.stdout
+        );
+        p.check(with(&["--threads=2", "--events=40", "run"]));
+        p.check(with(&["cleanup"]));
+    }
     p.finish();
 }
 

@@ -70,7 +70,17 @@ fn in_process(inv: &Invocation, start: Option<StartAt>) -> Result<()> {
         if let (true, Some(h)) = (inv.histogram, &done.histogram) {
             show(&summary::render_histogram(h));
         }
-        show(&summary::results(&done.doc, &done.text, inv.percentile()));
+        // The sysbench persona prints sysbench's text only.
+        let workload_text = if super::as_sysbench() {
+            workload::oltp::sysbench_text(&done.text)
+        } else {
+            done.text.clone()
+        };
+        show(&summary::results(
+            &done.doc,
+            &workload_text,
+            inv.percentile(),
+        ));
         // A virtperf addition: not where sysbench's own output is asked for.
         if let (Some(w), false) = (summary::noise_warning(&done.doc), super::as_sysbench()) {
             eprintln!("{w}");

@@ -94,7 +94,8 @@ pub struct Step {
     subset: Option<&'static str>,
 }
 
-/// A step running `args`; `$DIR` in an argument is the side's directory.
+/// A step running `args`; `$DIR` in an argument is the side's directory,
+/// `$SIDE` its name (`theirs`, `ours`).
 pub fn step(args: &[&str]) -> Step {
     Step {
         args: args.iter().map(|a| a.to_string()).collect(),
@@ -297,9 +298,19 @@ impl Pair {
 /// Runs `step` with `program` as `sysbench` (its argv[0]) in `dir`.
 pub fn run(program: &Path, step: &Step, dir: &Path) -> Seen {
     let here = dir.to_string_lossy();
+    // `$SIDE` in an argument: which side runs it (a database of its own).
+    let side = if program == Path::new(REAL) {
+        "theirs"
+    } else {
+        "ours"
+    };
     let mut cmd = Command::new(program);
     cmd.arg0("sysbench")
-        .args(step.args.iter().map(|a| a.replace("$DIR", &here)))
+        .args(
+            step.args
+                .iter()
+                .map(|a| a.replace("$DIR", &here).replace("$SIDE", side)),
+        )
         .current_dir(dir)
         .stdin(if step.stdin.is_some() {
             Stdio::piped()

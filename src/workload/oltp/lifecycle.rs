@@ -26,6 +26,30 @@ fn metric(name: &str, value: f64) -> Metric {
     crate::workload::metric_from(METRICS, name, value)
 }
 
+/// The lines of the run's text that are virtperf's additions to sysbench's
+/// (the database, SQLite's busy waits): the `sysbench` persona leaves them
+/// out ([`sysbench_text`]).
+const DATABASE_LINE: &str = "Database: ";
+const BUSY_LINE: &str = "    busy waits (SQLite write lock):";
+
+/// A run's text as sysbench prints it: without virtperf's additions.
+pub fn sysbench_text(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut lines = text.split_inclusive('\n').peekable();
+    while let Some(line) = lines.next() {
+        if line.starts_with(DATABASE_LINE) {
+            // And the blank line after it.
+            lines.next_if(|l| l.trim().is_empty());
+            continue;
+        }
+        if line.starts_with(BUSY_LINE) {
+            continue;
+        }
+        out.push_str(line);
+    }
+    out
+}
+
 pub struct OltpWorkload {
     cfg: Arc<Config>,
 }
@@ -208,7 +232,7 @@ impl Workload for OltpWorkload {
             "busy_waits": total.busy_waits,
         });
         m.text = format!(
-            "Database: {}\n\nSQL statistics:\n    queries performed:\n        read:                            {}\n        write:                           {}\n        other:                           {}\n        total:                           {}\n    transactions:                        {:<7}({:.2} per sec.)\n    queries:                             {:<7}({:.2} per sec.)\n    ignored errors:                      {:<7}({:.2} per sec.)\n    reconnects:                          {:<7}({:.2} per sec.)\n",
+            "{DATABASE_LINE}{}\n\nSQL statistics:\n    queries performed:\n        read:                            {}\n        write:                           {}\n        other:                           {}\n        total:                           {}\n    transactions:                        {:<7}({:.2} per sec.)\n    queries:                             {:<7}({:.2} per sec.)\n    ignored errors:                      {:<7}({:.2} per sec.)\n    reconnects:                          {:<7}({:.2} per sec.)\n",
             self.cfg.target.describe(),
             total.reads,
             total.writes,
@@ -224,10 +248,8 @@ impl Workload for OltpWorkload {
             per_sec(total.reconnects),
         );
         if self.cfg.dialect().one_writer() {
-            m.text.push_str(&format!(
-                "    busy waits (SQLite write lock):      {}\n",
-                total.busy_waits
-            ));
+            m.text
+                .push_str(&format!("{BUSY_LINE}      {}\n", total.busy_waits));
         }
         Ok(m)
     }
@@ -268,6 +290,16 @@ mod tests {
     use super::super::tests::values;
     use super::super::SQLITE_FILE;
     use super::*;
+
+    #[test]
+    fn the_persona_text_leaves_out_virtperfs_lines() {
+        let ours = "Database: SQLite database ./x.sqlite\n\nSQL statistics:\n    reconnects:   0\n    busy waits (SQLite write lock):      3\n";
+        assert_eq!(
+            sysbench_text(ours),
+            "SQL statistics:\n    reconnects:   0\n"
+        );
+        assert_eq!(sysbench_text("CPU speed:\n"), "CPU speed:\n");
+    }
 
     fn engine(events: u64, threads: usize) -> EngineOptions {
         EngineOptions {

@@ -19,6 +19,7 @@ mod cut;
 pub mod driver;
 pub mod import;
 mod lifecycle;
+pub use lifecycle::sysbench_text;
 mod load;
 mod mysql;
 mod options;
