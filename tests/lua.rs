@@ -120,7 +120,8 @@ fn our_script_exercises_the_api() {
         stdout.lines().any(|l| l.split(',').count() == 10),
         "{stdout}"
     );
-    assert!(stdout.contains(" thds: 2 tps: "), "{stdout}");
+    // The cumulative report counts no thread running, as sysbench's does.
+    assert!(stdout.contains(" thds: 0 tps: "), "{stdout}");
     // The script reports itself: no General statistics.
     assert!(!stdout.contains("General statistics"), "{stdout}");
 
@@ -289,16 +290,25 @@ fn bad_scripts_name_file_line_and_message_and_leave_nothing() {
                 .args([script.as_str(), &dbflag, "--events=3", "run"])
                 .output()
                 .unwrap();
-            let (_, stderr) = text(&out);
-            assert_eq!(out.status.code(), Some(1), "{name}: {stderr}");
-            assert!(stderr.contains(message), "{name}: {stderr}");
-            assert!(!stderr.contains("stack traceback"), "{name}: {stderr}");
+            // sysbench prints its FATAL lines on standard output, and so
+            // does the persona; virtperf on standard error.
+            let (stdout, stderr) = text(&out);
+            let said = if program == sb { stdout } else { stderr };
+            assert_eq!(out.status.code(), Some(1), "{name}: {said}");
+            assert!(said.contains(message), "{name}: {said}");
+            assert!(!said.contains("stack traceback"), "{name}: {said}");
             // The connection's SQLite file went with the failed run.
             assert_eq!(common::entries(db.path()), Vec::<String>::new(), "{name}");
         }
     }
-    // Refused command lines, in sysbench's words as the persona.
-    std::fs::write(dir.path().join("ok.lua"), "function event() end\n").unwrap();
+    // Refused command lines, in sysbench's words as the persona. (A script
+    // that declares no options of its own is given unknown ones without a
+    // word, as in sysbench.)
+    std::fs::write(
+        dir.path().join("ok.lua"),
+        "sysbench.cmdline.options = { x = {'an option', 1} }\nfunction event() end\n",
+    )
+    .unwrap();
     let refused: &[(&[&str], &str)] = &[
         (
             &["./ok.lua", "--bogus=1", "run"],
