@@ -6,7 +6,7 @@
 
 use mlua::{Lua, Table, UserData, UserDataMethods};
 
-use super::state::Output;
+use super::output::Output;
 
 /// The most buckets a script may ask for (sysbench allocates what it is
 /// told; a typo should not take the machine's memory).

@@ -12,13 +12,14 @@
 
 mod histogram;
 mod options;
+mod output;
 mod rand;
 mod shipped;
 mod sql;
 mod state;
 
+pub use output::Output;
 pub use shipped::{ScriptJob, ScriptWire, DEF, MAX_SCRIPT_BYTES};
-pub use state::Output;
 
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -322,15 +323,17 @@ impl Script {
         Ok(())
     }
 
-    /// Whether the command is the script's own, declared to run in
-    /// every thread (`sysbench.cmdline.PARALLEL_COMMAND`).
+    /// Whether the command runs in worker threads: the script's own,
+    /// declared to run in every thread (`sysbench.cmdline.PARALLEL_COMMAND`),
+    /// and more than one thread (sysbench runs it in its main thread
+    /// otherwise).
     pub fn is_parallel(&self) -> Result<bool> {
         let name = self.command.as_str();
         if !self.custom_command(name)? {
             return Ok(false);
         }
         let parallel: Function = self.cmdline()?.get("command_parallel")?;
-        Ok(parallel.call::<bool>(name)?)
+        Ok(parallel.call::<bool>(name)? && crate::engine::threads(&self.values) > 1)
     }
 
     fn command_inner(&self) -> Result<()> {
@@ -342,7 +345,8 @@ impl Script {
                 return self.parallel_command(threads);
             }
             let f: Function = self.cmdline()?.get("call_command")?;
-            let ok: bool = call(&f, name, name)?;
+            // As sysbench names it: the Lua function it calls.
+            let ok: bool = call(&f, name, "sysbench.cmdline.call_command")?;
             if !ok {
                 bail!("the '{name}' command of {} failed", self.shared.script);
             }
@@ -372,7 +376,7 @@ impl Script {
                         let sysbench: Table = lua.globals().get("sysbench")?;
                         let cmdline: Table = sysbench.raw_get("cmdline")?;
                         let f: Function = cmdline.get("call_command")?;
-                        if !call::<bool>(&f, name.as_str(), &name)? {
+                        if !call::<bool>(&f, name.as_str(), "sysbench.cmdline.call_command")? {
                             bail!("the '{name}' command failed in thread {tid}");
                         }
                         Ok(())

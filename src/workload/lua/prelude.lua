@@ -413,6 +413,47 @@ rawset(sysbench.sql, "driver", function(name)
    return setmetatable({ sname = drv }, driver_methods)
 end)
 
+-- sysbench 0.5's database API (sysbench.db and its db_* globals), as
+-- sysbench 1.0 keeps it for old scripts: one connection per thread, made
+-- by db_connect or by the first query that needs it. Its prepared
+-- statements (db_prepare, db_bind_param, db_execute) are not here: a script
+-- calling them is told so by the strict table below.
+local legacy = {}
+local function legacy_con()
+   if legacy.con == nil then
+      legacy.con = sysbench.sql.driver():connect()
+   end
+   return legacy.con
+end
+rawset(sysbench, "db", {
+   DB_ERROR_NONE = 0,
+   DB_ERROR_RESTART_TRANSACTION = 1,
+   DB_ERROR_FAILED = 2,
+   connect = function() legacy_con() end,
+   disconnect = function()
+      if legacy.con ~= nil then
+         legacy.con:disconnect()
+         legacy.con = nil
+      end
+   end,
+   -- Nothing back, as in sysbench (0.5 scripts read rows through
+   -- db_store_results, which is not here).
+   query = function(query) legacy_con():query(query) end,
+   bulk_insert_init = function(query) return legacy_con():bulk_insert_init(query) end,
+   bulk_insert_next = function(values) return legacy_con():bulk_insert_next(values) end,
+   bulk_insert_done = function() return legacy_con():bulk_insert_done() end,
+})
+strict(sysbench.db, "sysbench.db")
+db_connect = sysbench.db.connect
+db_disconnect = sysbench.db.disconnect
+db_query = sysbench.db.query
+db_bulk_insert_init = sysbench.db.bulk_insert_init
+db_bulk_insert_next = sysbench.db.bulk_insert_next
+db_bulk_insert_done = sysbench.db.bulk_insert_done
+DB_ERROR_NONE = sysbench.db.DB_ERROR_NONE
+DB_ERROR_RESTART_TRANSACTION = sysbench.db.DB_ERROR_RESTART_TRANSACTION
+DB_ERROR_FAILED = sysbench.db.DB_ERROR_FAILED
+
 -- Reports ---------------------------------------------------------------
 
 function sysbench.report_csv(stat)

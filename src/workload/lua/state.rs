@@ -14,6 +14,7 @@ use anyhow::{anyhow, Result};
 use mlua::{Function, Lua, Table, Value as LuaValue};
 
 use super::options::ScriptOption;
+use super::output::Output;
 use super::rand::{self, RandConfig};
 use super::sql::{Counters, Database, LuaConn};
 use crate::core::options::Values;
@@ -47,17 +48,6 @@ pub struct Shared {
     pub db_used: AtomicBool,
     /// Where the script's own output (`print`, `io.write`) goes.
     pub output: Output,
-}
-
-/// Where a script's own output goes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Output {
-    Stdout,
-    /// Standard output carries a JSON document.
-    Stderr,
-    /// Standard output carries the agent protocol and the host shows its
-    /// own progress: nobody reads it.
-    Discard,
 }
 
 /// The parsed command line.
