@@ -276,9 +276,13 @@ fn a_200mbit_token_bucket_gives_tcp_stream_180_to_200() {
         (150.0..=205.0).contains(&received),
         "received {received} Mbit/s through 200"
     );
+    // The sender is offered twice the path's rate; how much of it a loaded
+    // 2-CPU machine sends varies (295 of 400 Mbit/s has been seen), so the
+    // check is that it sent well past the bottleneck and that the loss
+    // reported is what did not arrive.
     let expected_loss = 100.0 * (1.0 - received / sent);
     assert!(
-        sent > 300.0 && (loss - expected_loss).abs() < 5.0,
+        sent > 1.3 * received && (loss - expected_loss).abs() < 5.0,
         "offered 400 Mbit/s to 200: sent {sent}, received {received}, loss {loss} %"
     );
 }
