@@ -869,13 +869,8 @@ fn the_built_in_oltp_tests_print_sysbench_text() {
     db.push("--pgsql-user=sbtest".into());
     db.push("--pgsql-db=sb_$SIDE".into());
     for test in ["oltp_point_select", "oltp_read_write", "oltp_insert"] {
-        let with = |extra: &[&str]| -> Step {
-            let mut args: Vec<&str> = vec![test];
-            args.extend(db.iter().map(String::as_str));
-            args.extend(["--tables=2", "--table-size=200"]);
-            args.extend(extra);
-            step(&args)
-        };
+        let with =
+            |extra: &[&str]| on_server(test, &db, &[&["--tables=2", "--table-size=200"], extra]);
         p.check(with(&["prepare"]));
         let (_, ours) = p.check(with(&["--events=40", "run"]));
         assert!(
@@ -887,6 +882,17 @@ fn the_built_in_oltp_tests_print_sysbench_text() {
         p.check(with(&["cleanup"]));
     }
     p.finish();
+}
+
+/// A step running `head` (a test or a script) with a server's driver
+/// options `db`, then each part of `rest` in turn.
+fn on_server(head: &str, db: &[String], rest: &[&[&str]]) -> Step {
+    let mut args: Vec<&str> = vec![head];
+    args.extend(db.iter().map(String::as_str));
+    for part in rest {
+        args.extend_from_slice(part);
+    }
+    step(&args)
 }
 
 /// A private server for the script_* files, with a database for each side
@@ -997,14 +1003,7 @@ fn oltp_script(driver: &str, script: &str, extra: &[&str]) {
     };
     let db = server.args();
     let path = format!("/usr/share/sysbench/{script}.lua");
-    let with = |opts: &[&str], command: &str| -> Step {
-        let mut args: Vec<&str> = vec![&path];
-        args.extend(db.iter().map(String::as_str));
-        args.extend(opts);
-        args.extend(extra);
-        args.push(command);
-        step(&args)
-    };
+    let with = |opts: &[&str], command: &str| on_server(&path, &db, &[opts, extra, &[command]]);
     p.check(with(&["--tables=8", "--threads=1"], "prepare"));
     server.same_schema(8);
     let prewarm = with(&["--tables=8", "--threads=1"], "prewarm");
@@ -1091,13 +1090,8 @@ fn select_random(driver: &str) {
     let db = server.args();
     for script in ["select_random_points", "select_random_ranges"] {
         let path = format!("/usr/share/sysbench/{script}.lua");
-        let with = |opts: &[&str], command: &str| -> Step {
-            let mut args: Vec<&str> = vec![&path];
-            args.extend(db.iter().map(String::as_str));
-            args.push("--tables=1");
-            args.extend(opts);
-            args.push(command);
-            step(&args)
+        let with = |opts: &[&str], command: &str| {
+            on_server(&path, &db, &[&["--tables=1"], opts, &[command]])
         };
         p.check(with(&[], "prepare"));
         server.same_schema(1);
@@ -1128,14 +1122,12 @@ fn bulk_insert(driver: &str) {
         return;
     };
     let db = server.args();
-    let path = "/usr/share/sysbench/bulk_insert.lua".to_string();
-    let with = |opts: &[&str], command: &str| -> Step {
-        let mut args: Vec<&str> = vec![&path];
-        args.extend(db.iter().map(String::as_str));
-        args.extend(["--threads=2", "--verbosity=1"]);
-        args.extend(opts);
-        args.push(command);
-        step(&args)
+    let with = |opts: &[&str], command: &str| {
+        on_server(
+            "/usr/share/sysbench/bulk_insert.lua",
+            &db,
+            &[&["--threads=2", "--verbosity=1"], opts, &[command]],
+        )
     };
     p.check(with(&[], "prepare"));
     server.same_schema(2);
@@ -1202,13 +1194,7 @@ fn driver(driver: &str) {
          \x20 print(\"bulk ok\")\n\
          end\n",
     );
-    let with = |script: &str, opts: &[&str]| -> Step {
-        let mut args: Vec<&str> = vec![script];
-        args.extend(opts);
-        args.extend(db.iter().map(String::as_str));
-        args.push("run");
-        step(&args)
-    };
+    let with = |script: &str, opts: &[&str]| on_server(script, &db, &[opts, &["run"]]);
     p.check(with("test.lua", &["--events=10", "--threads=2"]));
     let (_, ours) = p.check(with("count.lua", &["--events=10", "--threads=2"]));
     assert!(ours.stdout.contains("ten reads\n"), "{}", ours.stdout);
