@@ -43,6 +43,15 @@ pub const OPTIONS: &[OptionSpec] = &[
         "trials per size, one for all sizes or one per size",
     ),
     OptionSpec::new(
+        "linpack-time",
+        OptKind::Float {
+            min: 0.0,
+            max: 86400.0,
+        },
+        "0",
+        "seconds after which a size starts no more trials (at least one runs; 0: every trial runs), so one setting fits a fast host and an emulated guest",
+    ),
+    OptionSpec::new(
         "linpack-align",
         OptKind::Text,
         "4",
@@ -111,6 +120,8 @@ pub fn flops_hpl(n: usize) -> f64 {
 pub struct LinpackWorkload {
     plan: plan::Plan,
     seed: u64,
+    /// `--linpack-time`: a size starts no trial after this long.
+    time: Option<Duration>,
 }
 
 impl LinpackWorkload {
@@ -118,9 +129,11 @@ impl LinpackWorkload {
     /// that does not fit in this environment's memory.
     pub fn new(values: &Values) -> Result<LinpackWorkload> {
         let plan = plan::from_values(values, fingerprint::memory_limit())?;
+        let time = values.float("linpack-time");
         Ok(LinpackWorkload {
             plan,
             seed: values.int("linpack-seed"),
+            time: (time > 0.0).then(|| Duration::from_secs_f64(time)),
         })
     }
 }
@@ -187,7 +200,11 @@ impl LinpackWorkload {
     fn trials(&self, par: Par) -> Result<Vec<Trial>> {
         let mut out = Vec::new();
         for test in &self.plan.tests {
-            for _ in 0..test.trials {
+            let started = std::time::Instant::now();
+            for i in 0..test.trials {
+                if i > 0 && self.time.is_some_and(|t| started.elapsed() >= t) {
+                    break;
+                }
                 if crate::core::signals::interrupted() {
                     bail!(crate::core::signals::Interrupted);
                 }
@@ -472,21 +489,14 @@ mod tests {
         assert_eq!(heads[0].category, Some(Category::Computing));
     }
 
-    #[test]
-    fn a_run_solves_every_trial_and_passes() {
-        let values = crate::core::options::parse(
-            &[OPTIONS],
-            &[
-                "--linpack-sizes=64,130".to_string(),
-                "--linpack-trials=1,2".to_string(),
-            ],
-            "linpack",
-        )
-        .unwrap()
-        .0;
-        let mut w = LinpackWorkload::new(&values).unwrap();
+    /// Runs linpack with these options on `threads` threads.
+    fn run_args(args: &[&str], threads: usize) -> Measurement {
+        let args: Vec<String> = args.iter().map(|a| a.to_string()).collect();
+        let values = crate::core::options::parse(&[OPTIONS], &args, "linpack")
+            .unwrap()
+            .0;
         let engine = EngineOptions {
-            threads: 2,
+            threads,
             time: None,
             events: None,
             warmup: Duration::ZERO,
@@ -495,10 +505,49 @@ mod tests {
             percentile: 95.0,
             observer: std::sync::Arc::new(crate::core::observer::Silent),
         };
-        let m = w.run(&engine).unwrap();
+        LinpackWorkload::new(&values).unwrap().run(&engine).unwrap()
+    }
+
+    #[test]
+    fn a_run_solves_every_trial_and_passes() {
+        let m = run_args(&["--linpack-sizes=64,130", "--linpack-trials=1,2"], 2);
         assert_eq!(m.events, 3);
         assert!(m.text.contains("Residual checks PASSED"), "{}", m.text);
         assert_eq!(m.details["trials"].as_array().unwrap().len(), 3);
         assert!(m.metrics.iter().any(|x| x.name == "gflops_n130"));
+    }
+
+    #[test]
+    fn linpack_time_stops_a_sizes_trials_after_the_first_that_outlasts_it() {
+        // Each size runs once when one trial outlasts the time, and every
+        // size still runs; without the option every trial runs.
+        let m = run_args(
+            &[
+                "--linpack-sizes=64,96",
+                "--linpack-trials=50",
+                "--linpack-time=0.000001",
+            ],
+            1,
+        );
+        assert_eq!(m.events, 2);
+        let sizes: Vec<u64> = m.details["trials"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| t["size"].as_u64().unwrap())
+            .collect();
+        assert_eq!(sizes, [64, 96]);
+        let all = run_args(&["--linpack-sizes=64", "--linpack-trials=7"], 1);
+        assert_eq!(all.events, 7);
+        // A time that the trials fit in leaves them all.
+        let m = run_args(
+            &[
+                "--linpack-sizes=64",
+                "--linpack-trials=5",
+                "--linpack-time=60",
+            ],
+            1,
+        );
+        assert_eq!(m.events, 5);
     }
 }
