@@ -3,6 +3,7 @@
 //! owner tags that let a run sweep what a killed one left behind, and the
 //! file system under a workload's files.
 
+pub mod affinity;
 pub mod bounded;
 pub mod fingerprint;
 pub mod malloc;

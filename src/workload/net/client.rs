@@ -142,6 +142,9 @@ pub struct Params {
     pub send_size: u64,
     pub bufs: Buffers,
     pub nodelay: bool,
+    /// `--net-cpus`: the CPU the client's streams and the server's are
+    /// bound to (counted modulo the CPUs each may use).
+    pub cpus: (Option<u32>, Option<u32>),
     /// UDP_STREAM's offered load over all streams, 10^6 bit/s; 0 = as fast as possible.
     pub udp_rate_mbit: f64,
     pub udp_timeout: Duration,
@@ -209,6 +212,7 @@ pub fn handshake(s: &mut TcpStream, p: &Params) -> Result<u64> {
         sndbuf: p.bufs.sndbuf,
         rcvbuf: p.bufs.rcvbuf,
         nodelay: p.nodelay,
+        server_cpu: p.cpus.1,
         proof: None,
     };
     if let Some(secret) = &p.secret {
@@ -355,7 +359,13 @@ pub fn run(p: &Params, mut control: TcpStream, cookie: u64) -> Result<Outcome> {
             .into_iter()
             .map(|prep| {
                 let barrier = &barrier;
-                scope.spawn(move || run_stream(p, cookie, prep, barrier))
+                scope.spawn(move || {
+                    if let Some(cpu) = p.cpus.0 {
+                        crate::sys::affinity::bind_nth(cpu as usize)
+                            .context("binding the client to its --net-cpus CPU")?;
+                    }
+                    run_stream(p, cookie, prep, barrier)
+                })
             })
             .collect();
         handles
@@ -642,6 +652,7 @@ mod tests {
             send_size: 1472,
             bufs: Buffers::default(),
             nodelay: false,
+            cpus: (None, None),
             udp_rate_mbit: 0.0,
             udp_timeout: Duration::from_millis(20),
             connect_timeout: Duration::from_secs(1),

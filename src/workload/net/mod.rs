@@ -114,6 +114,12 @@ pub const OPTIONS: &[OptionSpec] = &[
         "TCP_NODELAY: turn Nagle's algorithm off (netperf -D)",
     ),
     OptionSpec::new(
+        "net-cpus",
+        OptKind::Text,
+        "",
+        "L,R: bind the client's streams to CPU L of its environment and the server's to CPU R of its machine, as netperf -T L,R (one may be left out: 1, or ,0; each counted modulo the CPUs its end may use); a request/response test whose ends the scheduler puts on one CPU in one run and on two in the next is bimodal",
+    ),
+    OptionSpec::new(
         "net-udp-rate",
         OptKind::Float { min: 0.0, max: 1e6 },
         "0",
@@ -267,6 +273,8 @@ pub struct NetWorkload {
     send_size: u64,
     bufs: Buffers,
     nodelay: bool,
+    /// `--net-cpus`: the client's and the server's CPU.
+    cpus: (Option<u32>, Option<u32>),
     udp_rate_mbit: f64,
     udp_timeout: Duration,
     connect_timeout: Duration,
@@ -300,6 +308,35 @@ fn parse_host(text: &str) -> Result<SocketAddr, CliError> {
         .to_socket_addrs()
         .map_err(|e| bad(e.to_string()))?;
     addrs.next().ok_or_else(|| bad("no address".into()))
+}
+
+/// `--net-cpus=L,R`, either part empty.
+fn parse_cpus(text: &str) -> Result<(Option<u32>, Option<u32>), CliError> {
+    let bad = || CliError::InvalidValue {
+        name: "net-cpus".into(),
+        value: text.into(),
+        allowed: format!(
+            "L,R: the client's and the server's CPU, each from 0 to {}, either left out (1, or ,0)",
+            protocol::MAX_CPU
+        ),
+    };
+    let one = |part: &str| -> Result<Option<u32>, CliError> {
+        match part.trim() {
+            "" => Ok(None),
+            n => n
+                .parse::<u32>()
+                .ok()
+                .filter(|&c| c <= protocol::MAX_CPU)
+                .map(Some)
+                .ok_or_else(bad),
+        }
+    };
+    let mut parts = text.split(',');
+    let (l, r) = (parts.next().unwrap_or(""), parts.next().unwrap_or(""));
+    if parts.next().is_some() {
+        return Err(bad());
+    }
+    Ok((one(l)?, one(r)?))
 }
 
 impl NetWorkload {
@@ -362,6 +399,7 @@ impl NetWorkload {
             )
             .into());
         }
+        let cpus = parse_cpus(v.text("net-cpus"))?;
         let target = match v.text("net-host") {
             "" => Target::Default,
             text => Target::Given(parse_host(text)?),
@@ -376,6 +414,7 @@ impl NetWorkload {
             send_size,
             bufs,
             nodelay: v.flag("net-nodelay"),
+            cpus,
             udp_rate_mbit: v.float("net-udp-rate"),
             udp_timeout: Duration::from_secs_f64(v.float("net-udp-timeout") / 1000.0),
             connect_timeout: Duration::from_secs_f64(v.float("net-connect-timeout")),
@@ -397,6 +436,7 @@ impl NetWorkload {
             send_size: self.send_size,
             bufs: self.bufs,
             nodelay: self.nodelay,
+            cpus: self.cpus,
             udp_rate_mbit: self.udp_rate_mbit,
             udp_timeout: self.udp_timeout,
             connect_timeout: self.connect_timeout,
@@ -708,6 +748,51 @@ mod tests {
         assert!(get(&m, "udp_stream_mbit_per_sec") <= sent + 0.01);
     }
 
+    /// The threads of this process bound to exactly one CPU.
+    fn bound_threads() -> usize {
+        std::fs::read_dir("/proc/self/task")
+            .unwrap()
+            .filter_map(|t| std::fs::read_to_string(t.ok()?.path().join("status")).ok())
+            .filter(|s| {
+                s.lines()
+                    .find_map(|l| l.strip_prefix("Cpus_allowed_list:"))
+                    .is_some_and(|l| l.trim().parse::<usize>().is_ok())
+            })
+            .count()
+    }
+
+    #[test]
+    fn net_cpus_binds_the_clients_stream_and_the_servers_session_to_their_cpus() {
+        assert_eq!(parse_cpus("").unwrap(), (None, None));
+        assert_eq!(parse_cpus("1,0").unwrap(), (Some(1), Some(0)));
+        assert_eq!(parse_cpus(",0").unwrap(), (None, Some(0)));
+        assert_eq!(parse_cpus("3").unwrap(), (Some(3), None));
+        if crate::sys::affinity::allowed().unwrap().len() < 2 {
+            eprintln!("one CPU here: every thread is bound to it, nothing to tell apart");
+            return;
+        }
+        for (test, cpus, want) in [
+            ("tcp_rr", "1,0", 2),
+            ("udp_rr", "1,0", 2),
+            ("tcp_crr", "0,", 1),
+        ] {
+            // Sampled halfway through a 0.6 s run: the client's stream and
+            // the server's session thread (or its UDP thread) are bound.
+            let watch = std::thread::spawn(|| {
+                std::thread::sleep(Duration::from_millis(300));
+                bound_threads()
+            });
+            let m = with_server(&[("net-test", test), ("net-cpus", cpus)], 0.6);
+            assert!(get(&m, &format!("{test}_trans_per_sec")) > 100.0);
+            let seen = watch.join().unwrap();
+            // Other tests' threads in this process may be bound too.
+            assert!(
+                seen >= want,
+                "{test} --net-cpus={cpus}: {seen} bound threads"
+            );
+        }
+    }
+
     #[test]
     fn bidir_reports_both_directions() {
         let m = with_server(&[("net-test", "tcp_stream"), ("net-bidir", "on")], 0.3);
@@ -731,6 +816,9 @@ mod tests {
         );
         assert!(err(&[("net-test", "tcp_rr"), ("net-bidir", "on")]).contains("--net-bidir"));
         assert!(err(&[("net-host", "300.1.1.1:x")]).contains("--net-host"));
+        for bad in ["x", "1,2,3", "1024", ",-1"] {
+            assert!(err(&[("net-cpus", bad)]).contains("--net-cpus"), "{bad}");
+        }
         let both = err(&[("net-host", "127.0.0.1:9"), ("net-server", "env")]);
         assert!(
             both.contains("--net-host") && both.contains("--net-server"),

@@ -37,6 +37,8 @@ pub const MAX_CONTROL_BYTES: u32 = 64 * 1024;
 pub const MAX_MESSAGE_BYTES: u64 = 16 << 20;
 pub const MAX_UDP_BYTES: u64 = 65_507;
 pub const MAX_STREAMS: u32 = 64;
+/// The highest CPU number a client may name for the server (`--net-cpus`).
+pub const MAX_CPU: u32 = 1023;
 pub const MAX_DURATION_S: f64 = 3600.0;
 pub const MAX_SESSIONS: usize = 16;
 
@@ -126,6 +128,10 @@ pub struct Hello {
     pub sndbuf: u64,
     pub rcvbuf: u64,
     pub nodelay: bool,
+    /// The CPU the server binds the session's data to (counted modulo the
+    /// CPUs it may use); none: unbound.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server_cpu: Option<u32>,
     /// Present when the client holds a secret (see [`prove`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub proof: Option<Proof>,
@@ -148,6 +154,7 @@ impl Hello {
             sndbuf: 0,
             rcvbuf: 0,
             nodelay: false,
+            server_cpu: None,
             proof: None,
         }
     }
@@ -212,8 +219,14 @@ pub fn new_secret() -> io::Result<String> {
 /// What the proof covers: the nonce and every field of the request (the
 /// duration in whole milliseconds, so both ends write the same text).
 pub fn proof_message(nonce: &str, h: &Hello) -> Vec<u8> {
+    // A CPU is covered when one is asked for; a hello without one signs
+    // the same text as before the field existed.
+    let cpu = h
+        .server_cpu
+        .map(|c| format!(" cpu {c}"))
+        .unwrap_or_default();
     format!(
-        "virtperf-net {} {nonce} {} {} {} {} {} {} {} {} {} {}",
+        "virtperf-net {} {nonce} {} {} {} {} {} {} {} {} {} {}{cpu}",
         h.version,
         h.test.name(),
         (h.duration_s * 1000.0).round() as u64,

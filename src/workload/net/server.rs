@@ -381,6 +381,9 @@ fn crr_transaction(mut s: TcpStream, shared: &Shared, until: Instant) -> io::Res
     if session.hello.test != Test::TcpCrr || session.over() {
         return Ok(());
     }
+    if let Some(cpu) = session.hello.server_cpu {
+        crate::sys::affinity::bind_nth(cpu as usize)?;
+    }
     session.activity.fetch_add(1, Ordering::Relaxed);
     let mut r = Until {
         s: &mut s,
@@ -512,6 +515,9 @@ fn serve_data(
     stop: &AtomicBool,
 ) -> io::Result<()> {
     let h = &session.hello;
+    if let Some(cpu) = h.server_cpu {
+        crate::sys::affinity::bind_nth(cpu as usize)?;
+    }
     s.set_read_timeout(Some(TICK))?;
     s.set_write_timeout(Some(TICK))?;
     s.set_nodelay(h.nodelay)?;
@@ -621,6 +627,9 @@ pub fn validate(h: &Hello) -> Result<(), String> {
     }
     if h.sndbuf > MAX_BUFFER || h.rcvbuf > MAX_BUFFER {
         return Err(format!("socket buffers above {MAX_BUFFER} bytes"));
+    }
+    if h.server_cpu.is_some_and(|c| c > protocol::MAX_CPU) {
+        return Err(format!("a server CPU above {}", protocol::MAX_CPU));
     }
     Ok(())
 }
@@ -790,6 +799,9 @@ fn udp_loop(udp: UdpSocket, shared: Arc<Shared>) {
     let response = vec![0u8; MAX_UDP_BYTES as usize];
     // Registered client sockets: their session and the next sequence number.
     let mut peers: HashMap<SocketAddr, (Arc<Session>, u64)> = HashMap::new();
+    // The CPUs this thread started with, and the one a session bound it to.
+    let cpus = crate::sys::affinity::allowed().unwrap_or_default();
+    let mut bound: Option<u32> = None;
     while !shared.stop.load(Ordering::Relaxed) {
         let (n, from) = match udp.recv_from(&mut buf) {
             Ok(x) => x,
@@ -821,6 +833,15 @@ fn udp_loop(udp: UdpSocket, shared: Arc<Shared>) {
             continue;
         }
         session.activity.fetch_add(1, Ordering::Relaxed);
+        // One thread serves every UDP session: it moves to the CPU the
+        // session asks for, and back to all of them for one that asks none.
+        if session.hello.server_cpu != bound && !cpus.is_empty() {
+            let _ = match session.hello.server_cpu {
+                Some(cpu) => crate::sys::affinity::bind_nth_of(&cpus, cpu as usize).map(drop),
+                None => crate::sys::affinity::bind_to(&cpus),
+            };
+            bound = session.hello.server_cpu;
+        }
         match session.hello.test {
             // A response only for a whole request, never larger than four
             // times what came in (and the client chose both sizes).
@@ -992,6 +1013,10 @@ mod tests {
         let mut stretched = good.clone();
         stretched.duration_s = 3600.0;
         assert!(refused(answer(&server, &stretched)).contains("wrong secret"));
+        // Nor to a request that names a CPU it did not.
+        let mut moved = good.clone();
+        moved.server_cpu = Some(1);
+        assert!(refused(answer(&server, &moved)).contains("wrong secret"));
         drop(s);
         server.stop();
     }
@@ -1011,6 +1036,10 @@ mod tests {
             Hello {
                 send_size: MAX_UDP_BYTES + 1,
                 ..hello(Test::UdpStream)
+            },
+            Hello {
+                server_cpu: Some(protocol::MAX_CPU + 1),
+                ..hello(Test::TcpRr)
             },
         ] {
             let mut s = control_conn(&server);
