@@ -3,7 +3,7 @@
 //! after), with TCG guests (type='qemu': nested KVM fails on the
 //! project's machines): a transient domain, an existing domain defined
 //! here (started, measured, shut down, undefined), one reached over ssh
-//! on a libvirt network of the test's, a
+//! on a libvirt network of the test's (CPU and network tests), a
 //! snapshot revert, the refusals, and Ctrl-C during boot. Each test says
 //! why it skips; under CI=true a skip is a failure.
 
@@ -1284,6 +1284,97 @@ fn a_domain_reached_over_ssh_on_its_libvirt_network_is_measured_and_shut_down() 
     assert!(metric(&doc, "events_per_sec") > 0.0);
     // virtperf started it and shut it down; the guest powered off on ACPI.
     assert_eq!(dom.state(), "shut off (shutdown)", "{}", dom.console());
+    assert!(
+        leftovers(tmp.path()).is_empty(),
+        "{:?}",
+        leftovers(tmp.path())
+    );
+    dom.remove();
+    let left = dom.left();
+    assert!(left.is_empty(), "left behind: {left:?}");
+}
+
+/// Network tests in `domain=` reached over ssh: the peer runs on the host
+/// and the guest dials this host's address on their libvirt network, or
+/// (`--net-server=env`) the server runs in the guest on its address and
+/// the host dials it. A domain reached over its agent socket is refused
+/// before it starts, naming the fix.
+#[test]
+fn a_network_test_in_a_domain_reached_over_ssh_crosses_its_libvirt_network() {
+    let _serial = serial();
+    let Some(_daemon) = Daemon::get() else {
+        return;
+    };
+    let Some(mut dom) = SshDomain::define("net") else {
+        return;
+    };
+    let host_ip = format!("{}.1", dom.guest_ip.rsplit_once('.').unwrap().0);
+    let tmp = private_tmp();
+    for (test, inside) in [("tcp_rr", false), ("udp_rr", true)] {
+        let which = format!("--net-test={test}");
+        let mut args = vec!["net", &which, "--time=1", "--json"];
+        if inside {
+            args.push("--net-server=env");
+        }
+        let spec = dom.spec();
+        args.extend(["--env", &spec]);
+        let t = Instant::now();
+        let out = virtperf()
+            .env("TMPDIR", tmp.path())
+            .args(&args)
+            .timeout(Duration::from_secs(240))
+            .output()
+            .unwrap();
+        eprintln!(
+            "{test} (server inside: {inside}) in {:.1} s",
+            t.elapsed().as_secs_f64()
+        );
+        assert!(
+            out.status.success(),
+            "{test}: {}\nthe guest's console:\n{}",
+            String::from_utf8_lossy(&out.stderr),
+            dom.console()
+        );
+        let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+        let (path, server) = if inside {
+            (
+                format!("libvirt network (host {host_ip} to guest {})", dom.guest_ip),
+                format!("{}:12866", dom.guest_ip),
+            )
+        } else {
+            (
+                format!("libvirt network (guest {} to host {host_ip})", dom.guest_ip),
+                format!("{host_ip}:"),
+            )
+        };
+        assert_eq!(doc["env"]["net_path"], path.as_str(), "{doc}");
+        let dialled = doc["details"]["server"].as_str().unwrap_or_default();
+        assert!(dialled.starts_with(&server), "{test}: dialled {dialled}");
+        assert!(
+            metric(&doc, &format!("{test}_trans_per_sec")) > 0.0,
+            "{doc}"
+        );
+        assert_eq!(dom.state(), "shut off (shutdown)");
+    }
+    // Reached over its socket: refused before it starts.
+    let closed = TestDomain::define("netsock", 1, true);
+    virtperf()
+        .env("TMPDIR", tmp.path())
+        .args([
+            "net",
+            "--time=1",
+            "--env",
+            &format!("libvirt:domain={}", closed.name),
+        ])
+        .timeout(Duration::from_secs(60))
+        .assert()
+        .failure()
+        .stderr(
+            predicate::str::contains("reached over its agent socket")
+                .and(predicate::str::contains("domifaddr"))
+                .and(predicate::str::contains("leave domain= out")),
+        );
+    assert_eq!(closed.state(), "shut off");
     assert!(
         leftovers(tmp.path()).is_empty(),
         "{:?}",

@@ -7,7 +7,11 @@
 //! existing domain: started if it is off (and shut down afterwards if
 //! virtperf started it), refused while it runs unless `shared=yes`,
 //! reverted to `snapshot=` first when given, and reached over the agent's
-//! channel it has or over ssh to the address libvirt reports.
+//! channel it has or over ssh to the address libvirt reports. A network
+//! test's peer meets a transient guest through the user-mode network's
+//! gateway, and `domain=` reached over ssh on the libvirt network it
+//! shares with the host (the guest's address is known and reachable); a
+//! `domain=` reached over its socket is refused for them.
 //!
 //! Through `virsh` subprocesses, not the libvirt C library: the binary
 //! stays static (it is copied into guests and containers), virsh speaks
@@ -32,6 +36,7 @@
 pub mod xml;
 
 use std::collections::BTreeMap;
+use std::net::{IpAddr, SocketAddr};
 use std::os::fd::OwnedFd;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
@@ -202,11 +207,23 @@ fn probe(spec: &Spec) -> (bool, String) {
     }
 }
 
-/// One instance's live state: the domain and whether virtperf started it.
+/// What the instances' launches learnt, for the fingerprint and the
+/// network tests' routes.
 #[derive(Default)]
 struct Instances {
     /// Per instance: the XML essentials of the domain it ran in.
     settings: BTreeMap<usize, BTreeMap<String, String>>,
+    /// Per instance of `domain=` reached over ssh: the guest's address.
+    addresses: BTreeMap<usize, IpAddr>,
+}
+
+/// How the host reaches the agent in `domain=`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Reach {
+    /// Over the unix socket of its serial port or channel.
+    Socket,
+    /// Over ssh to the address libvirt reports.
+    Ssh,
 }
 
 pub struct LibvirtEnvironment {
@@ -764,21 +781,66 @@ impl LibvirtEnvironment {
         shut_down(&self.uri, name, self.timeout);
     }
 
+    /// How the host reaches the agent in `domain=`, from its definition:
+    /// its socket where libvirt runs on this machine, else ssh to its
+    /// network's address; a domain with neither is refused with the fix.
+    fn way_in(&self, name: &str) -> Result<Reach> {
+        let ways = self.dumpxml(name, true)?.ways_in();
+        let local_socket = ways.iter().any(|w| matches!(w, WayIn::Socket(_))) && !self.remote();
+        if local_socket {
+            return Ok(Reach::Socket);
+        }
+        if ways.contains(&WayIn::Network) {
+            return Ok(Reach::Ssh);
+        }
+        bail!(
+            "--env {}: domain={name} has no way in for the agent: give it a <serial type='unix'> bound on port 1 (virtperf's initramfs speaks there) or a <channel type='unix'> named {} (a guest running `virtperf agent` on it){}, or a network interface whose address `virsh domifaddr {name}` reports and sshd with user=",
+            self.spec.text,
+            xml::CHANNEL_NAME,
+            if self.remote() { " on this machine's libvirt (a remote domain's socket is out of reach)" } else { "" }
+        )
+    }
+
+    /// A network test in `domain=` needs the guest's network, which the
+    /// host reaches only when it reaches the agent over it (ssh): a
+    /// domain reached over its socket is refused before it starts.
+    fn check_network_reach(&self, name: &str) -> Result<()> {
+        self.state_of(name)?;
+        if self.way_in(name)? == Reach::Socket {
+            bail!(
+                "--env {}: domain={name} is reached over its agent socket, and virtperf cannot tell how the guest's network meets the host's, so a network test cannot run there: give the domain a libvirt network whose address `virsh domifaddr {name}` reports and sshd (it is then reached over ssh with user=, identity=, known-hosts=) and no agent socket, or use a transient domain (leave domain= out)",
+                self.spec.text
+            );
+        }
+        Ok(())
+    }
+
+    /// The guest's address (instance `index` of `domain=`, reached over
+    /// ssh) and this host's address towards it, for a network test's
+    /// route.
+    fn guest_and_host(&self, index: usize) -> Result<(IpAddr, IpAddr)> {
+        let guest = self
+            .state
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .addresses
+            .get(&index)
+            .copied()
+            .ok_or_else(|| {
+                anyhow!(
+                    "--env {}: domain={} is not reached over its network, so a network test has no route to it: give it a libvirt network and sshd, and no agent socket",
+                    self.spec.text,
+                    self.domain().unwrap_or("")
+                )
+            })?;
+        Ok((guest, super::net::local_address_towards(guest)?))
+    }
+
     fn launch_existing(&self, index: usize, name: &str) -> Result<Launched> {
         let shared = self.spec.opt("shared") == Some("yes");
         let fresh = self.fresh.swap(false, Ordering::SeqCst);
         let mut state = self.state_of(name)?;
-        let defined = self.dumpxml(name, true)?;
-        let ways = defined.ways_in();
-        let local_socket = ways.iter().any(|w| matches!(w, WayIn::Socket(_))) && !self.remote();
-        if !local_socket && !ways.contains(&WayIn::Network) {
-            bail!(
-                "--env {}: domain={name} has no way in for the agent: give it a <serial type='unix'> bound on port 1 (virtperf's initramfs speaks there) or a <channel type='unix'> named {} (a guest running `virtperf agent` on it){}, or a network interface whose address `virsh domifaddr {name}` reports and sshd with user=",
-                self.spec.text,
-                xml::CHANNEL_NAME,
-                if self.remote() { " on this machine's libvirt (a remote domain's socket is out of reach)" } else { "" }
-            );
-        }
+        let reach = self.way_in(name)?;
         let ours = self.started.load(Ordering::SeqCst);
         if state.starts_with("running") && !shared && !ours {
             bail!(
@@ -800,7 +862,7 @@ impl LibvirtEnvironment {
                 self.spec.text
             );
         }
-        let result = self.reach(index, name, local_socket);
+        let result = self.reach(index, name, reach);
         if result.is_err() {
             self.stop_started(name);
         }
@@ -809,7 +871,7 @@ impl LibvirtEnvironment {
 
     /// Reaches the agent in running `domain=`: over its socket, or over ssh
     /// to the address libvirt reports.
-    fn reach(&self, index: usize, name: &str, local_socket: bool) -> Result<Launched> {
+    fn reach(&self, index: usize, name: &str, reach: Reach) -> Result<Launched> {
         signals::check()?;
         let live = self.dumpxml(name, false)?;
         self.remember(index, &live);
@@ -824,7 +886,7 @@ impl LibvirtEnvironment {
                 }
             }
         };
-        if local_socket {
+        if reach == Reach::Socket {
             let socket = live.agent_socket().ok_or_else(|| {
                 anyhow!(
                     "--env {}: domain={name} runs without its agent socket in its live XML",
@@ -852,6 +914,13 @@ impl LibvirtEnvironment {
             });
         }
         let addr = self.address(name)?;
+        if let Ok(ip) = addr.parse::<IpAddr>() {
+            self.state
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .addresses
+                .insert(index, ip);
+        }
         let user = self.spec.opt("user").unwrap_or("root");
         let mut opts = BTreeMap::new();
         for k in SSH_ONLY.iter().filter(|k| **k != "user") {
@@ -1086,12 +1155,19 @@ impl Environment for LibvirtEnvironment {
 
     fn prepare(&mut self, _obs: &dyn Observer) -> Result<()> {
         // A network test that cannot run here is refused before a guest
-        // boots for it, with the reason its route gives.
-        if self.need.to_env {
-            self.route_to_env(0, None)?;
-        }
-        if self.need.to_host {
-            self.route_to_host(0)?;
+        // boots for it, with the reason its route gives; in `domain=`,
+        // the route is known once the guest has its address.
+        match self.domain() {
+            Some(name) if self.need.any() => self.check_network_reach(name)?,
+            Some(_) => {}
+            None => {
+                if self.need.to_env {
+                    self.route_to_env(0, None)?;
+                }
+                if self.need.to_host {
+                    self.route_to_host(0)?;
+                }
+            }
         }
         if self.dir.is_some() || self.domain().is_some() {
             return Ok(());
@@ -1154,14 +1230,19 @@ impl Environment for LibvirtEnvironment {
             .unwrap_or_default()
     }
 
-    /// The guest dials the user-mode network's gateway, 10.0.2.2, which
-    /// QEMU turns into a connection from the host to its own loopback.
-    fn route_to_host(&self, _index: usize) -> Result<Route> {
+    /// A transient domain's guest dials the user-mode network's gateway,
+    /// 10.0.2.2, which QEMU turns into a connection from the host to its
+    /// own loopback. `domain=` reached over ssh dials this host's address
+    /// on the network it shares with the guest, where the server binds.
+    fn route_to_host(&self, index: usize) -> Result<Route> {
         if self.domain().is_some() {
-            bail!(
-                "--env {}: network tests in an existing domain are not supported yet: use a transient domain (leave domain= out)",
-                self.spec.text
-            );
+            let (guest, host) = self.guest_and_host(index)?;
+            return Ok(Route {
+                bind: SocketAddr::new(host, 0),
+                dial_ip: host,
+                dial_port: None,
+                path: format!("libvirt network (guest {guest} to host {host})"),
+            });
         }
         if self.spec.opt("net") == Some("none") {
             bail!(
@@ -1170,17 +1251,29 @@ impl Environment for LibvirtEnvironment {
             );
         }
         Ok(Route {
-            bind: std::net::SocketAddr::from(([127, 0, 0, 1], 0)),
-            dial_ip: std::net::IpAddr::from([10, 0, 2, 2]),
+            bind: SocketAddr::from(([127, 0, 0, 1], 0)),
+            dial_ip: IpAddr::from([10, 0, 2, 2]),
             dial_port: None,
             path: "libvirt user network (guest to host)".into(),
         })
     }
 
-    fn route_to_env(&self, _index: usize, _forwarded: Option<(u16, u16)>) -> Result<Route> {
+    /// The server in `domain=` reached over ssh binds the guest's address,
+    /// which the host dials; a transient domain's user-mode network
+    /// forwards no port, so its server runs on the host.
+    fn route_to_env(&self, index: usize, _forwarded: Option<(u16, u16)>) -> Result<Route> {
+        if self.domain().is_some() {
+            let (guest, host) = self.guest_and_host(index)?;
+            return Ok(Route {
+                bind: SocketAddr::new(guest, crate::workload::net::protocol::DEFAULT_PORT),
+                dial_ip: guest,
+                dial_port: None,
+                path: format!("libvirt network (host {host} to guest {guest})"),
+            });
+        }
         let peer = &crate::workload::net::PEER;
         bail!(
-            "--env {}: a server inside a libvirt guest is not reachable from the host here (libvirt's user-mode network forwards no port): leave out --{}={}, so the server runs on the host and the guest dials it",
+            "--env {}: a server inside a transient libvirt guest is not reachable from the host (libvirt's user-mode network forwards no port): leave out --{}={}, so the server runs on the host and the guest dials it, or use domain= of a domain on a libvirt network, reached over ssh",
             self.spec.text,
             peer.placement_option,
             peer.placement_env
@@ -1229,7 +1322,9 @@ mod tests {
             r.err().map(|e| e.to_string()).unwrap_or_default()
         };
         assert!(e("libvirt", true).contains("leave out --net-server=env"));
-        assert!(e("libvirt:domain=web", false).contains("leave domain= out"));
+        // domain= has a route once its launch found the guest's address.
+        assert!(e("libvirt:domain=web", false).contains("not reached over its network"));
+        assert!(e("libvirt:domain=web", true).contains("not reached over its network"));
         assert!(e("libvirt:net=none", false).contains("leave net=none out"));
         let to_host = env("libvirt").unwrap().route_to_host(0).unwrap();
         assert_eq!(to_host.dial_ip, std::net::IpAddr::from([10, 0, 2, 2]));
@@ -1243,8 +1338,26 @@ mod tests {
                 .unwrap_or_default()
         };
         assert!(prepared("libvirt", true, true).contains("--net-server=env"));
-        assert!(prepared("libvirt:domain=web", true, false).contains("leave domain= out"));
         assert!(prepared("libvirt:net=none", true, false).contains("leave net=none out"));
+    }
+
+    #[test]
+    fn a_domain_reached_over_ssh_meets_its_peer_on_the_network_it_shares_with_the_host() {
+        let e = env("libvirt:domain=web").unwrap();
+        e.state
+            .lock()
+            .unwrap()
+            .addresses
+            .insert(0, IpAddr::from([127, 0, 0, 2]));
+        let to_host = e.route_to_host(0).unwrap();
+        assert_eq!(to_host.dial_ip, IpAddr::from([127, 0, 0, 1]));
+        assert_eq!(to_host.bind, SocketAddr::from(([127, 0, 0, 1], 0)));
+        assert!(to_host.path.starts_with("libvirt network"), "{to_host:?}");
+        let to_env = e.route_to_env(0, None).unwrap();
+        assert_eq!(to_env.bind, SocketAddr::from(([127, 0, 0, 2], 12866)));
+        assert_eq!(to_env.dial_ip, IpAddr::from([127, 0, 0, 2]));
+        // Another instance has no address: no route.
+        assert!(e.route_to_host(1).is_err());
     }
 
     #[test]
