@@ -893,7 +893,8 @@ fn libraries(binary: &Path) -> Vec<PathBuf> {
 /// The guest's init: busybox's applets, the NIC's and the power button's
 /// drivers, acpid (`virsh shutdown` presses the ACPI power button), an
 /// address by DHCP, which libvirt's dnsmasq leases and `virsh domifaddr`
-/// reports, then sshd.
+/// reports, then sshd, a while later, as in a full guest's boot: the
+/// driver must wait for it once the address shows.
 const SSH_GUEST_INIT: &str = r#"#!/bin/busybox sh
 /bin/busybox --install -s
 mount -t proc proc /proc
@@ -905,6 +906,7 @@ acpid -c /etc/acpi -l /dev/null
 n=0; while [ ! -e /sys/class/net/eth0 ] && [ $n -lt 100 ]; do sleep 0.1; n=$((n+1)); done
 ip link set eth0 up
 udhcpc -i eth0 -s /etc/udhcpc.script -q -n -t 60 -T 1 || poweroff -f
+sleep 3
 /usr/sbin/sshd -e
 echo virtperf-test-guest-ready
 while :; do sleep 3600; done

@@ -146,7 +146,7 @@ pub const DEF: DriverDef = DriverDef {
         EnvOption::new(
             "timeout",
             Check::Whole(1, 3600),
-            "seconds a virsh command, a wait for an address or a shutdown may take (60)",
+            "seconds a virsh command, a wait for an address or for its sshd, or a shutdown may take (60)",
         ),
     ],
     probe_by_default: true,
@@ -941,6 +941,7 @@ impl LibvirtEnvironment {
             text: format!("ssh:{target} (domain={name})"),
             members: Vec::new(),
         });
+        self.wait_for_sshd(&ssh, name, &addr)?;
         let mut launched = ssh.launch(0)?;
         let ssh_cleanup = launched.cleanup.take();
         launched.cleanup = Some(Box::new(move || {
@@ -950,6 +951,32 @@ impl LibvirtEnvironment {
             stop();
         }));
         Ok(launched)
+    }
+
+    /// Waits, within the timeout, until the guest's sshd answers: a guest
+    /// has its address (a DHCP lease) well before its sshd has started.
+    /// A refusal that waiting does not cure (the host key, the user's key)
+    /// is reported at once.
+    fn wait_for_sshd(&self, ssh: &SshEnvironment, name: &str, addr: &str) -> Result<()> {
+        let until = Instant::now() + self.timeout;
+        loop {
+            let why = match ssh.check() {
+                Ok(()) => return Ok(()),
+                Err(e) if e.is::<signals::Interrupted>() => return Err(e),
+                Err(e) if !sshd_not_up_yet(&format!("{e:#}")) => return Err(e),
+                Err(e) => e,
+            };
+            if Instant::now() >= until {
+                bail!(
+                    "--env {}: domain={name} has address {addr}, but no sshd answered there within {} s ({}): start sshd in the guest and let port 22 through its firewall; timeout= waits longer",
+                    self.spec.text,
+                    self.timeout.as_secs(),
+                    text::one_line(&format!("{why:#}"), 300)
+                );
+            }
+            std::thread::sleep(Duration::from_millis(500));
+            signals::check()?;
+        }
     }
 
     /// The domain's first IPv4 address as libvirt reports it (DHCP lease,
@@ -1121,6 +1148,22 @@ fn cpu_list(text: &str) -> Option<Vec<usize>> {
         }
     };
     (a <= b && b < 4096).then(|| (a..=b).collect())
+}
+
+/// Whether ssh failed the way it does while the guest is still booting
+/// (nothing listens yet, the interface is not up), not for a reason that
+/// waiting does not cure.
+fn sshd_not_up_yet(message: &str) -> bool {
+    [
+        "Connection refused",
+        "No route to host",
+        "Connection timed out",
+        "Connection reset",
+        "Connection closed",
+        "kex_exchange_identification",
+    ]
+    .iter()
+    .any(|m| message.contains(m))
 }
 
 /// The first IPv4 address in `virsh domifaddr` output (its table's
@@ -1384,6 +1427,13 @@ mod tests {
         assert_eq!(first_ipv4(out).as_deref(), Some("192.168.122.7"));
         assert_eq!(first_ipv4(" lo 00:00 ipv4 127.0.0.1/8"), None);
         assert_eq!(first_ipv4("ipv4 not-an-address"), None);
+        assert!(sshd_not_up_yet(
+            "ssh: connect to host 10.1.1.1 port 22: Connection refused"
+        ));
+        assert!(!sshd_not_up_yet("Host key verification failed."));
+        assert!(!sshd_not_up_yet(
+            "root@10.1.1.1: Permission denied (publickey)."
+        ));
         let e = env("libvirt:pin=0-1").unwrap();
         assert_eq!(
             e.cputune(2).unwrap(),
