@@ -778,7 +778,7 @@ impl LibvirtEnvironment {
         if !self.started.swap(false, Ordering::SeqCst) {
             return;
         }
-        shut_down(&self.uri, name, self.timeout);
+        shut_down(&self.uri, name, self.timeout, true);
     }
 
     /// How the host reaches the agent in `domain=`, from its definition:
@@ -880,9 +880,12 @@ impl LibvirtEnvironment {
             let uri = self.uri.clone();
             let name = name.to_string();
             let timeout = self.timeout;
+            // Only virtperf's init powers off after "bye"; a guest
+            // reached over ssh is asked at once.
+            let by_itself = reach == Reach::Socket;
             move || {
                 if started.swap(false, Ordering::SeqCst) {
-                    shut_down(&uri, &name, timeout);
+                    shut_down(&uri, &name, timeout, by_itself);
                 }
             }
         };
@@ -1076,11 +1079,12 @@ fn virsh_command(uri: &str, args: &[&str]) -> Command {
 const INTERRUPTED_GRACE: Duration = Duration::from_secs(10);
 
 /// Shuts a domain down: waits briefly for it to power off by itself (it
-/// does after "bye"), asks (ACPI), and destroys it when `limit` has passed.
+/// does after "bye"; only when `by_itself` says it may), asks (ACPI), and
+/// destroys it when `limit` has passed.
 /// After Ctrl-C nothing told the guest to stop: it is asked at once and
 /// given at most [`INTERRUPTED_GRACE`]; after a second Ctrl-C it is
 /// destroyed at once.
-fn shut_down(uri: &str, name: &str, limit: Duration) {
+fn shut_down(uri: &str, name: &str, limit: Duration, by_itself: bool) {
     // Finishing: the state must still be read after Ctrl-C, when this runs.
     let off = || {
         run_bounded(
@@ -1114,7 +1118,7 @@ fn shut_down(uri: &str, name: &str, limit: Duration) {
             std::thread::sleep(Duration::from_millis(250));
         }
     };
-    let by_itself = if signals::interrupted() {
+    let by_itself = if signals::interrupted() || !by_itself {
         Duration::ZERO
     } else {
         Duration::from_secs(5)
