@@ -130,6 +130,23 @@ impl Drop for Daemon {
     }
 }
 
+/// libvirt's QEMU logs of transient domains whose virtperf has ended.
+fn finished_runs_logs() -> Vec<String> {
+    let mut logs: Vec<String> = std::fs::read_dir("/var/log/libvirt/qemu")
+        .map(|d| {
+            d.flatten()
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .filter(|n| {
+                    virtperf::sys::owner::in_name(n, virtperf::env::libvirt::PREFIX)
+                        .is_some_and(|o| o.is_dead())
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    logs.sort();
+    logs
+}
+
 /// Every domain libvirt knows, running or not.
 fn domains() -> Vec<String> {
     let (ok, out) = virsh(&["list", "--all", "--name"]);
@@ -284,6 +301,7 @@ fn a_transient_domain_runs_cpu_with_its_settings_and_leaves_nothing() {
         return;
     };
     let before = domains();
+    let logs = finished_runs_logs();
     let tmp = private_tmp();
     let env = "libvirt:vcpus=1,memory=512m,disk=64m,pin=0,disk-cache=writeback,cpu=qemu64";
     let d = docs(
@@ -303,6 +321,11 @@ fn a_transient_domain_runs_cpu_with_its_settings_and_leaves_nothing() {
     assert_eq!(s["net"], "virtio (user)");
     assert!(metric(&d[0], "events_per_sec") > 0.0);
     assert_eq!(domains(), before);
+    assert_eq!(
+        finished_runs_logs(),
+        logs,
+        "libvirt's QEMU log of the domain is left"
+    );
     assert!(
         leftovers(tmp.path()).is_empty(),
         "{:?}",

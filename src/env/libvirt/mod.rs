@@ -621,6 +621,9 @@ impl LibvirtEnvironment {
         for name in names.lines().map(str::trim) {
             if owner::in_name(name, PREFIX).is_some_and(|o| o.is_dead()) {
                 let _ = self.virsh_within(&["destroy", "--", name], Duration::from_secs(20));
+                if let Some(log) = log_file(&self.uri, name) {
+                    let _ = std::fs::remove_file(log);
+                }
             }
         }
     }
@@ -664,7 +667,11 @@ impl LibvirtEnvironment {
         let console = self.dir().join(format!("console-{n}.log"));
         let socket = self.dir().join(format!("agent-{n}.sock"));
         let file = self.dir().join(format!("domain-{n}.xml"));
-        let files = vec![disk.clone(), console.clone(), socket.clone(), file.clone()];
+        let mut files = vec![disk.clone(), console.clone(), socket.clone(), file.clone()];
+        // libvirt's QEMU log of the domain: one per run would pile up.
+        // Removed after the domain is destroyed, when libvirt has written
+        // its last line.
+        files.extend(log_file(&self.uri, &name));
         let remove_files = move || {
             for f in &files {
                 let _ = std::fs::remove_file(f);
@@ -1063,6 +1070,24 @@ fn pid_file(uri: &str, name: &str) -> Option<PathBuf> {
     }
 }
 
+/// The QEMU log libvirt keeps for a local domain.
+fn log_file(uri: &str, name: &str) -> Option<PathBuf> {
+    let path = uri.split_once("://")?.1;
+    if !path.starts_with('/') {
+        return None;
+    }
+    match path.split('?').next()? {
+        "/system" => Some(PathBuf::from(format!("/var/log/libvirt/qemu/{name}.log"))),
+        "/session" => {
+            let cache = std::env::var_os("XDG_CACHE_HOME")
+                .map(PathBuf::from)
+                .or_else(|| std::env::var_os("HOME").map(|h| Path::new(&h).join(".cache")))?;
+            Some(cache.join(format!("libvirt/qemu/log/{name}.log")))
+        }
+        _ => None,
+    }
+}
+
 /// `virsh` on connection `uri`, messages in English whatever the user's
 /// locale, and out of the terminal's process group: Ctrl-C is for virtperf,
 /// which decides what a half-done virsh command leaves to undo.
@@ -1456,5 +1481,10 @@ mod tests {
             Some(PathBuf::from("/run/libvirt/qemu/d.pid"))
         );
         assert_eq!(pid_file("qemu+ssh://far/system", "d"), None);
+        assert_eq!(
+            log_file("qemu:///system", "d"),
+            Some(PathBuf::from("/var/log/libvirt/qemu/d.log"))
+        );
+        assert_eq!(log_file("qemu+ssh://far/system", "d"), None);
     }
 }
