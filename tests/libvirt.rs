@@ -291,7 +291,13 @@ impl Drop for TestDomain {
     fn drop(&mut self) {
         let _ = virsh(&["destroy", &self.name]);
         let _ = virsh(&["undefine", "--snapshots-metadata", "--nvram", &self.name]);
+        remove_qemu_log(&self.name);
     }
+}
+
+/// Removes libvirt's QEMU log of the test's domain `name`.
+fn remove_qemu_log(name: &str) {
+    let _ = std::fs::remove_file(format!("/var/log/libvirt/qemu/{name}.log"));
 }
 
 #[test]
@@ -871,6 +877,7 @@ fn a_domain_whose_address_never_shows_is_refused_after_the_timeout() {
         fn drop(&mut self) {
             let _ = virsh(&["destroy", &self.0]);
             let _ = virsh(&["undefine", &self.0]);
+            remove_qemu_log(&self.0);
         }
     }
     let _undefine = Undefine(name.clone());
@@ -1186,7 +1193,7 @@ impl SshDomain {
         let _ = virsh(&["net-destroy", &self.net]);
         let _ = std::fs::remove_file(format!("/run/libvirt/network/{}.pid", self.net));
         let _ = std::fs::remove_dir_all(format!("/run/libvirt/network/{}", self.net));
-        let _ = std::fs::remove_file(format!("/var/log/libvirt/qemu/{}.log", self.name));
+        remove_qemu_log(&self.name);
     }
 
     /// What is left of it on this machine: the domain, the network, the
