@@ -264,6 +264,22 @@ impl InstanceNet {
     }
 }
 
+/// This host's address on the interface that faces `remote`, as the
+/// routing table picks it: a connected UDP socket learns its source
+/// address, and nothing is sent.
+pub fn local_address_towards(remote: IpAddr) -> Result<IpAddr> {
+    let any: SocketAddr = if remote.is_ipv4() {
+        (Ipv4Addr::UNSPECIFIED, 0).into()
+    } else {
+        (std::net::Ipv6Addr::UNSPECIFIED, 0).into()
+    };
+    let probe = std::net::UdpSocket::bind(any)?;
+    probe
+        .connect((remote, 9))
+        .with_context(|| format!("finding the route to {remote}"))?;
+    Ok(probe.local_addr()?.ip())
+}
+
 /// The first line of `cli inspect -f FORMAT NAME`, for a container's
 /// address or gateway; an error saying what was asked otherwise.
 pub fn inspect_ip(cli: &str, name: &str, format: &str) -> Result<IpAddr> {

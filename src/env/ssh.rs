@@ -353,18 +353,7 @@ impl SshEnvironment {
             .with_context(|| format!("resolving {host}"))?
             .next()
             .ok_or_else(|| anyhow::anyhow!("{host} has no address"))?;
-        let any: std::net::SocketAddr = if remote.is_ipv4() {
-            ([0, 0, 0, 0], 0).into()
-        } else {
-            (std::net::Ipv6Addr::UNSPECIFIED, 0).into()
-        };
-        // A connected UDP socket learns its source address from the routing
-        // table; nothing is sent.
-        let probe = std::net::UdpSocket::bind(any)?;
-        probe
-            .connect(remote)
-            .with_context(|| format!("finding the route to {host}"))?;
-        Ok((remote.ip(), probe.local_addr()?.ip()))
+        Ok((remote.ip(), super::net::local_address_towards(remote.ip())?))
     }
 }
 

@@ -7,7 +7,11 @@
 //! existing domain: started if it is off (and shut down afterwards if
 //! virtperf started it), refused while it runs unless `shared=yes`,
 //! reverted to `snapshot=` first when given, and reached over the agent's
-//! channel it has or over ssh to the address libvirt reports.
+//! channel it has or over ssh to the address libvirt reports. A network
+//! test's peer meets a transient guest through the user-mode network's
+//! gateway, and `domain=` reached over ssh on the libvirt network it
+//! shares with the host (the guest's address is known and reachable); a
+//! `domain=` reached over its socket is refused for them.
 //!
 //! Through `virsh` subprocesses, not the libvirt C library: the binary
 //! stays static (it is copied into guests and containers), virsh speaks
@@ -32,6 +36,7 @@
 pub mod xml;
 
 use std::collections::BTreeMap;
+use std::net::{IpAddr, SocketAddr};
 use std::os::fd::OwnedFd;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
@@ -141,7 +146,7 @@ pub const DEF: DriverDef = DriverDef {
         EnvOption::new(
             "timeout",
             Check::Whole(1, 3600),
-            "seconds a virsh command, a wait for an address or a shutdown may take (60)",
+            "seconds a virsh command, a wait for an address or for its sshd, or a shutdown may take (60)",
         ),
     ],
     probe_by_default: true,
@@ -202,11 +207,23 @@ fn probe(spec: &Spec) -> (bool, String) {
     }
 }
 
-/// One instance's live state: the domain and whether virtperf started it.
+/// What the instances' launches learnt, for the fingerprint and the
+/// network tests' routes.
 #[derive(Default)]
 struct Instances {
     /// Per instance: the XML essentials of the domain it ran in.
     settings: BTreeMap<usize, BTreeMap<String, String>>,
+    /// Per instance of `domain=` reached over ssh: the guest's address.
+    addresses: BTreeMap<usize, IpAddr>,
+}
+
+/// How the host reaches the agent in `domain=`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Reach {
+    /// Over the unix socket of its serial port or channel.
+    Socket,
+    /// Over ssh to the address libvirt reports.
+    Ssh,
 }
 
 pub struct LibvirtEnvironment {
@@ -604,6 +621,9 @@ impl LibvirtEnvironment {
         for name in names.lines().map(str::trim) {
             if owner::in_name(name, PREFIX).is_some_and(|o| o.is_dead()) {
                 let _ = self.virsh_within(&["destroy", "--", name], Duration::from_secs(20));
+                if let Some(log) = log_file(&self.uri, name) {
+                    let _ = std::fs::remove_file(log);
+                }
             }
         }
     }
@@ -647,7 +667,11 @@ impl LibvirtEnvironment {
         let console = self.dir().join(format!("console-{n}.log"));
         let socket = self.dir().join(format!("agent-{n}.sock"));
         let file = self.dir().join(format!("domain-{n}.xml"));
-        let files = vec![disk.clone(), console.clone(), socket.clone(), file.clone()];
+        let mut files = vec![disk.clone(), console.clone(), socket.clone(), file.clone()];
+        // libvirt's QEMU log of the domain: one per run would pile up.
+        // Removed after the domain is destroyed, when libvirt has written
+        // its last line.
+        files.extend(log_file(&self.uri, &name));
         let remove_files = move || {
             for f in &files {
                 let _ = std::fs::remove_file(f);
@@ -761,24 +785,69 @@ impl LibvirtEnvironment {
         if !self.started.swap(false, Ordering::SeqCst) {
             return;
         }
-        shut_down(&self.uri, name, self.timeout);
+        shut_down(&self.uri, name, self.timeout, true);
+    }
+
+    /// How the host reaches the agent in `domain=`, from its definition:
+    /// its socket where libvirt runs on this machine, else ssh to its
+    /// network's address; a domain with neither is refused with the fix.
+    fn way_in(&self, name: &str) -> Result<Reach> {
+        let ways = self.dumpxml(name, true)?.ways_in();
+        let local_socket = ways.iter().any(|w| matches!(w, WayIn::Socket(_))) && !self.remote();
+        if local_socket {
+            return Ok(Reach::Socket);
+        }
+        if ways.contains(&WayIn::Network) {
+            return Ok(Reach::Ssh);
+        }
+        bail!(
+            "--env {}: domain={name} has no way in for the agent: give it a <serial type='unix'> bound on port 1 (virtperf's initramfs speaks there) or a <channel type='unix'> named {} (a guest running `virtperf agent` on it){}, or a network interface whose address `virsh domifaddr {name}` reports and sshd with user=",
+            self.spec.text,
+            xml::CHANNEL_NAME,
+            if self.remote() { " on this machine's libvirt (a remote domain's socket is out of reach)" } else { "" }
+        )
+    }
+
+    /// A network test in `domain=` needs the guest's network, which the
+    /// host reaches only when it reaches the agent over it (ssh): a
+    /// domain reached over its socket is refused before it starts.
+    fn check_network_reach(&self, name: &str) -> Result<()> {
+        self.state_of(name)?;
+        if self.way_in(name)? == Reach::Socket {
+            bail!(
+                "--env {}: domain={name} is reached over its agent socket, and virtperf cannot tell how the guest's network meets the host's, so a network test cannot run there: give the domain a libvirt network whose address `virsh domifaddr {name}` reports and sshd (it is then reached over ssh with user=, identity=, known-hosts=) and no agent socket, or use a transient domain (leave domain= out)",
+                self.spec.text
+            );
+        }
+        Ok(())
+    }
+
+    /// The guest's address (instance `index` of `domain=`, reached over
+    /// ssh) and this host's address towards it, for a network test's
+    /// route.
+    fn guest_and_host(&self, index: usize) -> Result<(IpAddr, IpAddr)> {
+        let guest = self
+            .state
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .addresses
+            .get(&index)
+            .copied()
+            .ok_or_else(|| {
+                anyhow!(
+                    "--env {}: domain={} is not reached over its network, so a network test has no route to it: give it a libvirt network and sshd, and no agent socket",
+                    self.spec.text,
+                    self.domain().unwrap_or("")
+                )
+            })?;
+        Ok((guest, super::net::local_address_towards(guest)?))
     }
 
     fn launch_existing(&self, index: usize, name: &str) -> Result<Launched> {
         let shared = self.spec.opt("shared") == Some("yes");
         let fresh = self.fresh.swap(false, Ordering::SeqCst);
         let mut state = self.state_of(name)?;
-        let defined = self.dumpxml(name, true)?;
-        let ways = defined.ways_in();
-        let local_socket = ways.iter().any(|w| matches!(w, WayIn::Socket(_))) && !self.remote();
-        if !local_socket && !ways.contains(&WayIn::Network) {
-            bail!(
-                "--env {}: domain={name} has no way in for the agent: give it a <serial type='unix'> bound on port 1 (virtperf's initramfs speaks there) or a <channel type='unix'> named {} (a guest running `virtperf agent` on it){}, or a network interface whose address `virsh domifaddr {name}` reports and sshd with user=",
-                self.spec.text,
-                xml::CHANNEL_NAME,
-                if self.remote() { " on this machine's libvirt (a remote domain's socket is out of reach)" } else { "" }
-            );
-        }
+        let reach = self.way_in(name)?;
         let ours = self.started.load(Ordering::SeqCst);
         if state.starts_with("running") && !shared && !ours {
             bail!(
@@ -800,7 +869,7 @@ impl LibvirtEnvironment {
                 self.spec.text
             );
         }
-        let result = self.reach(index, name, local_socket);
+        let result = self.reach(index, name, reach);
         if result.is_err() {
             self.stop_started(name);
         }
@@ -809,7 +878,7 @@ impl LibvirtEnvironment {
 
     /// Reaches the agent in running `domain=`: over its socket, or over ssh
     /// to the address libvirt reports.
-    fn reach(&self, index: usize, name: &str, local_socket: bool) -> Result<Launched> {
+    fn reach(&self, index: usize, name: &str, reach: Reach) -> Result<Launched> {
         signals::check()?;
         let live = self.dumpxml(name, false)?;
         self.remember(index, &live);
@@ -818,13 +887,16 @@ impl LibvirtEnvironment {
             let uri = self.uri.clone();
             let name = name.to_string();
             let timeout = self.timeout;
+            // Only virtperf's init powers off after "bye"; a guest
+            // reached over ssh is asked at once.
+            let by_itself = reach == Reach::Socket;
             move || {
                 if started.swap(false, Ordering::SeqCst) {
-                    shut_down(&uri, &name, timeout);
+                    shut_down(&uri, &name, timeout, by_itself);
                 }
             }
         };
-        if local_socket {
+        if reach == Reach::Socket {
             let socket = live.agent_socket().ok_or_else(|| {
                 anyhow!(
                     "--env {}: domain={name} runs without its agent socket in its live XML",
@@ -852,6 +924,13 @@ impl LibvirtEnvironment {
             });
         }
         let addr = self.address(name)?;
+        if let Ok(ip) = addr.parse::<IpAddr>() {
+            self.state
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .addresses
+                .insert(index, ip);
+        }
         let user = self.spec.opt("user").unwrap_or("root");
         let mut opts = BTreeMap::new();
         for k in SSH_ONLY.iter().filter(|k| **k != "user") {
@@ -872,6 +951,7 @@ impl LibvirtEnvironment {
             text: format!("ssh:{target} (domain={name})"),
             members: Vec::new(),
         });
+        self.wait_for_sshd(&ssh, name, &addr)?;
         let mut launched = ssh.launch(0)?;
         let ssh_cleanup = launched.cleanup.take();
         launched.cleanup = Some(Box::new(move || {
@@ -881,6 +961,32 @@ impl LibvirtEnvironment {
             stop();
         }));
         Ok(launched)
+    }
+
+    /// Waits, within the timeout, until the guest's sshd answers: a guest
+    /// has its address (a DHCP lease) well before its sshd has started.
+    /// A refusal that waiting does not cure (the host key, the user's key)
+    /// is reported at once.
+    fn wait_for_sshd(&self, ssh: &SshEnvironment, name: &str, addr: &str) -> Result<()> {
+        let until = Instant::now() + self.timeout;
+        loop {
+            let why = match ssh.check() {
+                Ok(()) => return Ok(()),
+                Err(e) if e.is::<signals::Interrupted>() => return Err(e),
+                Err(e) if !sshd_not_up_yet(&format!("{e:#}")) => return Err(e),
+                Err(e) => e,
+            };
+            if Instant::now() >= until {
+                bail!(
+                    "--env {}: domain={name} has address {addr}, but no sshd answered there within {} s ({}): start sshd in the guest and let port 22 through its firewall; timeout= waits longer",
+                    self.spec.text,
+                    self.timeout.as_secs(),
+                    text::one_line(&format!("{why:#}"), 300)
+                );
+            }
+            std::thread::sleep(Duration::from_millis(500));
+            signals::check()?;
+        }
     }
 
     /// The domain's first IPv4 address as libvirt reports it (DHCP lease,
@@ -964,6 +1070,24 @@ fn pid_file(uri: &str, name: &str) -> Option<PathBuf> {
     }
 }
 
+/// The QEMU log libvirt keeps for a local domain.
+fn log_file(uri: &str, name: &str) -> Option<PathBuf> {
+    let path = uri.split_once("://")?.1;
+    if !path.starts_with('/') {
+        return None;
+    }
+    match path.split('?').next()? {
+        "/system" => Some(PathBuf::from(format!("/var/log/libvirt/qemu/{name}.log"))),
+        "/session" => {
+            let cache = std::env::var_os("XDG_CACHE_HOME")
+                .map(PathBuf::from)
+                .or_else(|| std::env::var_os("HOME").map(|h| Path::new(&h).join(".cache")))?;
+            Some(cache.join(format!("libvirt/qemu/log/{name}.log")))
+        }
+        _ => None,
+    }
+}
+
 /// `virsh` on connection `uri`, messages in English whatever the user's
 /// locale, and out of the terminal's process group: Ctrl-C is for virtperf,
 /// which decides what a half-done virsh command leaves to undo.
@@ -980,11 +1104,12 @@ fn virsh_command(uri: &str, args: &[&str]) -> Command {
 const INTERRUPTED_GRACE: Duration = Duration::from_secs(10);
 
 /// Shuts a domain down: waits briefly for it to power off by itself (it
-/// does after "bye"), asks (ACPI), and destroys it when `limit` has passed.
+/// does after "bye"; only when `by_itself` says it may), asks (ACPI), and
+/// destroys it when `limit` has passed.
 /// After Ctrl-C nothing told the guest to stop: it is asked at once and
 /// given at most [`INTERRUPTED_GRACE`]; after a second Ctrl-C it is
 /// destroyed at once.
-fn shut_down(uri: &str, name: &str, limit: Duration) {
+fn shut_down(uri: &str, name: &str, limit: Duration, by_itself: bool) {
     // Finishing: the state must still be read after Ctrl-C, when this runs.
     let off = || {
         run_bounded(
@@ -1018,7 +1143,7 @@ fn shut_down(uri: &str, name: &str, limit: Duration) {
             std::thread::sleep(Duration::from_millis(250));
         }
     };
-    let by_itself = if signals::interrupted() {
+    let by_itself = if signals::interrupted() || !by_itself {
         Duration::ZERO
     } else {
         Duration::from_secs(5)
@@ -1054,6 +1179,22 @@ fn cpu_list(text: &str) -> Option<Vec<usize>> {
     (a <= b && b < 4096).then(|| (a..=b).collect())
 }
 
+/// Whether ssh failed the way it does while the guest is still booting
+/// (nothing listens yet, the interface is not up), not for a reason that
+/// waiting does not cure.
+fn sshd_not_up_yet(message: &str) -> bool {
+    [
+        "Connection refused",
+        "No route to host",
+        "Connection timed out",
+        "Connection reset",
+        "Connection closed",
+        "kex_exchange_identification",
+    ]
+    .iter()
+    .any(|m| message.contains(m))
+}
+
 /// The first IPv4 address in `virsh domifaddr` output (its table's
 /// "ipv4  A.B.C.D/N" cells).
 fn first_ipv4(out: &str) -> Option<String> {
@@ -1086,12 +1227,19 @@ impl Environment for LibvirtEnvironment {
 
     fn prepare(&mut self, _obs: &dyn Observer) -> Result<()> {
         // A network test that cannot run here is refused before a guest
-        // boots for it, with the reason its route gives.
-        if self.need.to_env {
-            self.route_to_env(0, None)?;
-        }
-        if self.need.to_host {
-            self.route_to_host(0)?;
+        // boots for it, with the reason its route gives; in `domain=`,
+        // the route is known once the guest has its address.
+        match self.domain() {
+            Some(name) if self.need.any() => self.check_network_reach(name)?,
+            Some(_) => {}
+            None => {
+                if self.need.to_env {
+                    self.route_to_env(0, None)?;
+                }
+                if self.need.to_host {
+                    self.route_to_host(0)?;
+                }
+            }
         }
         if self.dir.is_some() || self.domain().is_some() {
             return Ok(());
@@ -1154,14 +1302,19 @@ impl Environment for LibvirtEnvironment {
             .unwrap_or_default()
     }
 
-    /// The guest dials the user-mode network's gateway, 10.0.2.2, which
-    /// QEMU turns into a connection from the host to its own loopback.
-    fn route_to_host(&self, _index: usize) -> Result<Route> {
+    /// A transient domain's guest dials the user-mode network's gateway,
+    /// 10.0.2.2, which QEMU turns into a connection from the host to its
+    /// own loopback. `domain=` reached over ssh dials this host's address
+    /// on the network it shares with the guest, where the server binds.
+    fn route_to_host(&self, index: usize) -> Result<Route> {
         if self.domain().is_some() {
-            bail!(
-                "--env {}: network tests in an existing domain are not supported yet: use a transient domain (leave domain= out)",
-                self.spec.text
-            );
+            let (guest, host) = self.guest_and_host(index)?;
+            return Ok(Route {
+                bind: SocketAddr::new(host, 0),
+                dial_ip: host,
+                dial_port: None,
+                path: format!("libvirt network (guest {guest} to host {host})"),
+            });
         }
         if self.spec.opt("net") == Some("none") {
             bail!(
@@ -1170,17 +1323,29 @@ impl Environment for LibvirtEnvironment {
             );
         }
         Ok(Route {
-            bind: std::net::SocketAddr::from(([127, 0, 0, 1], 0)),
-            dial_ip: std::net::IpAddr::from([10, 0, 2, 2]),
+            bind: SocketAddr::from(([127, 0, 0, 1], 0)),
+            dial_ip: IpAddr::from([10, 0, 2, 2]),
             dial_port: None,
             path: "libvirt user network (guest to host)".into(),
         })
     }
 
-    fn route_to_env(&self, _index: usize, _forwarded: Option<(u16, u16)>) -> Result<Route> {
+    /// The server in `domain=` reached over ssh binds the guest's address,
+    /// which the host dials; a transient domain's user-mode network
+    /// forwards no port, so its server runs on the host.
+    fn route_to_env(&self, index: usize, _forwarded: Option<(u16, u16)>) -> Result<Route> {
+        if self.domain().is_some() {
+            let (guest, host) = self.guest_and_host(index)?;
+            return Ok(Route {
+                bind: SocketAddr::new(guest, crate::workload::net::protocol::DEFAULT_PORT),
+                dial_ip: guest,
+                dial_port: None,
+                path: format!("libvirt network (host {host} to guest {guest})"),
+            });
+        }
         let peer = &crate::workload::net::PEER;
         bail!(
-            "--env {}: a server inside a libvirt guest is not reachable from the host here (libvirt's user-mode network forwards no port): leave out --{}={}, so the server runs on the host and the guest dials it",
+            "--env {}: a server inside a transient libvirt guest is not reachable from the host (libvirt's user-mode network forwards no port): leave out --{}={}, so the server runs on the host and the guest dials it, or use domain= of a domain on a libvirt network, reached over ssh",
             self.spec.text,
             peer.placement_option,
             peer.placement_env
@@ -1229,7 +1394,9 @@ mod tests {
             r.err().map(|e| e.to_string()).unwrap_or_default()
         };
         assert!(e("libvirt", true).contains("leave out --net-server=env"));
-        assert!(e("libvirt:domain=web", false).contains("leave domain= out"));
+        // domain= has a route once its launch found the guest's address.
+        assert!(e("libvirt:domain=web", false).contains("not reached over its network"));
+        assert!(e("libvirt:domain=web", true).contains("not reached over its network"));
         assert!(e("libvirt:net=none", false).contains("leave net=none out"));
         let to_host = env("libvirt").unwrap().route_to_host(0).unwrap();
         assert_eq!(to_host.dial_ip, std::net::IpAddr::from([10, 0, 2, 2]));
@@ -1243,8 +1410,26 @@ mod tests {
                 .unwrap_or_default()
         };
         assert!(prepared("libvirt", true, true).contains("--net-server=env"));
-        assert!(prepared("libvirt:domain=web", true, false).contains("leave domain= out"));
         assert!(prepared("libvirt:net=none", true, false).contains("leave net=none out"));
+    }
+
+    #[test]
+    fn a_domain_reached_over_ssh_meets_its_peer_on_the_network_it_shares_with_the_host() {
+        let e = env("libvirt:domain=web").unwrap();
+        e.state
+            .lock()
+            .unwrap()
+            .addresses
+            .insert(0, IpAddr::from([127, 0, 0, 2]));
+        let to_host = e.route_to_host(0).unwrap();
+        assert_eq!(to_host.dial_ip, IpAddr::from([127, 0, 0, 1]));
+        assert_eq!(to_host.bind, SocketAddr::from(([127, 0, 0, 1], 0)));
+        assert!(to_host.path.starts_with("libvirt network"), "{to_host:?}");
+        let to_env = e.route_to_env(0, None).unwrap();
+        assert_eq!(to_env.bind, SocketAddr::from(([127, 0, 0, 2], 12866)));
+        assert_eq!(to_env.dial_ip, IpAddr::from([127, 0, 0, 2]));
+        // Another instance has no address: no route.
+        assert!(e.route_to_host(1).is_err());
     }
 
     #[test]
@@ -1271,6 +1456,13 @@ mod tests {
         assert_eq!(first_ipv4(out).as_deref(), Some("192.168.122.7"));
         assert_eq!(first_ipv4(" lo 00:00 ipv4 127.0.0.1/8"), None);
         assert_eq!(first_ipv4("ipv4 not-an-address"), None);
+        assert!(sshd_not_up_yet(
+            "ssh: connect to host 10.1.1.1 port 22: Connection refused"
+        ));
+        assert!(!sshd_not_up_yet("Host key verification failed."));
+        assert!(!sshd_not_up_yet(
+            "root@10.1.1.1: Permission denied (publickey)."
+        ));
         let e = env("libvirt:pin=0-1").unwrap();
         assert_eq!(
             e.cputune(2).unwrap(),
@@ -1289,5 +1481,10 @@ mod tests {
             Some(PathBuf::from("/run/libvirt/qemu/d.pid"))
         );
         assert_eq!(pid_file("qemu+ssh://far/system", "d"), None);
+        assert_eq!(
+            log_file("qemu:///system", "d"),
+            Some(PathBuf::from("/var/log/libvirt/qemu/d.log"))
+        );
+        assert_eq!(log_file("qemu+ssh://far/system", "d"), None);
     }
 }
