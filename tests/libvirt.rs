@@ -1326,6 +1326,99 @@ fn a_domain_reached_over_ssh_on_its_libvirt_network_is_measured_and_shut_down() 
     assert!(left.is_empty(), "left behind: {left:?}");
 }
 
+/// `uri=` beyond this machine's system daemon: a remote `qemu+ssh://`
+/// connection (through an sshd of the test's own in a network namespace,
+/// whose sessions reach this machine's libvirtd) runs the ssh guest, as
+/// `domain=` must on a remote libvirt; and `qemu:///session` (root's own
+/// session daemon, which libvirt starts on demand) runs a transient domain.
+/// Each records its URI and leaves no domain behind.
+#[test]
+fn a_remote_qemu_ssh_uri_and_the_session_uri_are_used() {
+    let _serial = serial();
+    let Some(_daemon) = Daemon::get() else {
+        return;
+    };
+    let Some(ssh) = common::sshhost::SshHost::start() else {
+        return;
+    };
+    let Some(mut dom) = SshDomain::define("rem") else {
+        return;
+    };
+    // libvirt's own ssh transport, with the test's key; the sshd's host key
+    // is the test's, made a moment ago.
+    let uri = format!(
+        "qemu+ssh://root@{}:2222/system?keyfile={}&no_verify=1&no_tty=1",
+        ssh.addr,
+        ssh.dir.path().join("id").display()
+    );
+    let tmp = private_tmp();
+    let out = virtperf()
+        .env("TMPDIR", tmp.path())
+        .args([
+            "cpu",
+            "--events=100",
+            "--json",
+            "--env",
+            &format!("{},uri={uri}", dom.spec()),
+        ])
+        .timeout(Duration::from_secs(240))
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}\nthe guest's console:\n{}",
+        String::from_utf8_lossy(&out.stderr),
+        dom.console()
+    );
+    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        doc["env"]["settings"]["uri"],
+        uri.as_str(),
+        "{}",
+        doc["env"]
+    );
+    assert_eq!(doc["env"]["hypervisor"], "TCGTCGTCGTCG");
+    assert!(metric(&doc, "events_per_sec") > 0.0);
+    // Started through the remote connection, and shut down through it.
+    assert_eq!(dom.state(), "shut off (shutdown)", "{}", dom.console());
+    assert!(
+        leftovers(tmp.path()).is_empty(),
+        "{:?}",
+        leftovers(tmp.path())
+    );
+    dom.remove();
+    let left = dom.left();
+    assert!(left.is_empty(), "left behind: {left:?}");
+    drop(ssh);
+
+    let session = |args: &[&str]| {
+        let out = Command::new("virsh")
+            .args(["-c", "qemu:///session"])
+            .args(args)
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let before = session(&["list", "--all", "--name"]);
+    let doc = docs(
+        tmp.path(),
+        &[
+            "cpu",
+            "--events=50",
+            "--env",
+            "libvirt:uri=qemu:///session,vcpus=1,memory=512m,net=none",
+        ],
+    );
+    assert_eq!(doc[0]["env"]["settings"]["uri"], "qemu:///session");
+    assert!(metric(&doc[0], "events_per_sec") > 0.0);
+    assert_eq!(session(&["list", "--all", "--name"]), before);
+    assert!(
+        leftovers(tmp.path()).is_empty(),
+        "{:?}",
+        leftovers(tmp.path())
+    );
+}
+
 /// Network tests in `domain=` reached over ssh: the peer runs on the host
 /// and the guest dials this host's address on their libvirt network, or
 /// (`--net-server=env`) the server runs in the guest on its address and

@@ -4,6 +4,7 @@
 
 pub mod dbservers;
 pub mod report_fixture;
+pub mod sshhost;
 pub mod sysbench;
 
 use assert_cmd::Command;
