@@ -82,6 +82,8 @@ pub fn parse(script: &str, args: &[String], persona: bool) -> Result<Request, Cl
                 "" => None,
                 t => Some(crate::core::start_at::check(t)?),
             },
+            rand_seed: 0,
+            validate: false,
         }));
     }
     if values.was_given("start-at") {
@@ -244,7 +246,7 @@ fn refuse(inv: &ScriptInvocation, refusal: Refusal) -> Result<()> {
 
 fn run(inv: &ScriptInvocation, script: &Script, text: bool) -> Result<()> {
     let observer: Arc<dyn Observer> = Arc::new(Terminal::new(inv.json).quiet(!inv.json && !text));
-    let threads = crate::engine::threads(script.values()) as u64;
+    let mode = summary::RunMode::of(script.values());
     let mut announce = |started: bool| {
         if !text {
             return;
@@ -254,7 +256,7 @@ fn run(inv: &ScriptInvocation, script: &Script, text: bool) -> Result<()> {
         } else {
             show(&format!(
                 "{}Initializing worker threads...\n\n",
-                summary::preamble(threads, false)
+                summary::preamble(&mode)
             ));
         }
     };

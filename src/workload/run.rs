@@ -92,6 +92,7 @@ pub fn execute_announced(
                 doc,
                 text: m.text,
                 histogram: m.histogram,
+                threads: m.threads,
             }))
         }
     }
