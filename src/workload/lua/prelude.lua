@@ -404,7 +404,19 @@ function driver_methods.name(self)
    return self.sname
 end
 
+-- sysbench's words for a --db-driver it has no driver for, when a script
+-- asks for the driver: a FATAL line, then `failure` raised `level` calls
+-- up (the script's line).
+local function check_driver(failure, level)
+   local bad = vp.bad_driver()
+   if bad ~= nil then
+      write("FATAL: invalid database driver name: '" .. bad .. "'\n")
+      error(failure, level)
+   end
+end
+
 rawset(sysbench.sql, "driver", function(name)
+   check_driver("failed to initialize the DB driver", 3)
    local drv = vp.driver_name()
    if name ~= nil and name ~= vp.db_driver then
       error("failed to initialize the DB driver: virtperf runs scripts on " ..
@@ -421,6 +433,7 @@ end)
 local legacy = {}
 local function legacy_con()
    if legacy.con == nil then
+      check_driver("DB initialization failed", 4)
       legacy.con = sysbench.sql.driver():connect()
    end
    return legacy.con
