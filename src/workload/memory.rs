@@ -190,9 +190,10 @@ pub struct HugeBlock {
     words: usize,
 }
 
-// SAFETY: the segment is plain memory, read and written only through
-// atomics once shared (`atomics`).
+// SAFETY: the segment is plain memory owned by this value, not tied to
+// the thread that attached it.
 unsafe impl Send for HugeBlock {}
+// SAFETY: shared, it is read and written only through atomics (`atomics`).
 unsafe impl Sync for HugeBlock {}
 
 impl HugeBlock {
