@@ -65,6 +65,8 @@ pub const METRICS: &[MetricDef] = &[
 /// its output.
 const NOT_PARAMS: &[&str] = &[
     "report-interval",
+    "debug",
+    "forced-shutdown",
     "mysql-password",
     "pgsql-password",
     "mysql-password-file",
