@@ -1248,6 +1248,83 @@ mod tests {
     }
 
     #[test]
+    fn general_options_read_as_sysbench_reads_them() {
+        assert_eq!(forced_shutdown("off", 10), Ok(None));
+        assert_eq!(forced_shutdown("OFF", 10), Ok(None));
+        assert_eq!(forced_shutdown("", 20), Ok(Some(1)));
+        assert_eq!(forced_shutdown("3", 10), Ok(Some(3)));
+        assert_eq!(forced_shutdown("50%", 20), Ok(Some(10)));
+        assert_eq!(forced_shutdown("5", 0), Ok(None));
+        assert!(forced_shutdown("abc", 10).is_err());
+        assert!(forced_shutdown("5x", 10).is_err());
+        assert_eq!(checkpoints("3,1,,2"), Ok(vec![1, 2, 3]));
+        assert_eq!(checkpoints(""), Ok(vec![]));
+        assert_eq!(checkpoints("1,-2"), Err("-2".to_string()));
+        assert!(checkpoints(&vec!["1"; 257].join(",")).is_err());
+        assert_eq!(sysbench_size("64K"), 64 << 10);
+        assert_eq!(sysbench_size("2m"), 2 << 20);
+        assert_eq!(sysbench_size("512"), 512);
+        assert_eq!(sysbench_size("abc"), 0);
+        assert_eq!(sysbench_size("5X"), 0);
+    }
+
+    #[test]
+    fn checkpoints_report_and_count_afresh() {
+        let recording = Arc::new(crate::core::observer::Recording::default());
+        let mut o = opts(1);
+        o.time = Some(Duration::from_millis(2500));
+        o.checkpoints = vec![Duration::from_secs(1), Duration::from_secs(2)];
+        o.observer = Arc::clone(&recording) as Arc<dyn Observer>;
+        o.section = Some(Arc::new(|part: &Outcome| {
+            format!("part of {} events\n", part.events)
+        }));
+        let (out, _) = run(&o, sleepers(1, 10)).unwrap();
+        let reports: Vec<String> = recording
+            .events()
+            .into_iter()
+            .filter_map(|e| match e {
+                crate::core::observer::Event::Interim(t) => Some(t),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(reports.len(), 2, "{reports:?}");
+        assert!(reports[0].starts_with("[ 1s ] Checkpoint report:\npart of "));
+        assert!(reports[1].starts_with("[ 2s ] Checkpoint report:\n"));
+        assert!(reports[0].contains("\nGeneral statistics:\n"));
+        // The last report covers the last half second, its rate too.
+        assert!((20..=55).contains(&out.events), "{}", out.events);
+        assert!(out.duration > Duration::from_secs(2));
+        assert!(
+            out.interval < Duration::from_millis(700),
+            "{:?}",
+            out.interval
+        );
+    }
+
+    #[test]
+    fn threads_say_why_they_stopped() {
+        let mut o = opts(2);
+        o.time = None;
+        o.events = Some(10);
+        let (out, _) = run(&o, sleepers(2, 1)).unwrap();
+        assert!(out.threads.iter().all(|t| t.stop == Stop::EventLimit));
+        assert!(out
+            .threads
+            .iter()
+            .all(|t| t.min <= t.max && t.min > Duration::ZERO));
+        let (out, _) = run(&opts(1), sleepers(1, 10)).unwrap();
+        assert_eq!(out.threads[0].stop, Stop::TimeLimit);
+        let mut o = opts(1);
+        o.stack_size = Some(MIN_STACK);
+        let done = vec![Sleeper {
+            nap: Duration::from_millis(1),
+            left: Some(3),
+        }];
+        let (out, _) = run(&o, done).unwrap();
+        assert_eq!(out.threads[0].stop, Stop::Done);
+    }
+
+    #[test]
     fn refuses_a_run_without_limits() {
         let mut o = opts(1);
         o.time = None;
