@@ -17,7 +17,8 @@ fn run(program: &Path, args: &[&str], dir: &Path) -> Seen {
 /// command line (none at present).
 const LEFT_OUT: &[(&str, &str, &str)] = &[];
 
-/// Config files the cases below read, written in both sides' directories:
+/// Config files the cases below read (and a script), written in both
+/// sides' directories:
 /// general options (a test's own one is passed over, as sysbench resets
 /// it), a name with a blank before its `=` (not an option), a comment, a
 /// list.
@@ -29,6 +30,8 @@ const CONFIG_FILES: &[(&str, &str)] = &[
     ("spaced.conf", "threads = 2\n"),
     ("list.conf", "threads=2 # two\nevents=3,4\nbogus=1\n"),
     ("bad.conf", "threads=abc\n"),
+    // Not a config file: a script whose events do nothing.
+    ("nothing.lua", "function event()\nend\n"),
 ];
 
 #[test]
@@ -89,6 +92,7 @@ fn started_as_sysbench_it_answers_as_sysbench_does() {
         ],
         &["memory", "--memory-total-size=1M", "--debug", "run"],
         &["cpu", "--time=1", "--debug=on", "run"],
+        &["nothing.lua", "--events=3", "--debug", "run"],
         &["cpu", "--debug=maybe", "run"],
         // --forced-shutdown: its moment said before the run; refused values.
         &[

@@ -252,6 +252,9 @@ fn run(inv: &ScriptInvocation, script: &Script, text: bool) -> Result<()> {
             return;
         }
         if started {
+            if mode.debug {
+                show(&summary::workers_started(mode.threads));
+            }
             show("Threads started!\n\n");
         } else {
             show(&format!(
@@ -266,10 +269,16 @@ fn run(inv: &ScriptInvocation, script: &Script, text: bool) -> Result<()> {
     if inv.json {
         println!("{}", serde_json::to_string(&done.doc)?);
     } else if text && !own_report {
+        if mode.debug {
+            show(&summary::workers_done(&done.threads));
+        }
         if let (true, Some(h)) = (inv.histogram, &done.histogram) {
             show(&summary::render_histogram(h));
         }
         show(&summary::results(&done.doc, &done.text, percentile));
+        if mode.debug {
+            show(&crate::engine::report::per_thread(&done.threads));
+        }
     }
     script.done()
 }
