@@ -136,6 +136,8 @@ pub fn refused(args: &[String], warnings: &str) -> Option<Answer> {
     let int = |name: &str| -> Result<Option<i64>, Answer> {
         match value(name) {
             None => Ok(None),
+            // Given without a value, an int option holds none: 0.
+            Some(v) if v.is_empty() => Ok(Some(0)),
             // sysbench's strtol: the whole value, within an int.
             Some(v) => match v.parse::<i64>() {
                 Ok(n) if i32::try_from(n).is_ok() => Ok(Some(n)),
@@ -290,5 +292,12 @@ mod tests {
             ))
         );
         assert_eq!(answer(&["--percentile=0", "--forced-shutdown=5%"]), None);
+        assert_eq!(
+            answer(&["--threads"]),
+            Some((
+                "FATAL: Invalid value for --threads: 0.\n\n".into(),
+                String::new()
+            ))
+        );
     }
 }
