@@ -202,6 +202,16 @@ fn started_as_sysbench_it_answers_as_sysbench_does() {
         ],
         &["memory", "--memory-total-size=8M", "--events=1", "run"],
         &["fileio", "--file-num=4", "--file-total-size=4M", "prepare"],
+        // Before seqwr below, which leaves the files shorter.
+        &[
+            "fileio",
+            "--file-num=4",
+            "--file-total-size=4M",
+            "--file-test-mode=rndrw",
+            "--time=2",
+            "--report-checkpoints=1",
+            "run",
+        ],
         &[
             "fileio",
             "--file-num=4",
