@@ -4,7 +4,7 @@
 use std::process::ExitCode;
 
 use virtperf::cli::{self, Request};
-use virtperf::core::fatal::SysbenchFatal;
+use virtperf::core::fatal::{InitFatal, SysbenchFatal};
 use virtperf::core::options::CliError;
 use virtperf::core::signals;
 
@@ -92,6 +92,15 @@ fn as_sysbench(args: &[String]) -> ExitCode {
         Err(err) if err.downcast_ref::<signals::Interrupted>().is_some() => ExitCode::from(130),
         Err(err) if err.downcast_ref::<cli::script::Exit>().is_some() => {
             ExitCode::from(err.downcast_ref::<cli::script::Exit>().map_or(1, |e| e.0))
+        }
+        Err(err) if err.downcast_ref::<InitFatal>().is_some() => {
+            let fatal = &err.downcast_ref::<InitFatal>().expect("checked").0;
+            let verbosity = cli::sysbench::verbosity(args);
+            if verbosity >= 3 {
+                print!("{}\n\n", cli::banner());
+            }
+            print!("{}", fatal.text(verbosity));
+            ExitCode::FAILURE
         }
         Err(err) if err.downcast_ref::<SysbenchFatal>().is_some() => {
             let fatal = err.downcast_ref::<SysbenchFatal>().expect("checked");

@@ -14,12 +14,25 @@ fn run(program: &Path, args: &[&str], dir: &Path) -> Seen {
 }
 
 /// Lines of sysbench's output that virtperf leaves out on purpose, per
-/// command line: an option virtperf does not take is not offered.
-const LEFT_OUT: &[(&str, &str, &str)] = &[(
-    "memory help",
-    "--memory-hugetlb",
-    "virtperf has no HugeTLB allocation",
-)];
+/// command line (none at present).
+const LEFT_OUT: &[(&str, &str, &str)] = &[];
+
+/// Config files the cases below read (and a script), written in both
+/// sides' directories:
+/// general options (a test's own one is passed over, as sysbench resets
+/// it), a name with a blank before its `=` (not an option), a comment, a
+/// list.
+const CONFIG_FILES: &[(&str, &str)] = &[
+    (
+        "general.conf",
+        "threads=2\nevents=7 # seven\n# a comment\ncpu-max-prime=500\nverbosity=3\n",
+    ),
+    ("spaced.conf", "threads = 2\n"),
+    ("list.conf", "threads=2 # two\nevents=3,4\nbogus=1\n"),
+    ("bad.conf", "threads=abc\n"),
+    // Not a config file: a script whose events do nothing.
+    ("nothing.lua", "function event()\nend\n"),
+];
 
 #[test]
 fn started_as_sysbench_it_answers_as_sysbench_does() {
@@ -34,7 +47,119 @@ fn started_as_sysbench_it_answers_as_sysbench_does() {
     // Each side runs in its own directory (fileio's files: a prepare
     // reuses files already there), sysbench's run first, then ours.
     let (theirs_dir, ours_dir) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    for (name, text) in CONFIG_FILES {
+        for dir in [theirs_dir.path(), ours_dir.path()] {
+            std::fs::write(dir.join(name), text).unwrap();
+        }
+    }
     let cases: &[&[&str]] = &[
+        // --percentile=0: "percentile stats: disabled"; out of range and
+        // not a number refused before the banner, and with --histogram.
+        &["cpu", "--percentile=0", "--events=50", "run"],
+        &["cpu", "--percentile=99", "--events=50", "run"],
+        &["cpu", "--percentile=101", "run"],
+        &["cpu", "--percentile=abc", "run"],
+        &["cpu", "--percentile=0", "--histogram", "run"],
+        &["cpu", "--time=1.5", "run"],
+        // The options said before the run.
+        &[
+            "cpu",
+            "--report-interval=5",
+            "--rate=1000",
+            "--events=20",
+            "run",
+        ],
+        &["cpu", "--rand-seed=5", "--events=5", "run"],
+        &["cpu", "--validate", "--events=5", "run"],
+        &[
+            "cpu",
+            "--db-driver=nonexisting",
+            "--rand-type=uniform",
+            "--events=1",
+            "run",
+        ],
+        // --debug: what each test says it does, the threads' start and
+        // stop, and per-thread statistics (one thread: their order is
+        // the scheduler's).
+        &["cpu", "--events=10", "--debug", "run"],
+        &["threads", "--events=10", "--debug", "run"],
+        &[
+            "mutex",
+            "--mutex-num=10",
+            "--mutex-locks=10",
+            "--debug",
+            "run",
+        ],
+        &["memory", "--memory-total-size=1M", "--debug", "run"],
+        &["cpu", "--time=1", "--debug=on", "run"],
+        &["nothing.lua", "--events=3", "--debug", "run"],
+        &["cpu", "--debug=maybe", "run"],
+        // --forced-shutdown: its moment said before the run; refused values.
+        &[
+            "cpu",
+            "--time=2",
+            "--forced-shutdown=1",
+            "--events=10",
+            "run",
+        ],
+        &[
+            "cpu",
+            "--time=20",
+            "--forced-shutdown=50%",
+            "--events=5",
+            "run",
+        ],
+        &["cpu", "--time=20", "--forced-shutdown", "--events=5", "run"],
+        &[
+            "cpu",
+            "--time=0",
+            "--events=5",
+            "--forced-shutdown=5",
+            "run",
+        ],
+        &["cpu", "--forced-shutdown=abc", "run"],
+        &["cpu", "--forced-shutdown=5x", "run"],
+        // --thread-stack-size: a size sysbench reads as 0 is refused.
+        &["cpu", "--thread-stack-size=0", "run"],
+        &["cpu", "--thread-stack-size=abc", "run"],
+        &["cpu", "--thread-stack-size=32K", "--events=5", "run"],
+        &[
+            "cpu",
+            "--thread-stack-size=1M",
+            "--threads=2",
+            "--events=20",
+            "run",
+        ],
+        // --report-checkpoints: refused values (the reports are in
+        // tests/sysbench_cram.rs).
+        &["cpu", "--report-checkpoints=x", "run"],
+        &["cpu", "--report-checkpoints=1,-2", "run"],
+        &["cpu", "--report-checkpoints=", "--events=5", "run"],
+        // --config-file: options from a file where it stands.
+        &["cpu", "--config-file=general.conf", "run"],
+        &["cpu", "--events=3", "--config-file=spaced.conf", "run"],
+        &["cpu", "--config-file=list.conf", "run"],
+        &["cpu", "--events=3", "--config-file=bad.conf", "run"],
+        &["cpu", "--events=5", "--config-file=list.conf", "run"],
+        &["cpu", "--config-file=list.conf", "--events=5", "run"],
+        &["cpu", "--config-file=nonexistent.conf", "--events=3", "run"],
+        // --memory-hugetlb: from the HugeTLB pool, or sysbench's failure
+        // where the machine reserved no huge pages.
+        &[
+            "memory",
+            "--memory-hugetlb",
+            "--memory-total-size=1M",
+            "run",
+        ],
+        &[
+            "memory",
+            "--memory-hugetlb",
+            "--memory-scope=local",
+            "--threads=2",
+            "--memory-total-size=1M",
+            "run",
+        ],
+        &["memory", "--memory-hugetlb=maybe", "run"],
         &[
             "cpu",
             "--cpu-max-prime=1000",
@@ -77,6 +202,16 @@ fn started_as_sysbench_it_answers_as_sysbench_does() {
         ],
         &["memory", "--memory-total-size=8M", "--events=1", "run"],
         &["fileio", "--file-num=4", "--file-total-size=4M", "prepare"],
+        // Before seqwr below, which leaves the files shorter.
+        &[
+            "fileio",
+            "--file-num=4",
+            "--file-total-size=4M",
+            "--file-test-mode=rndrw",
+            "--time=2",
+            "--report-checkpoints=1",
+            "run",
+        ],
         &[
             "fileio",
             "--file-num=4",
@@ -157,6 +292,29 @@ fn started_as_sysbench_it_answers_as_sysbench_does() {
         }
     }
     assert!(differ.is_empty(), "{}", differ.join("\n"));
+}
+
+#[test]
+fn a_forced_shutdown_stops_an_event_that_outlives_the_time() {
+    // An event of 4 s in a run of 1 s: at --time plus --forced-shutdown
+    // both stop with the report so far, the running event counted as
+    // unfinished, exit 2.
+    let Some(mut p) = common::sysbench::Pair::new() else {
+        return;
+    };
+    p.write(
+        "hang.lua",
+        "ffi.cdef(\"unsigned int sleep(unsigned int seconds);\")\n\
+         function event()\n  ffi.C.sleep(4)\nend\n",
+    );
+    let (_, ours) = p.check(step(&["hang.lua", "--time=1", "--forced-shutdown=1", "run"]).code(2));
+    assert!(
+        ours.stdout
+            .contains("FATAL: The --max-time limit has expired, forcing shutdown...\n"),
+        "{}",
+        ours.stdout
+    );
+    p.finish();
 }
 
 #[test]

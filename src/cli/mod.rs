@@ -64,6 +64,11 @@ pub struct Invocation {
     pub envs: Vec<Spec>,
     /// `--start-at`, seconds since the epoch.
     pub start_at: Option<f64>,
+    /// sysbench's general `--rand-seed` and `--validate`, given to a test
+    /// that has no use for them (the persona takes them out and says so
+    /// before the run, as sysbench).
+    pub rand_seed: u64,
+    pub validate: bool,
 }
 
 impl Invocation {
@@ -319,6 +324,8 @@ pub fn parse_request(args: &[String]) -> Result<Request, CliError> {
             "" => None,
             t => Some(crate::core::start_at::check(t)?),
         },
+        rand_seed: 0,
+        validate: false,
     }))
 }
 

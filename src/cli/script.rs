@@ -82,6 +82,8 @@ pub fn parse(script: &str, args: &[String], persona: bool) -> Result<Request, Cl
                 "" => None,
                 t => Some(crate::core::start_at::check(t)?),
             },
+            rand_seed: 0,
+            validate: false,
         }));
     }
     if values.was_given("start-at") {
@@ -244,17 +246,20 @@ fn refuse(inv: &ScriptInvocation, refusal: Refusal) -> Result<()> {
 
 fn run(inv: &ScriptInvocation, script: &Script, text: bool) -> Result<()> {
     let observer: Arc<dyn Observer> = Arc::new(Terminal::new(inv.json).quiet(!inv.json && !text));
-    let threads = crate::engine::threads(script.values()) as u64;
+    let mode = summary::RunMode::of(script.values());
     let mut announce = |started: bool| {
         if !text {
             return;
         }
         if started {
+            if mode.debug {
+                show(&summary::workers_started(mode.threads));
+            }
             show("Threads started!\n\n");
         } else {
             show(&format!(
                 "{}Initializing worker threads...\n\n",
-                summary::preamble(threads, false)
+                summary::preamble(&mode)
             ));
         }
     };
@@ -264,10 +269,16 @@ fn run(inv: &ScriptInvocation, script: &Script, text: bool) -> Result<()> {
     if inv.json {
         println!("{}", serde_json::to_string(&done.doc)?);
     } else if text && !own_report {
+        if mode.debug {
+            show(&summary::workers_done(&done.threads));
+        }
         if let (true, Some(h)) = (inv.histogram, &done.histogram) {
             show(&summary::render_histogram(h));
         }
         show(&summary::results(&done.doc, &done.text, percentile));
+        if mode.debug {
+            show(&crate::engine::report::per_thread(&done.threads));
+        }
     }
     script.done()
 }

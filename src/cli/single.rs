@@ -46,15 +46,22 @@ fn in_process(inv: &Invocation, start: Option<StartAt>) -> Result<()> {
         // sysbench's banner heads its prepare and cleanup text too.
         show(&format!("{}\n\n", super::banner()));
     }
+    let mut mode = summary::RunMode::of(&inv.job.values);
+    mode.rand_seed = mode.rand_seed.max(inv.rand_seed);
+    mode.validate |= inv.validate;
     let mut announce = |header: &str| {
         if text {
-            let v = &inv.job.values;
-            let threads = crate::engine::threads(v) as u64;
+            let mut started = summary::started(header);
+            if mode.debug {
+                started = started.replace(
+                    "Threads started!",
+                    &format!("{}Threads started!", summary::workers_started(mode.threads)),
+                );
+            }
             show(&format!(
-                "{}\n\n{}{}",
+                "{}\n\n{}{started}",
                 super::banner(),
-                summary::preamble(threads.max(1), v.has("validate") && v.flag("validate")),
-                summary::started(header)
+                summary::preamble(&mode),
             ));
         }
     };
@@ -67,6 +74,9 @@ fn in_process(inv: &Invocation, start: Option<StartAt>) -> Result<()> {
     if inv.json {
         println!("{}", serde_json::to_string(&done.doc)?);
     } else if text {
+        if mode.debug {
+            show(&summary::workers_done(&done.threads));
+        }
         if let (true, Some(h)) = (inv.histogram, &done.histogram) {
             show(&summary::render_histogram(h));
         }
@@ -81,6 +91,9 @@ fn in_process(inv: &Invocation, start: Option<StartAt>) -> Result<()> {
             &workload_text,
             inv.percentile(),
         ));
+        if mode.debug {
+            show(&crate::engine::report::per_thread(&done.threads));
+        }
         // A virtperf addition: not where sysbench's own output is asked for.
         if let (Some(w), false) = (summary::noise_warning(&done.doc), super::as_sysbench()) {
             eprintln!("{w}");

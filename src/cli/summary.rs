@@ -36,17 +36,132 @@ pub fn render_histogram(h: &Histogram) -> String {
     out
 }
 
-/// sysbench's lines after the banner, before the workload's own header
-/// (`validate`: the run checks what it reads, `--validate`).
-pub fn preamble(threads: u64, validate: bool) -> String {
-    let checks = if validate {
-        "Validation checks: on.\n\n"
-    } else {
-        ""
+/// What sysbench says of a run's options before it starts (its
+/// print_run_mode), read from the job's values.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct RunMode {
+    pub threads: u64,
+    pub rate: f64,
+    pub report_interval: f64,
+    pub checkpoints: Vec<u64>,
+    pub debug: bool,
+    /// The run checks what it reads (`--validate`).
+    pub validate: bool,
+    /// `--rand-seed`; 0 is the current time.
+    pub rand_seed: u64,
+    /// `--time` plus `--forced-shutdown`, in whole seconds, when forced.
+    pub forced_at: Option<u64>,
+}
+
+impl RunMode {
+    /// From a job's values: the options it has, defaults for the rest.
+    pub fn of(v: &crate::core::options::Values) -> RunMode {
+        let float = |n: &str| if v.has(n) { v.float(n) } else { 0.0 };
+        let flag = |n: &str| v.has(n) && v.flag(n);
+        let text = |n: &str| if v.has(n) { v.text(n) } else { "" };
+        let time = if v.has("time") {
+            v.float("time") as u64
+        } else {
+            10
+        };
+        let forced = if v.has("forced-shutdown") {
+            crate::engine::forced_shutdown(v.text("forced-shutdown"), time)
+                .ok()
+                .flatten()
+        } else {
+            None
+        };
+        RunMode {
+            threads: (crate::engine::threads(v) as u64).max(1),
+            rate: float("rate"),
+            report_interval: float("report-interval"),
+            checkpoints: crate::engine::checkpoints(text("report-checkpoints")).unwrap_or_default(),
+            debug: flag("debug"),
+            validate: flag("validate"),
+            rand_seed: if v.has("rand-seed") {
+                v.int("rand-seed")
+            } else {
+                0
+            },
+            forced_at: forced.map(|grace| time + grace),
+        }
+    }
+}
+
+/// sysbench's lines after the banner, before the workload's own header.
+pub fn preamble(m: &RunMode) -> String {
+    let number = |x: f64| {
+        if x.fract() == 0.0 {
+            format!("{x:.0}")
+        } else {
+            format!("{x}")
+        }
     };
-    format!(
-        "Running the test with following options:\nNumber of threads: {threads}\n{checks}Initializing random number generator from current time\n\n\n"
-    )
+    let mut out = format!(
+        "Running the test with following options:\nNumber of threads: {}\n",
+        m.threads
+    );
+    if m.rate > 0.0 {
+        out.push_str(&format!(
+            "Target transaction rate: {}/sec\n",
+            number(m.rate)
+        ));
+    }
+    if m.report_interval > 0.0 {
+        out.push_str(&format!(
+            "Report intermediate results every {} second(s)\n",
+            number(m.report_interval)
+        ));
+    }
+    if !m.checkpoints.is_empty() {
+        let list: Vec<String> = m.checkpoints.iter().map(|c| c.to_string()).collect();
+        out.push_str(&format!(
+            "Report checkpoint(s) at {} seconds\n",
+            list.join(", ")
+        ));
+    }
+    if m.debug {
+        out.push_str("Debug mode enabled.\n\n");
+    }
+    if m.validate {
+        out.push_str("Validation checks: on.\n\n");
+    }
+    if m.rand_seed != 0 {
+        out.push_str(&format!(
+            "Initializing random number generator from seed ({}).\n\n",
+            m.rand_seed
+        ));
+    } else {
+        out.push_str("Initializing random number generator from current time\n\n");
+    }
+    if let Some(at) = m.forced_at {
+        out.push_str(&format!("Forcing shutdown in {at} seconds\n"));
+    }
+    out.push('\n');
+    out
+}
+
+/// sysbench's `--debug` lines as each worker thread starts.
+pub fn workers_started(threads: u64) -> String {
+    (0..threads)
+        .map(|i| {
+            format!(
+                "DEBUG: Worker thread (#{i}) started\nDEBUG: Worker thread (#{i}) initialized\n"
+            )
+        })
+        .collect()
+}
+
+/// sysbench's `--debug` lines once the workers are done: why each stopped,
+/// then "Done.".
+pub fn workers_done(threads: &[crate::engine::ThreadStats]) -> String {
+    let mut out: String = threads
+        .iter()
+        .filter_map(|t| t.stop.debug_line())
+        .map(|l| format!("{l}\n"))
+        .collect();
+    out.push_str("Done.\n\n");
+    out
 }
 
 /// The workload's header, then sysbench's lines as the workers start.
@@ -58,23 +173,13 @@ pub fn started(header: &str) -> String {
 /// statistics, latency and fairness, as sysbench 1.0 prints them.
 pub fn results(doc: &ResultDoc, workload_text: &str, percentile: f64) -> String {
     let mut out = String::from(workload_text);
-    out.push_str(&format!(
-        "\nGeneral statistics:\n    total time:                          {:.4}s\n    total number of events:              {}\n",
-        doc.duration_s, doc.events
+    out.push_str(&crate::engine::report::general(
+        doc.duration_s,
+        doc.events,
+        doc.latency_ms.as_ref(),
+        doc.fairness.as_ref(),
+        percentile,
     ));
-    if let Some(l) = &doc.latency_ms {
-        let (p, pv) = l.selected.unwrap_or((percentile, l.p95));
-        out.push_str(&format!(
-            "\nLatency (ms):\n         min: {:>39.2}\n         avg: {:>39.2}\n         max: {:>39.2}\n         {}th percentile: {:>27.2}\n         sum: {:>39.2}\n",
-            l.min, l.avg, l.max, trim_float(p), pv, l.sum
-        ));
-    }
-    if let Some(f) = &doc.fairness {
-        out.push_str(&format!(
-            "\nThreads fairness:\n    events (avg/stddev):           {:.4}/{:.2}\n    execution time (avg/stddev):   {:.4}/{:.2}\n",
-            f.events_avg, f.events_stddev, f.exec_time_avg, f.exec_time_stddev
-        ));
-    }
     out.push('\n');
     out
 }
@@ -99,18 +204,14 @@ pub fn render(doc: &ResultDoc, banner: &str, workload_text: &str, percentile: f6
         .get("threads")
         .and_then(|v| v.as_u64())
         .unwrap_or(1);
+    let mode = RunMode {
+        threads,
+        ..RunMode::default()
+    };
     format!(
         "{banner}\n\n{}{}{}",
-        preamble(threads, false),
+        preamble(&mode),
         started(""),
         results(doc, workload_text, percentile)
     )
-}
-
-fn trim_float(x: f64) -> String {
-    if x.fract() == 0.0 {
-        format!("{x:.0}")
-    } else {
-        format!("{x}")
-    }
 }

@@ -27,6 +27,13 @@ impl SysbenchFatal {
     }
 }
 
+/// A failure sysbench reports after its banner, before it says anything
+/// of the run: a test's initialisation failing (`--memory-hugetlb` without
+/// huge pages).
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct InitFatal(pub SysbenchFatal);
+
 #[cfg(test)]
 mod tests {
     use super::*;

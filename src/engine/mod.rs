@@ -4,6 +4,7 @@
 //! and per-event latency in an HDR histogram with per-thread counters.
 
 mod histogram;
+pub mod report;
 pub(crate) mod rng;
 
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
@@ -94,11 +95,35 @@ pub const OPTIONS: &[OptionSpec] = &[
     OptionSpec::new(
         "percentile",
         OptKind::Float {
-            min: 1.0,
+            min: 0.0,
             max: 100.0,
         },
         "95",
-        "latency percentile shown in the summary (all of p50..p99.9 are in --json)",
+        "latency percentile shown in the summary, 0 to leave it out (all of p50..p99.9 are in --json)",
+    ),
+    OptionSpec::new(
+        "report-checkpoints",
+        OptKind::Text,
+        "",
+        "print the full report at each of these seconds from the start (a comma-separated list), counting afresh after each",
+    ),
+    OptionSpec::new(
+        "forced-shutdown",
+        OptKind::Text,
+        "off",
+        "seconds (N, or N% of --time) to wait after --time for events still running before stopping the process with the report so far (exit 2), or off",
+    ),
+    OptionSpec::new(
+        "thread-stack-size",
+        OptKind::Text,
+        "",
+        "stack size of each worker thread, such as 64K (at least 256K is used; default: the platform's)",
+    ),
+    OptionSpec::new(
+        "debug",
+        OptKind::Bool,
+        "off",
+        "print sysbench's debugging lines: why each thread stopped and per-thread statistics",
     ),
 ];
 
@@ -111,6 +136,10 @@ pub const ALL: &[&str] = &[
     "rate",
     "report-interval",
     "percentile",
+    "report-checkpoints",
+    "forced-shutdown",
+    "thread-stack-size",
+    "debug",
 ];
 
 /// The engine's limits and modes, from the engine options.
@@ -126,8 +155,99 @@ pub struct EngineOptions {
     pub rate: f64,
     pub report_interval: Option<Duration>,
     pub percentile: f64,
+    /// `--report-checkpoints`: when the full report is printed, each
+    /// counting afresh from the one before (sorted).
+    pub checkpoints: Vec<Duration>,
+    /// `--forced-shutdown`: how long after `--time` the events still
+    /// running may take before the process stops with the report so far.
+    pub forced_shutdown: Option<Duration>,
+    /// `--thread-stack-size`, at least [`MIN_STACK`]; `None`: the platform's.
+    pub stack_size: Option<usize>,
+    /// `--debug`: why each thread stopped, and per-thread statistics.
+    pub debug: bool,
+    /// The workload's part of a checkpoint's or a forced shutdown's report.
+    pub section: Option<Section>,
     /// Where interim lines go.
     pub observer: Arc<dyn Observer>,
+}
+
+/// The least stack a worker thread gets whatever `--thread-stack-size`
+/// says: sysbench's 64K default is enough for its C loop, not for a Lua
+/// state or a Rust panic's unwinding.
+pub const MIN_STACK: usize = 256 * 1024;
+
+/// `--forced-shutdown` as sysbench 1.0.20 reads it for a run of `time_s`
+/// whole seconds: the grace in seconds, None when off (or without a time
+/// limit), or Err with the value it refuses. Empty is 5% of the time,
+/// `N%` a share of it.
+pub fn forced_shutdown(text: &str, time_s: u64) -> Result<Option<u64>, String> {
+    if time_s == 0 {
+        return Ok(None);
+    }
+    if text.is_empty() {
+        return Ok(Some(time_s / 20));
+    }
+    if text.eq_ignore_ascii_case("off") {
+        return Ok(None);
+    }
+    // strtol: leading blanks, a sign, digits; what follows must be nothing
+    // or a per cent sign.
+    let body = text.trim_start();
+    let (negative, digits_from) = match body.as_bytes().first() {
+        Some(b'-') => (true, 1),
+        Some(b'+') => (false, 1),
+        _ => (false, 0),
+    };
+    let digits: String = body[digits_from..]
+        .chars()
+        .take_while(|c| c.is_ascii_digit())
+        .collect();
+    let rest = &body[digits_from + digits.len()..];
+    let n = digits.parse::<i64>().unwrap_or(0);
+    // sysbench keeps the value as an unsigned int.
+    let n = (if negative { -n } else { n }) as u32 as u64;
+    if rest.starts_with('%') {
+        return Ok(Some(n * time_s / 100 % (1 << 32)));
+    }
+    if digits.is_empty() || !rest.is_empty() {
+        return Err(text.to_string());
+    }
+    Ok(Some(n))
+}
+
+/// `--report-checkpoints` as sysbench reads it: whole seconds from the
+/// start, comma-separated (empty items skipped), at most 256, sorted; or
+/// Err with the item it refuses.
+pub fn checkpoints(text: &str) -> Result<Vec<u64>, String> {
+    let mut out = Vec::new();
+    for item in text.split(',').filter(|i| !i.is_empty()) {
+        match item.parse::<i64>() {
+            Ok(n) if (0..=i64::from(i32::MAX)).contains(&n) => out.push(n as u64),
+            _ => return Err(item.to_string()),
+        }
+    }
+    if out.len() > MAX_CHECKPOINTS {
+        return Err(format!("more than {MAX_CHECKPOINTS} checkpoints"));
+    }
+    out.sort_unstable();
+    Ok(out)
+}
+
+/// sysbench's limit on `--report-checkpoints`.
+pub const MAX_CHECKPOINTS: usize = 256;
+
+/// A size as sysbench's option parser reads one (`64K`): leading digits,
+/// then K, M, G or T (any case) as powers of 1024; anything else is 0.
+pub fn sysbench_size(text: &str) -> u64 {
+    let digits: String = text.chars().take_while(|c| c.is_ascii_digit()).collect();
+    let n = digits.parse::<u64>().unwrap_or(0);
+    match text[digits.len()..].chars().next() {
+        None => n,
+        Some(c) => match "KMGT".find(c.to_ascii_uppercase()) {
+            Some(i) if !digits.is_empty() => n << (10 * (i + 1)),
+            _ => 0,
+        },
+    }
 }
 
 impl std::fmt::Debug for EngineOptions {
@@ -140,6 +260,10 @@ impl std::fmt::Debug for EngineOptions {
             .field("rate", &self.rate)
             .field("report_interval", &self.report_interval)
             .field("percentile", &self.percentile)
+            .field("checkpoints", &self.checkpoints)
+            .field("forced_shutdown", &self.forced_shutdown)
+            .field("stack_size", &self.stack_size)
+            .field("debug", &self.debug)
             .finish_non_exhaustive()
     }
 }
@@ -151,6 +275,7 @@ impl EngineOptions {
         let secs = |x: f64| (x > 0.0).then(|| Duration::from_secs_f64(x));
         let float = |name: &str, default: f64| if v.has(name) { v.float(name) } else { default };
         let int = |name: &str, default: u64| if v.has(name) { v.int(name) } else { default };
+        let text = |name: &str| v.has(name).then(|| v.text(name));
         EngineOptions {
             threads: threads(v),
             time: secs(float("time", 10.0)),
@@ -159,6 +284,24 @@ impl EngineOptions {
             rate: float("rate", 0.0),
             report_interval: secs(float("report-interval", 0.0)),
             percentile: float("percentile", 95.0),
+            checkpoints: text("report-checkpoints")
+                .and_then(|t| checkpoints(t).ok())
+                .unwrap_or_default()
+                .into_iter()
+                .map(Duration::from_secs)
+                .collect(),
+            forced_shutdown: forced_shutdown(
+                text("forced-shutdown").unwrap_or("off"),
+                float("time", 10.0) as u64,
+            )
+            .ok()
+            .flatten()
+            .map(Duration::from_secs),
+            stack_size: text("thread-stack-size")
+                .filter(|t| !t.is_empty())
+                .map(|t| (sysbench_size(t) as usize).max(MIN_STACK)),
+            debug: v.has("debug") && v.flag("debug"),
+            section: None,
             observer,
         }
     }
@@ -185,11 +328,44 @@ pub struct ThreadStats {
     pub events: u64,
     /// Sum of this thread's event latencies.
     pub busy: Duration,
+    /// Its shortest and longest event (batched events: a batch's mean).
+    pub min: Duration,
+    pub max: Duration,
+    /// Why it stopped.
+    pub stop: Stop,
+}
+
+/// Why a thread stopped measuring (sysbench says so under `--debug`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Stop {
+    /// `--events` was spent.
+    EventLimit,
+    /// `--time` was up.
+    TimeLimit,
+    /// The worker had no more to do, or the run was stopped (an error,
+    /// Ctrl-C).
+    #[default]
+    Done,
+}
+
+impl Stop {
+    /// sysbench's `--debug` line for it, if it has one.
+    pub fn debug_line(self) -> Option<&'static str> {
+        match self {
+            Stop::EventLimit => Some("Event limit exceeded, exiting..."),
+            Stop::TimeLimit => Some("Time limit exceeded, exiting..."),
+            Stop::Done => None,
+        }
+    }
 }
 
 /// What the measured phase produced.
 pub struct Outcome {
+    /// From the start of the measured phase.
     pub duration: Duration,
+    /// What the figures cover: the whole phase, or since the last
+    /// `--report-checkpoints` report (which counts afresh, as sysbench's).
+    pub interval: Duration,
     pub events: u64,
     /// Event latencies in nanoseconds, all threads merged.
     pub histogram: Histogram,
@@ -197,8 +373,9 @@ pub struct Outcome {
 }
 
 impl Outcome {
+    /// Events per second over what the figures cover.
     pub fn events_per_sec(&self) -> f64 {
-        self.events as f64 / self.duration.as_secs_f64().max(1e-9)
+        self.events as f64 / self.interval.as_secs_f64().max(1e-9)
     }
 
     pub fn fairness(&self) -> Fairness {
@@ -234,6 +411,9 @@ struct Shared {
     /// Published per thread after every batch, for interim reports.
     counters: Vec<AtomicU64>,
     interval: Vec<Mutex<Histogram>>,
+    /// Per thread since the last checkpoint, for `--report-checkpoints`
+    /// and `--forced-shutdown`; empty when neither is asked for.
+    since_checkpoint: Vec<Mutex<ThreadTotals>>,
     finished: AtomicUsize,
     error: Mutex<Option<anyhow::Error>>,
 }
@@ -250,6 +430,43 @@ impl Shared {
             Some(r - got)
         });
         got
+    }
+}
+
+/// One thread's events since the last checkpoint.
+struct ThreadTotals {
+    histogram: Histogram,
+    stats: ThreadStats,
+}
+
+impl ThreadTotals {
+    fn new() -> ThreadTotals {
+        ThreadTotals {
+            histogram: new_histogram(),
+            stats: ThreadStats::default(),
+        }
+    }
+
+    fn record(&mut self, per_event_ns: u64, n: u64, busy: Duration) {
+        self.histogram.saturating_record_n(per_event_ns, n);
+        self.stats.events += n;
+        self.stats.busy += busy;
+    }
+}
+
+/// Records `n` events of `per_event_ns` each (taking `busy`) where the
+/// interim and checkpoint reports read them.
+fn publish(shared: &Shared, tid: usize, per_event_ns: u64, n: u64, busy: Duration, interim: bool) {
+    if interim {
+        shared.interval[tid]
+            .lock()
+            .expect("interval histogram")
+            .saturating_record_n(per_event_ns, n);
+    }
+    if let Some(t) = shared.since_checkpoint.get(tid) {
+        t.lock()
+            .expect("checkpoint totals")
+            .record(per_event_ns, n, busy);
     }
 }
 
@@ -296,6 +513,11 @@ pub fn run<W: Worker>(opts: &EngineOptions, workers: Vec<W>) -> Result<(Outcome,
     run_reporting(opts, workers, &mut |i| opts.observer.interim(&i.line()))
 }
 
+/// What a workload says of a part of its run in sysbench's full report,
+/// before the general statistics ("CPU speed: ..."): at a checkpoint and
+/// on a forced shutdown.
+pub type Section = Arc<dyn Fn(&Outcome) -> String + Send + Sync>;
+
 /// [`run`], handing every interim report (`--report-interval`) to
 /// `report`, on the calling thread.
 pub fn run_reporting<W: Worker>(
@@ -317,6 +539,13 @@ pub fn run_reporting<W: Worker>(
         interval: (0..opts.threads)
             .map(|_| Mutex::new(new_histogram()))
             .collect(),
+        since_checkpoint: if opts.checkpoints.is_empty() && opts.forced_shutdown.is_none() {
+            Vec::new()
+        } else {
+            (0..opts.threads)
+                .map(|_| Mutex::new(ThreadTotals::new()))
+                .collect()
+        },
         finished: AtomicUsize::new(0),
         error: Mutex::new(None),
     });
@@ -330,11 +559,13 @@ pub fn run_reporting<W: Worker>(
         for (tid, worker) in workers.into_iter().enumerate() {
             let spawned = refused_spawn(tid).map_or_else(
                 || {
-                    std::thread::Builder::new()
-                        .name(format!("worker-{tid}"))
-                        .spawn_scoped(scope, move || {
-                            thread_main(tid, worker, opts, shared, ready, go)
-                        })
+                    let mut builder = std::thread::Builder::new().name(format!("worker-{tid}"));
+                    if let Some(size) = opts.stack_size {
+                        builder = builder.stack_size(size);
+                    }
+                    builder.spawn_scoped(scope, move || {
+                        thread_main(tid, worker, opts, shared, ready, go)
+                    })
                 },
                 Err,
             );
@@ -358,20 +589,22 @@ pub fn run_reporting<W: Worker>(
         go.wait();
         let start = Instant::now();
         let _ = shared.start.set(start);
-        if let Some(every) = opts.report_interval {
-            report_interim(opts, shared, start, every, report);
-        }
+        let last_checkpoint = watch(opts, shared, start, report);
         let results: Vec<_> = handles.into_iter().map(|h| h.join()).collect();
-        Ok((start, results))
+        Ok((start, last_checkpoint, results))
     });
-    let (start, results) = joined?;
+    let (start, last_checkpoint, results) = joined?;
     let mut workers = Vec::with_capacity(opts.threads);
     let mut threads = Vec::with_capacity(opts.threads);
     let mut histogram = new_histogram();
     let mut end = start;
     for result in results {
-        let (worker, stats, hist, finished_at) =
+        let (worker, mut stats, hist, finished_at) =
             result.map_err(|_| anyhow!("a worker thread panicked"))?;
+        if !hist.is_empty() {
+            stats.min = Duration::from_nanos(hist.min());
+            stats.max = Duration::from_nanos(hist.max());
+        }
         histogram.add(&hist).expect("histograms share bounds");
         workers.push(worker);
         threads.push(stats);
@@ -381,10 +614,21 @@ pub fn run_reporting<W: Worker>(
         return Err(err);
     }
     signals::check()?;
+    if let Some(at) = last_checkpoint {
+        // After a checkpoint the report covers what came since, as sysbench's.
+        let mut part = take_since_checkpoint(shared, start);
+        for (t, whole) in part.threads.iter_mut().zip(&threads) {
+            t.stop = whole.stop;
+        }
+        part.duration = end - start;
+        part.interval = end.saturating_duration_since(at);
+        return Ok((part, workers));
+    }
     let events = threads.iter().map(|t| t.events).sum();
     Ok((
         Outcome {
             duration: end - start,
+            interval: end - start,
             events,
             histogram,
             threads,
@@ -500,8 +744,9 @@ fn thread_main<W: Worker>(
             &mut stats,
         )
     };
-    if let Err(e) = result.and_then(|()| worker.finish()) {
-        fail(shared, e);
+    match result.and_then(|stop| worker.finish().map(|()| stop)) {
+        Ok(stop) => stats.stop = stop,
+        Err(e) => fail(shared, e),
     }
     shared.finished.fetch_add(1, Ordering::Release);
     (worker, stats, hist, Instant::now())
@@ -516,9 +761,18 @@ fn fail(shared: &Shared, error: anyhow::Error) {
 }
 
 fn should_stop(shared: &Shared, now: Instant, deadline: Option<Instant>) -> bool {
-    shared.stop.load(Ordering::Relaxed)
-        || signals::interrupted()
-        || deadline.is_some_and(|d| now >= d)
+    stopped(shared, now, deadline).is_some()
+}
+
+/// Why the thread should stop now, if it should.
+fn stopped(shared: &Shared, now: Instant, deadline: Option<Instant>) -> Option<Stop> {
+    if deadline.is_some_and(|d| now >= d) {
+        Some(Stop::TimeLimit)
+    } else if shared.stop.load(Ordering::Relaxed) || signals::interrupted() {
+        Some(Stop::Done)
+    } else {
+        None
+    }
 }
 
 /// As fast as possible: each batch is timed with one clock read, the end of
@@ -531,18 +785,18 @@ fn closed_loop<W: Worker>(
     deadline: Option<Instant>,
     hist: &mut Histogram,
     stats: &mut ThreadStats,
-) -> Result<()> {
+) -> Result<Stop> {
     let batchable = worker.batchable();
     let record_interval = opts.report_interval.is_some();
     let mut batch: u64 = 1;
     let mut t0 = Instant::now();
     loop {
-        if should_stop(shared, t0, deadline) {
-            return Ok(());
+        if let Some(stop) = stopped(shared, t0, deadline) {
+            return Ok(stop);
         }
         let want = shared.claim(batch);
         if want == 0 {
-            return Ok(());
+            return Ok(Stop::EventLimit);
         }
         let mut done = 0;
         let mut more = true;
@@ -559,12 +813,7 @@ fn closed_loop<W: Worker>(
             let elapsed = t1 - t0;
             let per_event = per_event.max(1);
             hist.saturating_record_n(per_event, done);
-            if record_interval {
-                shared.interval[tid]
-                    .lock()
-                    .expect("interval histogram")
-                    .saturating_record_n(per_event, done);
-            }
+            publish(shared, tid, per_event, done, elapsed, record_interval);
             stats.events += done;
             stats.busy += elapsed;
             shared.counters[tid].store(stats.events, Ordering::Relaxed);
@@ -579,7 +828,7 @@ fn closed_loop<W: Worker>(
             }
         }
         if !more {
-            return Ok(());
+            return Ok(Stop::Done);
         }
         t0 = t1;
     }
@@ -601,15 +850,15 @@ fn open_loop<W: Worker>(
     deadline: Option<Instant>,
     hist: &mut Histogram,
     stats: &mut ThreadStats,
-) -> Result<()> {
+) -> Result<Stop> {
     let mut rng = FastRng::new(0x5eed_0000 + tid as u64);
     let mean_gap = opts.threads as f64 / opts.rate;
     let mut arrival = Instant::now();
     loop {
         arrival += Duration::from_secs_f64(rng.exponential(mean_gap));
         let now = Instant::now();
-        if should_stop(shared, now.max(arrival), deadline) {
-            return Ok(());
+        if let Some(stop) = stopped(shared, now.max(arrival), deadline) {
+            return Ok(stop);
         }
         // Every thread lags alike, so the arrivals waiting across threads
         // are about this thread's lag at the whole rate.
@@ -626,29 +875,31 @@ fn open_loop<W: Worker>(
         }
         if arrival > now {
             sleep_until(arrival, shared, deadline);
-            if should_stop(shared, Instant::now(), deadline) {
-                return Ok(());
+            if let Some(stop) = stopped(shared, Instant::now(), deadline) {
+                return Ok(stop);
             }
         }
         if shared.claim(1) == 0 {
-            return Ok(());
+            return Ok(Stop::EventLimit);
         }
         let begun = Instant::now();
         let more = worker.event()?;
         let end = Instant::now();
         let latency = (end - arrival).as_nanos() as u64;
         hist.saturating_record(latency.max(1));
-        if opts.report_interval.is_some() {
-            shared.interval[tid]
-                .lock()
-                .expect("interval histogram")
-                .saturating_record(latency.max(1));
-        }
+        publish(
+            shared,
+            tid,
+            latency.max(1),
+            1,
+            end - begun,
+            opts.report_interval.is_some(),
+        );
         stats.events += 1;
         stats.busy += end - begun;
         shared.counters[tid].store(stats.events, Ordering::Relaxed);
         if !more {
-            return Ok(());
+            return Ok(Stop::Done);
         }
     }
 }
@@ -668,52 +919,162 @@ fn sleep_until(when: Instant, shared: &Shared, deadline: Option<Instant>) {
     }
 }
 
-/// Hands `report` the interval's figures every interval until all threads
-/// have finished.
-fn report_interim(
+/// While the workers run: hands `report` the interval's figures every
+/// `--report-interval`, prints the full report at each of
+/// `--report-checkpoints` (counting afresh after each), and at `--time` plus
+/// `--forced-shutdown` stops the process with the report so far, as
+/// sysbench does; returns once every thread has finished, with when the
+/// last checkpoint report was.
+fn watch(
     opts: &EngineOptions,
     shared: &Shared,
     start: Instant,
-    every: Duration,
     report: &mut dyn FnMut(&Interim),
-) {
+) -> Option<Instant> {
+    let mut last_checkpoint = None;
     let mut last_events = 0u64;
     let mut tick = 1u32;
-    while shared.finished.load(Ordering::Acquire) < opts.threads {
-        let due = start + every * tick;
+    // sysbench skips a checkpoint already past when its thread starts.
+    let mut checkpoints = opts.checkpoints.iter().filter(|c| !c.is_zero()).peekable();
+    let forced_at = opts
+        .forced_shutdown
+        .zip(opts.time)
+        .map(|(grace, time)| start + time + grace);
+    let all_done = || shared.finished.load(Ordering::Acquire) >= opts.threads;
+    loop {
+        let interim_due = opts.report_interval.map(|every| start + every * tick);
+        let checkpoint_due = checkpoints.peek().map(|c| start + **c);
+        let Some(due) = [interim_due, checkpoint_due, forced_at]
+            .into_iter()
+            .flatten()
+            .min()
+        else {
+            return last_checkpoint;
+        };
         while Instant::now() < due {
-            if shared.finished.load(Ordering::Acquire) >= opts.threads {
-                return;
+            if all_done() {
+                return last_checkpoint;
             }
             std::thread::sleep((due - Instant::now()).min(Duration::from_millis(20)));
         }
-        let events: u64 = shared
-            .counters
-            .iter()
-            .map(|c| c.load(Ordering::Relaxed))
-            .sum();
-        let mut merged = new_histogram();
-        for h in &shared.interval {
-            let mut h = h.lock().expect("interval histogram");
-            merged.add(&*h).expect("same bounds");
-            h.reset();
+        if all_done() {
+            return last_checkpoint;
         }
-        let lat = if merged.is_empty() {
-            0.0
-        } else {
-            merged.value_at_quantile(opts.percentile / 100.0) as f64 / 1e6
-        };
-        report(&Interim {
-            time_total: (every * tick).as_secs_f64(),
-            time_interval: every.as_secs_f64(),
-            threads: opts.threads,
-            events: events - last_events,
-            latency_pct_ms: lat,
-            percentile: opts.percentile,
-        });
-        last_events = events;
-        tick += 1;
+        if interim_due == Some(due) {
+            let every = opts.report_interval.expect("interim due");
+            last_events = report_interim(opts, shared, every, tick, last_events, report);
+            tick += 1;
+        }
+        if checkpoint_due == Some(due) {
+            let at = *checkpoints.next().expect("checkpoint due");
+            let mut part = take_since_checkpoint(shared, start);
+            let now = Instant::now();
+            part.interval = now - last_checkpoint.unwrap_or(start);
+            last_checkpoint = Some(now);
+            opts.observer.interim(&format!(
+                "[ {}s ] Checkpoint report:\n{}",
+                at.as_secs(),
+                full_report(opts, &part)
+            ));
+        }
+        if forced_at == Some(due) {
+            let mut part = take_since_checkpoint(shared, start);
+            part.interval = Instant::now() - last_checkpoint.unwrap_or(start);
+            let unfinished =
+                opts.threads - shared.finished.load(Ordering::Acquire).min(opts.threads);
+            let mut text =
+                String::from("FATAL: The --max-time limit has expired, forcing shutdown...\n");
+            if unfinished > 0 {
+                text.push_str(&format!(
+                    "\nNumber of unfinished transactions on forced shutdown: {unfinished}\n"
+                ));
+            }
+            text.push_str(&full_report(opts, &part));
+            opts.observer.interim(&text);
+            std::process::exit(2);
+        }
     }
+}
+
+/// What the threads did since the last checkpoint, counted afresh from
+/// here; its duration is the whole run's so far, as sysbench's total time.
+fn take_since_checkpoint(shared: &Shared, start: Instant) -> Outcome {
+    let mut histogram = new_histogram();
+    let mut threads = Vec::with_capacity(shared.since_checkpoint.len());
+    for t in &shared.since_checkpoint {
+        let part = std::mem::replace(
+            &mut *t.lock().expect("checkpoint totals"),
+            ThreadTotals::new(),
+        );
+        let mut stats = part.stats;
+        if !part.histogram.is_empty() {
+            stats.min = Duration::from_nanos(part.histogram.min());
+            stats.max = Duration::from_nanos(part.histogram.max());
+        }
+        histogram.add(&part.histogram).expect("same bounds");
+        threads.push(stats);
+    }
+    Outcome {
+        duration: start.elapsed(),
+        interval: start.elapsed(),
+        events: threads.iter().map(|t| t.events).sum(),
+        histogram,
+        threads,
+    }
+}
+
+/// sysbench's full report of `part`: the workload's section, then the
+/// general statistics, latency and fairness, and a blank line.
+fn full_report(opts: &EngineOptions, part: &Outcome) -> String {
+    let section = opts.section.as_ref().map(|s| s(part)).unwrap_or_default();
+    let latency = summarize(&part.histogram, opts.percentile);
+    format!(
+        "{section}{}",
+        report::general(
+            part.duration.as_secs_f64(),
+            part.events,
+            Some(&latency),
+            Some(&part.fairness()),
+            opts.percentile,
+        )
+    )
+}
+
+/// Hands `report` the figures of interval `tick` (of `every`); returns the
+/// events counted so far.
+fn report_interim(
+    opts: &EngineOptions,
+    shared: &Shared,
+    every: Duration,
+    tick: u32,
+    last_events: u64,
+    report: &mut dyn FnMut(&Interim),
+) -> u64 {
+    let events: u64 = shared
+        .counters
+        .iter()
+        .map(|c| c.load(Ordering::Relaxed))
+        .sum();
+    let mut merged = new_histogram();
+    for h in &shared.interval {
+        let mut h = h.lock().expect("interval histogram");
+        merged.add(&*h).expect("same bounds");
+        h.reset();
+    }
+    let lat = if merged.is_empty() || opts.percentile == 0.0 {
+        0.0
+    } else {
+        merged.value_at_quantile(opts.percentile / 100.0) as f64 / 1e6
+    };
+    report(&Interim {
+        time_total: (every * tick).as_secs_f64(),
+        time_interval: every.as_secs_f64(),
+        threads: opts.threads,
+        events: events - last_events,
+        latency_pct_ms: lat,
+        percentile: opts.percentile,
+    });
+    events
 }
 
 #[cfg(test)]
@@ -756,6 +1117,11 @@ mod tests {
             rate: 0.0,
             report_interval: None,
             percentile: 95.0,
+            checkpoints: Vec::new(),
+            forced_shutdown: None,
+            stack_size: None,
+            debug: false,
+            section: None,
             observer: Arc::new(crate::core::observer::Silent),
         }
     }
@@ -879,6 +1245,83 @@ mod tests {
         }
         let err = run(&opts(1), vec![Failing]).err().unwrap();
         assert!(err.to_string().contains("disk on fire"));
+    }
+
+    #[test]
+    fn general_options_read_as_sysbench_reads_them() {
+        assert_eq!(forced_shutdown("off", 10), Ok(None));
+        assert_eq!(forced_shutdown("OFF", 10), Ok(None));
+        assert_eq!(forced_shutdown("", 20), Ok(Some(1)));
+        assert_eq!(forced_shutdown("3", 10), Ok(Some(3)));
+        assert_eq!(forced_shutdown("50%", 20), Ok(Some(10)));
+        assert_eq!(forced_shutdown("5", 0), Ok(None));
+        assert!(forced_shutdown("abc", 10).is_err());
+        assert!(forced_shutdown("5x", 10).is_err());
+        assert_eq!(checkpoints("3,1,,2"), Ok(vec![1, 2, 3]));
+        assert_eq!(checkpoints(""), Ok(vec![]));
+        assert_eq!(checkpoints("1,-2"), Err("-2".to_string()));
+        assert!(checkpoints(&vec!["1"; 257].join(",")).is_err());
+        assert_eq!(sysbench_size("64K"), 64 << 10);
+        assert_eq!(sysbench_size("2m"), 2 << 20);
+        assert_eq!(sysbench_size("512"), 512);
+        assert_eq!(sysbench_size("abc"), 0);
+        assert_eq!(sysbench_size("5X"), 0);
+    }
+
+    #[test]
+    fn checkpoints_report_and_count_afresh() {
+        let recording = Arc::new(crate::core::observer::Recording::default());
+        let mut o = opts(1);
+        o.time = Some(Duration::from_millis(2500));
+        o.checkpoints = vec![Duration::from_secs(1), Duration::from_secs(2)];
+        o.observer = Arc::clone(&recording) as Arc<dyn Observer>;
+        o.section = Some(Arc::new(|part: &Outcome| {
+            format!("part of {} events\n", part.events)
+        }));
+        let (out, _) = run(&o, sleepers(1, 10)).unwrap();
+        let reports: Vec<String> = recording
+            .events()
+            .into_iter()
+            .filter_map(|e| match e {
+                crate::core::observer::Event::Interim(t) => Some(t),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(reports.len(), 2, "{reports:?}");
+        assert!(reports[0].starts_with("[ 1s ] Checkpoint report:\npart of "));
+        assert!(reports[1].starts_with("[ 2s ] Checkpoint report:\n"));
+        assert!(reports[0].contains("\nGeneral statistics:\n"));
+        // The last report covers the last half second, its rate too.
+        assert!((20..=55).contains(&out.events), "{}", out.events);
+        assert!(out.duration > Duration::from_secs(2));
+        assert!(
+            out.interval < Duration::from_millis(700),
+            "{:?}",
+            out.interval
+        );
+    }
+
+    #[test]
+    fn threads_say_why_they_stopped() {
+        let mut o = opts(2);
+        o.time = None;
+        o.events = Some(10);
+        let (out, _) = run(&o, sleepers(2, 1)).unwrap();
+        assert!(out.threads.iter().all(|t| t.stop == Stop::EventLimit));
+        assert!(out
+            .threads
+            .iter()
+            .all(|t| t.min <= t.max && t.min > Duration::ZERO));
+        let (out, _) = run(&opts(1), sleepers(1, 10)).unwrap();
+        assert_eq!(out.threads[0].stop, Stop::TimeLimit);
+        let mut o = opts(1);
+        o.stack_size = Some(MIN_STACK);
+        let done = vec![Sleeper {
+            nap: Duration::from_millis(1),
+            left: Some(3),
+        }];
+        let (out, _) = run(&o, done).unwrap();
+        assert_eq!(out.threads[0].stop, Stop::Done);
     }
 
     #[test]

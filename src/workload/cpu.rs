@@ -126,9 +126,22 @@ impl Worker for CpuWorker {
     }
 }
 
+/// sysbench's section of the report: the rate of events.
+fn speed(outcome: &engine::Outcome) -> String {
+    format!(
+        "CPU speed:\n    events per second: {:>8.2}\n",
+        outcome.events_per_sec()
+    )
+}
+
 impl Workload for CpuWorkload {
-    fn header(&self, _engine: &EngineOptions) -> String {
-        format!("Prime numbers limit: {}\n\n", self.max_prime)
+    fn header(&self, engine: &EngineOptions) -> String {
+        let debug = if engine.debug {
+            "Doing CPU performance benchmark\n\n"
+        } else {
+            ""
+        };
+        format!("{debug}Prime numbers limit: {}\n\n", self.max_prime)
     }
 
     fn run(&mut self, engine: &EngineOptions) -> Result<Measurement> {
@@ -138,11 +151,13 @@ impl Workload for CpuWorkload {
                 primes: 0,
             })
             .collect();
-        let (outcome, workers) = engine::run(engine, workers)?;
+        let mut opts = engine.clone();
+        opts.section = Some(std::sync::Arc::new(speed));
+        let (outcome, workers) = engine::run(&opts, workers)?;
         let eps = outcome.events_per_sec();
         let mut m = Measurement::from_outcome(&outcome, engine.percentile);
         m.metrics = vec![Metric::new("events_per_sec", eps, "events/s", true)];
-        m.text = format!("CPU speed:\n    events per second: {eps:>8.2}\n");
+        m.text = speed(&outcome);
         m.details = serde_json::json!({
             "primes_found_per_event": workers.first().map(|w| w.primes).unwrap_or(0)
         });

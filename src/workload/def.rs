@@ -254,4 +254,6 @@ pub struct Executed {
     pub text: String,
     /// Event latencies (ns), for `--histogram`.
     pub histogram: Option<crate::engine::Histogram>,
+    /// What each engine thread did, for sysbench's `--debug` lines.
+    pub threads: Vec<crate::engine::ThreadStats>,
 }

@@ -158,6 +158,38 @@ impl Job {
     /// Cross-option checks every job passes, wherever it was built.
     fn check(&self) -> Result<(), CliError> {
         let v = &self.values;
+        let invalid = |name: &str, allowed: &str| CliError::InvalidValue {
+            name: name.into(),
+            value: v.text(name).into(),
+            allowed: allowed.into(),
+        };
+        if v.has("forced-shutdown") {
+            let time = if v.has("time") {
+                v.float("time") as u64
+            } else {
+                10
+            };
+            crate::engine::forced_shutdown(v.text("forced-shutdown"), time).map_err(|_| {
+                invalid(
+                    "forced-shutdown",
+                    "off, a number of seconds, or N% of --time",
+                )
+            })?;
+        }
+        if v.has("report-checkpoints") {
+            crate::engine::checkpoints(v.text("report-checkpoints")).map_err(|_| {
+                invalid(
+                    "report-checkpoints",
+                    "whole seconds from the start, comma-separated (at most 256)",
+                )
+            })?;
+        }
+        if v.has("thread-stack-size")
+            && v.was_given("thread-stack-size")
+            && crate::engine::sysbench_size(v.text("thread-stack-size")) == 0
+        {
+            return Err(invalid("thread-stack-size", "a size such as 64K or 1M"));
+        }
         if v.has("time") && v.has("events") && v.float("time") == 0.0 && v.int("events") == 0 {
             return Err(CliError::Usage(
                 "--time=0 and --events=0 together would run forever: set --time=SECONDS or --events=N"

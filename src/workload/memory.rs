@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::Result;
 
+use crate::core::fatal::{InitFatal, SysbenchFatal};
 use crate::core::options::{CliError, OptKind, OptionSpec, Values};
 use crate::core::result::Metric;
 use crate::core::units::Bytes;
@@ -34,6 +35,12 @@ pub const OPTIONS: &[OptionSpec] = &[
         OptKind::Choice(&["global", "local"]),
         "global",
         "memory access scope",
+    ),
+    OptionSpec::new(
+        "memory-hugetlb",
+        OptKind::Bool,
+        "off",
+        "allocate memory from HugeTLB pool (huge pages reserved with vm.nr_hugepages)",
     ),
     OptionSpec::new(
         "memory-oper",
@@ -78,7 +85,7 @@ pub const DEF: WorkloadDef = WorkloadDef {
     area: crate::workload::Area::Memory,
     sysbench: Some(crate::workload::SysbenchTest {
         summary: "Memory functions speed test",
-        options: "  --memory-block-size=SIZE    size of memory block for test [1K]\n  --memory-total-size=SIZE    total size of data to transfer [100G]\n  --memory-scope=STRING       memory access scope {global,local} [global]\n  --memory-oper=STRING        type of memory operations {read, write, none} [write]\n  --memory-access-mode=STRING memory access mode {seq,rnd} [seq]\n",
+        options: "  --memory-block-size=SIZE    size of memory block for test [1K]\n  --memory-total-size=SIZE    total size of data to transfer [100G]\n  --memory-scope=STRING       memory access scope {global,local} [global]\n  --memory-hugetlb[=on|off]   allocate memory from HugeTLB pool [off]\n  --memory-oper=STRING        type of memory operations {read, write, none} [write]\n  --memory-access-mode=STRING memory access mode {seq,rnd} [seq]\n",
         required_for_run: &[],
     }),
     build,
@@ -165,6 +172,94 @@ pub struct BlockTest {
     global: bool,
     oper: Oper,
     random: bool,
+    /// `--memory-hugetlb`: the blocks, taken from the HugeTLB pool when the
+    /// test is built (one for `global` scope, one per thread for `local`),
+    /// as sysbench takes them before it says anything of the run.
+    huge: Vec<Arc<HugeBlock>>,
+}
+
+/// sysbench's huge page size, by which it rounds a block up (with its own
+/// arithmetic: `((size - 1) & ~4M) + 4M`, which the messages show).
+const LARGE_PAGE_SIZE: usize = 4 << 20;
+
+/// A block from the HugeTLB pool, as sysbench takes it: a private System V
+/// shared memory segment with SHM_HUGETLB, marked for removal at once so
+/// that it goes when detached (or when the process ends).
+pub struct HugeBlock {
+    ptr: *mut libc::c_void,
+    words: usize,
+}
+
+// SAFETY: the segment is plain memory owned by this value, not tied to
+// the thread that attached it.
+unsafe impl Send for HugeBlock {}
+// SAFETY: shared, it is read and written only through atomics (`atomics`).
+unsafe impl Sync for HugeBlock {}
+
+impl HugeBlock {
+    /// A block of `block` bytes, or sysbench's FATAL text and virtperf's
+    /// message for a pool that cannot give it.
+    fn new(block: usize) -> std::result::Result<HugeBlock, (String, String)> {
+        let size = ((block - 1) & !LARGE_PAGE_SIZE) + LARGE_PAGE_SIZE;
+        // SAFETY: a new private segment; no pointer is involved.
+        let id = unsafe { libc::shmget(libc::IPC_PRIVATE, size, libc::SHM_HUGETLB | 0o600) };
+        if id < 0 {
+            let e = std::io::Error::last_os_error();
+            return Err((
+                format!(
+                    "Failed to allocate {size} bytes from HugeTLB memory. errno = {} ({})",
+                    e.raw_os_error().unwrap_or(0),
+                    strerror(&e)
+                ),
+                format!(
+                    "--memory-hugetlb: the HugeTLB pool cannot give {size} bytes ({}); reserve huge pages first (sysctl vm.nr_hugepages=N, N x Hugepagesize in /proc/meminfo) or leave --memory-hugetlb out",
+                    strerror(&e)
+                ),
+            ));
+        }
+        // SAFETY: attaching the segment just made, where the kernel picks.
+        let ptr = unsafe { libc::shmat(id, std::ptr::null(), 0) };
+        // SAFETY: marks the segment for removal once detached.
+        unsafe { libc::shmctl(id, libc::IPC_RMID, std::ptr::null_mut()) };
+        if ptr as isize == -1 {
+            let e = std::io::Error::last_os_error();
+            return Err((
+                format!(
+                    "Failed to attach shared memory segment, errno = {} ({})",
+                    e.raw_os_error().unwrap_or(0),
+                    strerror(&e)
+                ),
+                format!(
+                    "--memory-hugetlb: cannot attach the huge page segment ({})",
+                    strerror(&e)
+                ),
+            ));
+        }
+        Ok(HugeBlock {
+            ptr,
+            words: block / 8,
+        })
+    }
+
+    /// The block's words (a fresh segment is zeroed).
+    fn atomics(&self) -> &[AtomicU64] {
+        // SAFETY: the segment is at least `words` words, aligned to a page,
+        // and lives as long as self.
+        unsafe { std::slice::from_raw_parts(self.ptr as *const AtomicU64, self.words) }
+    }
+}
+
+impl Drop for HugeBlock {
+    fn drop(&mut self) {
+        // SAFETY: detaching what `new` attached.
+        unsafe { libc::shmdt(self.ptr) };
+    }
+}
+
+/// strerror's words, without Rust's "(os error N)".
+fn strerror(e: &std::io::Error) -> String {
+    let text = e.to_string();
+    text.split(" (os error").next().unwrap_or(&text).to_string()
 }
 
 pub struct StreamTest {
@@ -193,10 +288,31 @@ impl MemoryWorkload {
             }
             .into());
         }
+        let global = values.text("memory-scope") == "global";
+        let mut huge = Vec::new();
+        if values.flag("memory-hugetlb") {
+            let blocks = if global { 1 } else { engine::threads(values) };
+            for i in 0..blocks {
+                let b = HugeBlock::new(block as usize).map_err(|(fatal, ours)| {
+                    let then = if global {
+                        "Failed to allocate buffer!".to_string()
+                    } else {
+                        format!("Failed to allocate buffer for thread #{i}!")
+                    };
+                    InitFatal(SysbenchFatal {
+                        ours,
+                        fatal: format!("{fatal}\nFATAL: {then}"),
+                        hint: None,
+                    })
+                })?;
+                huge.push(Arc::new(b));
+            }
+        }
         Ok(MemoryWorkload::Blocks(BlockTest {
             block: block as usize,
             total: values.int("memory-total-size"),
-            global: values.text("memory-scope") == "global",
+            global,
+            huge,
             oper: match values.text("memory-oper") {
                 "read" => Oper::Read,
                 "write" => Oper::Write,
@@ -246,6 +362,20 @@ enum Buffer {
     /// One block shared by all threads (`--memory-scope=global` with several
     /// threads): relaxed atomics, the same stores without a data race.
     Shared(Arc<Vec<AtomicU64>>),
+    /// A block from the HugeTLB pool (`--memory-hugetlb`), shared or the
+    /// thread's own, through the same atomics.
+    Huge(Arc<HugeBlock>),
+}
+
+impl Buffer {
+    /// The words of a shared or huge page block.
+    fn atomics(&self) -> &[AtomicU64] {
+        match self {
+            Buffer::Shared(w) => w,
+            Buffer::Huge(b) => b.atomics(),
+            Buffer::Own(_) => &[],
+        }
+    }
 }
 
 struct BlockWorker {
@@ -268,18 +398,19 @@ impl BlockWorker {
                 let sum = words.iter().fold(0u64, |a, &w| a.wrapping_add(w));
                 self.sink = self.sink.wrapping_add(black_box(sum));
             }
-            (Buffer::Shared(words), Oper::Write) => {
-                for w in words.iter() {
+            (_, Oper::None) => {}
+            (shared, Oper::Write) => {
+                for w in shared.atomics() {
                     w.store(0x5a5a_5a5a_5a5a_5a5a, Ordering::Relaxed);
                 }
             }
-            (Buffer::Shared(words), Oper::Read) => {
-                let sum = words
+            (shared, Oper::Read) => {
+                let sum = shared
+                    .atomics()
                     .iter()
                     .fold(0u64, |a, w| a.wrapping_add(w.load(Ordering::Relaxed)));
                 self.sink = self.sink.wrapping_add(black_box(sum));
             }
-            (_, Oper::None) => {}
         }
     }
 
@@ -287,7 +418,7 @@ impl BlockWorker {
     fn rnd(&mut self) {
         let n = match &self.buf {
             Buffer::Own(w) => w.len(),
-            Buffer::Shared(w) => w.len(),
+            shared => shared.atomics().len(),
         } as u64;
         let mut sum = 0u64;
         for _ in 0..n {
@@ -295,11 +426,11 @@ impl BlockWorker {
             match (&mut self.buf, self.oper) {
                 (Buffer::Own(w), Oper::Write) => w[i] = i as u64,
                 (Buffer::Own(w), Oper::Read) => sum = sum.wrapping_add(w[i]),
-                (Buffer::Shared(w), Oper::Write) => w[i].store(i as u64, Ordering::Relaxed),
-                (Buffer::Shared(w), Oper::Read) => {
-                    sum = sum.wrapping_add(w[i].load(Ordering::Relaxed))
-                }
                 (_, Oper::None) => {}
+                (shared, Oper::Write) => shared.atomics()[i].store(i as u64, Ordering::Relaxed),
+                (shared, Oper::Read) => {
+                    sum = sum.wrapping_add(shared.atomics()[i].load(Ordering::Relaxed))
+                }
             }
         }
         if let Buffer::Own(w) = &self.buf {
@@ -348,9 +479,11 @@ impl BlockTest {
             .then(|| Arc::new((0..words).map(|_| AtomicU64::new(0)).collect::<Vec<_>>()));
         let workers = (0..engine.threads)
             .map(|tid| BlockWorker {
-                buf: match &shared {
-                    Some(s) => Buffer::Shared(Arc::clone(s)),
-                    None => Buffer::Own(vec![0u64; words]),
+                buf: match (&shared, self.huge.as_slice()) {
+                    (_, [one]) => Buffer::Huge(Arc::clone(one)),
+                    (_, [_, ..]) => Buffer::Huge(Arc::clone(&self.huge[tid])),
+                    (Some(s), []) => Buffer::Shared(Arc::clone(s)),
+                    (None, []) => Buffer::Own(vec![0u64; words]),
                 },
                 oper: self.oper,
                 random: self.random,
@@ -364,8 +497,19 @@ impl BlockTest {
         let budget = (self.total / self.block as u64).max(1);
         let mut opts = engine.clone();
         opts.events = Some(budget);
-        let (outcome, _) = engine::run(&opts, workers)?;
-        let secs = outcome.duration.as_secs_f64().max(1e-9);
+        let (block, oper) = (self.block, self.oper);
+        opts.section = Some(Arc::new(move |o: &engine::Outcome| {
+            transferred(o, block, oper)
+        }));
+        let (mut outcome, _) = engine::run(&opts, workers)?;
+        // The budget is the test's own, not --events: sysbench's memory
+        // test says nothing of a limit under --debug.
+        for t in &mut outcome.threads {
+            if t.stop == engine::Stop::EventLimit {
+                t.stop = engine::Stop::Done;
+            }
+        }
+        let secs = outcome.interval.as_secs_f64().max(1e-9);
         let ops = outcome.events as f64 / secs;
         let mib = outcome.events as f64 * self.block as f64 / (1024.0 * 1024.0);
         let mut m = Measurement::from_outcome(&outcome, engine.percentile);
@@ -373,18 +517,27 @@ impl BlockTest {
             Metric::new("mib_per_sec", mib / secs, "MiB/s", true),
             Metric::new("ops_per_sec", ops, "ops/s", true),
         ];
-        m.text = format!(
-            "Total operations: {} ({ops:>8.2} per second)\n\n",
-            outcome.events
-        );
-        if !matches!(self.oper, Oper::None) {
-            m.text.push_str(&format!(
-                "{mib:>4.2} MiB transferred ({:>4.2} MiB/sec)\n\n",
-                mib / secs
-            ));
-        }
+        m.text = transferred(&outcome, self.block, self.oper);
         Ok(m)
     }
+}
+
+/// sysbench's section of the report: operations, and bytes moved.
+fn transferred(outcome: &engine::Outcome, block: usize, oper: Oper) -> String {
+    let secs = outcome.interval.as_secs_f64().max(1e-9);
+    let ops = outcome.events as f64 / secs;
+    let mut text = format!(
+        "Total operations: {} ({ops:>8.2} per second)\n\n",
+        outcome.events
+    );
+    if !matches!(oper, Oper::None) {
+        let mib = outcome.events as f64 * block as f64 / (1024.0 * 1024.0);
+        text.push_str(&format!(
+            "{mib:>4.2} MiB transferred ({:>4.2} MiB/sec)\n\n",
+            mib / secs
+        ));
+    }
+    text
 }
 
 /// STREAM's four kernels, with bytes counted as STREAM counts them.

@@ -87,6 +87,8 @@ pub struct Measurement {
     /// The network path to the peer, for workloads that have one
     /// (`EnvInfo::net_path`).
     pub net_path: Option<String>,
+    /// What each engine thread did, for sysbench's `--debug` lines.
+    pub threads: Vec<engine::ThreadStats>,
 }
 
 impl Measurement {
@@ -98,6 +100,7 @@ impl Measurement {
             latency: Some(engine::summarize(&outcome.histogram, percentile)),
             fairness: Some(outcome.fairness()),
             histogram: Some(outcome.histogram.clone()),
+            threads: outcome.threads.clone(),
             ..Measurement::default()
         }
     }

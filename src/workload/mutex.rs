@@ -137,6 +137,15 @@ impl Worker for MutexWorker {
 }
 
 impl Workload for MutexWorkload {
+    /// sysbench says what it runs only under `--debug`.
+    fn header(&self, engine: &EngineOptions) -> String {
+        if engine.debug {
+            "Doing mutex performance test\n".into()
+        } else {
+            String::new()
+        }
+    }
+
     fn run(&mut self, engine: &EngineOptions) -> Result<Measurement> {
         let mutexes: Arc<Vec<PaddedCounter>> = Arc::new(
             (0..self.num)

@@ -17,6 +17,8 @@ use crate::sys::{fingerprint, monitor, storage};
 /// passwords (kept out of the results store and reports): not in `params`.
 const NOT_PARAMS: &[&str] = &[
     "report-interval",
+    "debug",
+    "forced-shutdown",
     "mysql-password",
     "pgsql-password",
     "mysql-password-file",
@@ -92,6 +94,7 @@ pub fn execute_announced(
                 doc,
                 text: m.text,
                 histogram: m.histogram,
+                threads: m.threads,
             }))
         }
     }

@@ -121,6 +121,17 @@ impl Worker for ThreadsWorker {
 }
 
 impl Workload for ThreadsWorkload {
+    /// sysbench says what it runs only under `--debug`.
+    fn header(&self, engine: &EngineOptions) -> String {
+        if !engine.debug {
+            return String::new();
+        }
+        format!(
+            "Doing thread subsystem performance test\nThread yields per test: {} Locks used: {}\n",
+            self.yields, self.locks
+        )
+    }
+
     fn run(&mut self, engine: &EngineOptions) -> Result<Measurement> {
         let locks = Arc::new((0..self.locks).map(|_| PaddedMutex::default()).collect());
         let next_lock = Arc::new(AtomicUsize::new(0));

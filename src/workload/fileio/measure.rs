@@ -19,9 +19,29 @@ pub(super) fn run_test(cfg: &Config, mode: Mode, engine: &EngineOptions) -> Resu
         }),
     });
     let req_size = cfg.request_size() as usize;
+    // Checkpoint reports read the operations as they happen, and each
+    // counts afresh from the one before, the last report too.
+    let live = (!engine.checkpoints.is_empty()).then(|| Arc::new(LiveOps::default()));
+    let counted = Arc::new(Mutex::new([0u64; 5]));
+    let mut opts = engine.clone();
+    if let Some(live) = &live {
+        let (live, counted) = (Arc::clone(live), Arc::clone(&counted));
+        opts.section = Some(Arc::new(move |part: &engine::Outcome| {
+            let now = live.get();
+            let mut counted = counted.lock().unwrap_or_else(|p| p.into_inner());
+            let delta: [u64; 5] = std::array::from_fn(|i| now[i].saturating_sub(counted[i]));
+            *counted = now;
+            operations(delta, part.interval.as_secs_f64())
+        }));
+    }
+    let engine = &opts;
     let (outcome, stats) = if cfg.io == IoMode::Async {
         let workers = (0..engine.threads)
-            .map(|tid| uring::UringWorker::new(Arc::clone(&shared), tid, req_size))
+            .map(|tid| {
+                let mut w = uring::UringWorker::new(Arc::clone(&shared), tid, req_size)?;
+                w.stats.live = live.clone();
+                Ok(w)
+            })
             .collect::<Result<Vec<_>>>()?;
         let (outcome, workers) = engine::run(engine, workers)?;
         let stats = workers
@@ -37,7 +57,10 @@ pub(super) fn run_test(cfg: &Config, mode: Mode, engine: &EngineOptions) -> Resu
                 rng: FastRng::new(0xf11e + tid as u64),
                 buf: AlignedBuf::zeroed(req_size),
                 source: DataSource::new(req_size, cfg.random_data, 0xda7a + tid as u64),
-                stats: OpStats::new(),
+                stats: OpStats {
+                    live: live.clone(),
+                    ..OpStats::new()
+                },
             })
             .collect();
         let (outcome, workers) = engine::run(engine, workers)?;
@@ -52,7 +75,29 @@ pub(super) fn run_test(cfg: &Config, mode: Mode, engine: &EngineOptions) -> Resu
     for s in &stats {
         total.merge(s);
     }
+    // After checkpoint reports, the last covers what came since.
+    let before = *counted.lock().unwrap_or_else(|p| p.into_inner());
+    total.reads -= before[0].min(total.reads);
+    total.writes -= before[1].min(total.writes);
+    total.fsyncs -= before[2].min(total.fsyncs);
+    total.bytes_read -= before[3].min(total.bytes_read);
+    total.bytes_written -= before[4].min(total.bytes_written);
     Ok(measurement(cfg, engine, &outcome, &total))
+}
+
+/// sysbench's section of fileio's report: operations and bytes over
+/// `secs` seconds.
+fn operations([reads, writes, fsyncs, bytes_read, bytes_written]: [u64; 5], secs: f64) -> String {
+    let secs = secs.max(1e-9);
+    let mib = |b: u64| b as f64 / (1024.0 * 1024.0);
+    format!(
+        "\nFile operations:\n    reads/s:                      {:.2}\n    writes/s:                     {:.2}\n    fsyncs/s:                     {:.2}\n\nThroughput:\n    read, MiB/s:                  {:.2}\n    written, MiB/s:               {:.2}\n",
+        reads as f64 / secs,
+        writes as f64 / secs,
+        fsyncs as f64 / secs,
+        mib(bytes_read) / secs,
+        mib(bytes_written) / secs,
+    )
 }
 
 pub(super) fn measurement(
@@ -61,7 +106,7 @@ pub(super) fn measurement(
     outcome: &engine::Outcome,
     t: &OpStats,
 ) -> Measurement {
-    let secs = outcome.duration.as_secs_f64().max(1e-9);
+    let secs = outcome.interval.as_secs_f64().max(1e-9);
     let mib = |b: u64| b as f64 / (1024.0 * 1024.0);
     let mut m = Measurement::from_outcome(outcome, engine.percentile);
     // Requests are events; the fsyncs after the last one are not.
@@ -106,13 +151,9 @@ pub(super) fn measurement(
     });
     // sysbench's own lines; the latency per operation is in the
     // document's details, not in sysbench's text.
-    m.text = format!(
-        "\nFile operations:\n    reads/s:                      {:.2}\n    writes/s:                     {:.2}\n    fsyncs/s:                     {:.2}\n\nThroughput:\n    read, MiB/s:                  {:.2}\n    written, MiB/s:               {:.2}\n",
-        t.reads as f64 / secs,
-        t.writes as f64 / secs,
-        t.fsyncs as f64 / secs,
-        mib(t.bytes_read) / secs,
-        mib(t.bytes_written) / secs,
+    m.text = operations(
+        [t.reads, t.writes, t.fsyncs, t.bytes_read, t.bytes_written],
+        secs,
     );
     m
 }

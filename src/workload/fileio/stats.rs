@@ -2,6 +2,22 @@
 
 use super::*;
 
+/// The operations of every thread as they happen, for the checkpoint
+/// reports (`--report-checkpoints`): reads, writes, fsyncs, bytes read,
+/// bytes written.
+#[derive(Default)]
+pub struct LiveOps([std::sync::atomic::AtomicU64; 5]);
+
+impl LiveOps {
+    fn add(&self, i: usize, n: u64) {
+        self.0[i].fetch_add(n, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    pub(super) fn get(&self) -> [u64; 5] {
+        std::array::from_fn(|i| self.0[i].load(std::sync::atomic::Ordering::Relaxed))
+    }
+}
+
 /// Per-operation counts and latencies of one thread.
 pub struct OpStats {
     pub reads: u64,
@@ -15,6 +31,9 @@ pub struct OpStats {
     pub read_hist: Histogram,
     pub write_hist: Histogram,
     pub fsync_hist: Histogram,
+    /// Where the counts are also published, when checkpoint reports need
+    /// them while the run goes on.
+    pub live: Option<Arc<LiveOps>>,
 }
 
 impl OpStats {
@@ -29,11 +48,25 @@ impl OpStats {
             read_hist: new_histogram(),
             write_hist: new_histogram(),
             fsync_hist: new_histogram(),
+            live: None,
         }
     }
 
     pub fn record(&mut self, op: Op, bytes: u64, ns: u64) {
         let ns = ns.max(1);
+        if let Some(live) = &self.live {
+            match op {
+                Op::Read => {
+                    live.add(0, 1);
+                    live.add(3, bytes);
+                }
+                Op::Write => {
+                    live.add(1, 1);
+                    live.add(4, bytes);
+                }
+                Op::Fsync => live.add(2, 1),
+            }
+        }
         match op {
             Op::Read => {
                 self.reads += 1;

@@ -30,6 +30,7 @@ use std::time::{Duration, Instant};
 use anyhow::{anyhow, bail, Result};
 use mlua::{Function, Lua, Table, Value as LuaValue};
 
+use crate::core::fatal::SysbenchFatal;
 use crate::core::observer::Observer;
 use crate::core::options::{CliError, Values};
 use crate::core::result::{Metric, ResultDoc, SCHEMA};
@@ -64,6 +65,8 @@ pub const METRICS: &[MetricDef] = &[
 /// its output.
 const NOT_PARAMS: &[&str] = &[
     "report-interval",
+    "debug",
+    "forced-shutdown",
     "mysql-password",
     "pgsql-password",
     "mysql-password-file",
@@ -440,7 +443,11 @@ impl Script {
             let counters = Arc::new(Counters::default());
             let lua = state::new_state(&self.shared, Some(tid), Arc::clone(&counters))?;
             if let LuaValue::Function(f) = lua.globals().get::<LuaValue>("thread_init")? {
-                call::<()>(&f, tid, "thread_init")?;
+                call::<()>(&f, tid, "thread_init").map_err(|e| SysbenchFatal {
+                    ours: e.to_string(),
+                    fatal: format!("{e}\nFATAL: Thread initialization failed!"),
+                    hint: None,
+                })?;
             }
             let event = state::event_function(&lua)?;
             // sysbench 0.5's hook: a script's own thread_run replaces the
@@ -467,6 +474,26 @@ impl Script {
             failed: None,
             observer: Arc::clone(&engine.observer),
         };
+        // What a checkpoint report has counted so far: the next counts
+        // afresh from there, and so does the final report.
+        let counted = Arc::new(std::sync::Mutex::new([0u64; 5]));
+        let mut engine = engine.clone();
+        {
+            let (counters, counted) = (interim.counters.clone(), Arc::clone(&counted));
+            let shared = Arc::clone(&self.shared);
+            engine.section = Some(Arc::new(move |part: &engine::Outcome| {
+                let now = sum_counters(&counters);
+                let mut counted = counted.lock().unwrap_or_else(|p| p.into_inner());
+                let delta = minus(now, *counted);
+                *counted = now;
+                if shared.db_used.load(Ordering::Relaxed) {
+                    sql_statistics(part, delta)
+                } else {
+                    String::new()
+                }
+            }));
+        }
+        let engine = &engine;
         let watchdog = Watchdog::start(engine);
         let outcome = engine::run_reporting(engine, workers, &mut |i| interim.report(self, i));
         drop(watchdog);
@@ -485,6 +512,7 @@ impl Script {
             }
         }
         drop(workers);
+        let totals = minus(totals, *counted.lock().unwrap_or_else(|p| p.into_inner()));
         if !self.done_deferred.get() {
             self.done()?;
         }
@@ -501,7 +529,7 @@ impl Script {
         [reads, writes, other, errors, reconnects]: [u64; 5],
     ) -> Measurement {
         let mut m = Measurement::from_outcome(outcome, engine.percentile);
-        let secs = outcome.duration.as_secs_f64().max(1e-9);
+        let secs = outcome.interval.as_secs_f64().max(1e-9);
         let per_sec = |x: u64| x as f64 / secs;
         let metric = |name: &str, v: f64| -> Metric { metric_from(METRICS, name, v) };
         m.metrics = vec![metric("events_per_sec", outcome.events_per_sec())];
@@ -517,14 +545,7 @@ impl Script {
                 metric("ignored_errors_per_sec", per_sec(errors)),
                 metric("reconnects_per_sec", per_sec(reconnects)),
             ]);
-            m.text = format!(
-                "SQL statistics:\n    queries performed:\n        read:                            {reads}\n        write:                           {writes}\n        other:                           {other}\n        total:                           {queries}\n    transactions:                        {:<6} ({:.2} per sec.)\n    queries:                             {queries:<6} ({:.2} per sec.)\n    ignored errors:                      {errors:<6} ({:.2} per sec.)\n    reconnects:                          {reconnects:<6} ({:.2} per sec.)\n",
-                outcome.events,
-                per_sec(outcome.events),
-                per_sec(queries),
-                per_sec(errors),
-                per_sec(reconnects),
-            );
+            m.text = sql_statistics(outcome, [reads, writes, other, errors, reconnects]);
         }
         m.metrics.extend([
             metric("latency_avg_ms", lat.avg),
@@ -661,10 +682,49 @@ impl Script {
                 doc,
                 text: m.text,
                 histogram: m.histogram,
+                threads: m.threads,
             },
             own_report,
         ))
     }
+}
+
+/// Every worker's SQL counters summed: reads, writes, other, errors,
+/// reconnects.
+fn sum_counters(counters: &[Arc<Counters>]) -> [u64; 5] {
+    let mut now = [0u64; 5];
+    for c in counters {
+        for (n, x) in now.iter_mut().zip(c.get()) {
+            *n += x;
+        }
+    }
+    now
+}
+
+fn minus(a: [u64; 5], b: [u64; 5]) -> [u64; 5] {
+    let mut out = [0u64; 5];
+    for ((o, x), y) in out.iter_mut().zip(a).zip(b) {
+        *o = x.saturating_sub(y);
+    }
+    out
+}
+
+/// sysbench's "SQL statistics" section over what `outcome` covers.
+fn sql_statistics(
+    outcome: &engine::Outcome,
+    [reads, writes, other, errors, reconnects]: [u64; 5],
+) -> String {
+    let secs = outcome.interval.as_secs_f64().max(1e-9);
+    let per_sec = |x: u64| x as f64 / secs;
+    let queries = reads + writes + other;
+    format!(
+        "SQL statistics:\n    queries performed:\n        read:                            {reads}\n        write:                           {writes}\n        other:                           {other}\n        total:                           {queries}\n    transactions:                        {:<6} ({:.2} per sec.)\n    queries:                             {queries:<6} ({:.2} per sec.)\n    ignored errors:                      {errors:<6} ({:.2} per sec.)\n    reconnects:                          {reconnects:<6} ({:.2} per sec.)\n",
+        outcome.events,
+        per_sec(outcome.events),
+        per_sec(queries),
+        per_sec(errors),
+        per_sec(reconnects),
+    )
 }
 
 /// The interim reports of a script's run (`--report-interval`): its
@@ -852,9 +912,14 @@ struct Watchdog {
 impl Watchdog {
     fn start(engine: &EngineOptions) -> Watchdog {
         let (tx, rx) = mpsc::channel::<()>();
+        // With --forced-shutdown the engine stops the run with sysbench's
+        // report first; this is the backstop.
         let limit = engine.time.map(|t| {
             let grace = (t / 20).max(Duration::from_secs(2));
-            t + engine.warmup + grace
+            let forced = engine
+                .forced_shutdown
+                .map_or(Duration::ZERO, |g| g + Duration::from_secs(1));
+            t + engine.warmup + grace.max(forced)
         });
         let started = Instant::now();
         std::thread::spawn(move || {

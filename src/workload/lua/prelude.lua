@@ -404,7 +404,19 @@ function driver_methods.name(self)
    return self.sname
 end
 
+-- sysbench's words for a --db-driver it has no driver for, when a script
+-- asks for the driver: a FATAL line, then `failure` raised `level` calls
+-- up (the script's line).
+local function check_driver(failure, level)
+   local bad = vp.bad_driver()
+   if bad ~= nil then
+      write("FATAL: invalid database driver name: '" .. bad .. "'\n")
+      error(failure, level)
+   end
+end
+
 rawset(sysbench.sql, "driver", function(name)
+   check_driver("failed to initialize the DB driver", 3)
    local drv = vp.driver_name()
    if name ~= nil and name ~= vp.db_driver then
       error("failed to initialize the DB driver: virtperf runs scripts on " ..
@@ -415,12 +427,13 @@ end)
 
 -- sysbench 0.5's database API (sysbench.db and its db_* globals), as
 -- sysbench 1.0 keeps it for old scripts: one connection per thread, made
--- by db_connect or by the first query that needs it. Its prepared
--- statements (db_prepare, db_bind_param, db_execute) are not here: a script
--- calling them is told so by the strict table below.
+-- by db_connect or by the first query (or statement) that needs it, and
+-- prepared statements whose parameters are a table the script keeps
+-- changing between executions.
 local legacy = {}
 local function legacy_con()
    if legacy.con == nil then
+      check_driver("DB initialization failed", 4)
       legacy.con = sysbench.sql.driver():connect()
    end
    return legacy.con
@@ -436,13 +449,123 @@ rawset(sysbench, "db", {
          legacy.con = nil
       end
    end,
-   -- Nothing back, as in sysbench (0.5 scripts read rows through
-   -- db_store_results, which is not here).
+   -- Nothing back, as in sysbench.
    query = function(query) legacy_con():query(query) end,
    bulk_insert_init = function(query) return legacy_con():bulk_insert_init(query) end,
    bulk_insert_next = function(values) return legacy_con():bulk_insert_next(values) end,
    bulk_insert_done = function() return legacy_con():bulk_insert_done() end,
 })
+
+-- 0.5's statements and results are objects of these two kinds; the
+-- functions check what they are given as sysbench checks its userdata.
+local legacy_stmt = { __name = "sysbench.stmt",
+                      __tostring = function() return "<sysbench.stmt>" end }
+local legacy_rs = { __name = "sysbench.rs",
+                    __tostring = function() return "<sysbench.rs>" end }
+
+local function legacy_check(fname, v, kind)
+   if getmetatable(v) ~= kind then
+      error(string.format("bad argument #1 to '%s' (%s expected, got %s)",
+                          fname, kind.__name, type(v)), 3)
+   end
+end
+
+-- Calls that need the connection a query or db_prepare made.
+local function legacy_connected()
+   if legacy.con == nil then
+      error("Uninitialized database connection", 3)
+   end
+   return legacy.con
+end
+
+-- The table's entries in the order they are visited, each value's kind
+-- (the kind a parameter keeps for the statement's life, as in sysbench).
+local function legacy_binds(t)
+   if type(t) ~= "table" then error("table was expected", 3) end
+   local binds = {}
+   for k, v in pairs(t) do
+      local kind = type(v)
+      if kind ~= "number" and kind ~= "string" then
+         -- Without a place, as sysbench raises it.
+         error("Unsupported variable type: " .. kind, 0)
+      end
+      binds[#binds + 1] = { key = k, kind = kind }
+   end
+   if #binds == 0 then error("table is empty", 3) end
+   return binds
+end
+
+rawset(sysbench.db, "prepare", function(query)
+   local con = legacy_con()
+   if type(query) ~= "string" and type(query) ~= "number" then
+      error(string.format("bad argument #1 to 'db_prepare' (string expected, got %s)",
+                          type(query)), 2)
+   end
+   return setmetatable({ con = con, query = tostring(query),
+                         id = con.conn:prepare(tostring(query)), binds = {},
+                         values = {} }, legacy_stmt)
+end)
+
+rawset(sysbench.db, "bind_param", function(stmt, params)
+   legacy_connected()
+   legacy_check("db_bind_param", stmt, legacy_stmt)
+   stmt.binds = legacy_binds(params)
+   stmt.params = params
+end)
+
+-- Accepted as sysbench 1.0 accepts it: it checks the table and keeps it,
+-- and fills in nothing (rows are not fetched through this API).
+rawset(sysbench.db, "bind_result", function(stmt, results)
+   legacy_connected()
+   legacy_check("db_bind_result", stmt, legacy_stmt)
+   stmt.results = legacy_binds(results)
+end)
+
+-- Runs the statement with the bound table's current values: a number
+-- parameter as a C int (truncated), a string one as text, a missing one as
+-- NULL. An ignorable error restarts the event; a result object comes back.
+rawset(sysbench.db, "execute", function(stmt)
+   local con = legacy_connected()
+   legacy_check("db_execute", stmt, legacy_stmt)
+   local values, n = stmt.values, #stmt.binds
+   for i, b in ipairs(stmt.binds) do
+      local v = stmt.params[b.key]
+      if v == nil then
+         values[i] = nil
+      elseif b.kind == "number" then
+         local x = tonumber(v)
+         if x == nil then
+            error(string.format("bad argument #-1 to 'db_execute' (number expected, got %s)",
+                                type(v)), 2)
+         end
+         values[i] = x < 0 and math.ceil(x) or math.floor(x)
+      else
+         if type(v) ~= "string" and type(v) ~= "number" then
+            error(string.format("bad argument #-1 to 'db_execute' (string expected, got %s)",
+                                type(v)), 2)
+         end
+         values[i] = tostring(v)
+      end
+   end
+   answer(con, stmt.query, con.conn:execute(stmt.id, unpack(values, 1, n)))
+   return setmetatable({ stmt = stmt }, legacy_rs)
+end)
+
+rawset(sysbench.db, "close", function(stmt)
+   legacy_connected()
+   legacy_check("db_close", stmt, legacy_stmt)
+end)
+
+-- A no-op, as in sysbench 1.0: queries store their results themselves.
+rawset(sysbench.db, "store_results", function(rs)
+   legacy_connected()
+   legacy_check("db_store_results", rs, legacy_rs)
+end)
+
+rawset(sysbench.db, "free_results", function(rs)
+   legacy_connected()
+   legacy_check("db_free_results", rs, legacy_rs)
+end)
 strict(sysbench.db, "sysbench.db")
 db_connect = sysbench.db.connect
 db_disconnect = sysbench.db.disconnect
@@ -453,6 +576,13 @@ db_bulk_insert_done = sysbench.db.bulk_insert_done
 DB_ERROR_NONE = sysbench.db.DB_ERROR_NONE
 DB_ERROR_RESTART_TRANSACTION = sysbench.db.DB_ERROR_RESTART_TRANSACTION
 DB_ERROR_FAILED = sysbench.db.DB_ERROR_FAILED
+db_prepare = sysbench.db.prepare
+db_bind_param = sysbench.db.bind_param
+db_bind_result = sysbench.db.bind_result
+db_execute = sysbench.db.execute
+db_close = sysbench.db.close
+db_store_results = sysbench.db.store_results
+db_free_results = sysbench.db.free_results
 
 -- Reports ---------------------------------------------------------------
 

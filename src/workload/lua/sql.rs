@@ -133,6 +133,7 @@ fn param_of(v: LuaValue) -> mlua::Result<Param> {
         LuaValue::Number(x) => Param::Text(x.to_string()),
         LuaValue::Boolean(b) => Param::Int(i64::from(b)),
         LuaValue::String(s) => Param::Text(s.to_str()?.to_string()),
+        LuaValue::Nil => Param::Null,
         other => {
             return Err(mlua::Error::runtime(format!(
                 "a statement parameter cannot be a {}",

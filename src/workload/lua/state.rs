@@ -248,6 +248,18 @@ fn api(lua: &Lua, shared: &Arc<Shared>, tid: Option<usize>) -> mlua::Result<Tabl
         .get()
         .map_or("sqlite", |p| p.db.target.dialect().name());
     vp.set("db_driver", db_driver)?;
+    // Asked when a script asks for the driver: the main state is made
+    // before the options are parsed.
+    let s = Arc::clone(shared);
+    vp.set(
+        "bad_driver",
+        lua.create_function(move |_, ()| {
+            Ok(s.parsed
+                .get()
+                .and_then(|p| crate::workload::oltp::Target::unknown_driver(&p.values))
+                .map(str::to_string))
+        })?,
+    )?;
 
     let s = Arc::clone(shared);
     vp.set(

@@ -700,6 +700,11 @@ mod tests {
             rate: 0.0,
             report_interval: None,
             percentile: 95.0,
+            checkpoints: Vec::new(),
+            forced_shutdown: None,
+            stack_size: None,
+            debug: false,
+            section: None,
             observer: std::sync::Arc::new(crate::core::observer::Silent),
         };
         w.run(&engine).unwrap()

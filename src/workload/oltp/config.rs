@@ -43,6 +43,14 @@ pub struct Config {
 
 impl Config {
     pub fn from_values(test: Test, v: &Values) -> Result<Config> {
+        if let Some(name) = Target::unknown_driver(v) {
+            return Err(crate::core::options::CliError::InvalidValue {
+                name: "db-driver".into(),
+                value: name.into(),
+                allowed: format!("one of {}", Target::DRIVERS.join(", ")),
+            }
+            .into());
+        }
         let target = Target::from_values(v);
         let engine = v.text("mysql-storage-engine");
         if engine.is_empty()
@@ -115,6 +123,16 @@ impl Config {
 }
 
 impl Target {
+    /// The `--db-driver` names there are drivers for.
+    pub const DRIVERS: &'static [&'static str] = &["sqlite", "pgsql", "mysql"];
+
+    /// A `--db-driver` there is no driver for (sysbench refuses it only
+    /// when a script asks for the driver).
+    pub fn unknown_driver(v: &Values) -> Option<&str> {
+        let name = v.text("db-driver");
+        (!Self::DRIVERS.contains(&name)).then_some(name)
+    }
+
     /// Where `--db-driver` and its connection options (and `--oltp-dir`
     /// for SQLite) put the tables.
     pub fn from_values(v: &Values) -> Target {
@@ -135,6 +153,7 @@ impl Target {
                 user: v.text("mysql-user").to_string(),
                 password: v.text("mysql-password").to_string(),
                 db: v.text("mysql-db").to_string(),
+                dry_run: v.has("mysql-dry-run") && v.flag("mysql-dry-run"),
             },
             _ => {
                 let dir = match v.text("oltp-dir") {

@@ -32,6 +32,8 @@ pub enum Target {
         user: String,
         password: String,
         db: String,
+        /// `--mysql-dry-run`: no server; every call succeeds unrun.
+        dry_run: bool,
     },
 }
 
@@ -85,6 +87,7 @@ impl Target {
             } => Box::new(pgsql::Pg::connect(
                 host, *port, user, password, db, prepared, *auth,
             )?),
+            Target::Mysql { dry_run: true, .. } => Box::new(DryRun),
             Target::Mysql {
                 host,
                 port,
@@ -92,6 +95,7 @@ impl Target {
                 user,
                 password,
                 db,
+                ..
             } => Box::new(mysql::My::connect(
                 host, *port, socket, user, password, db, prepared,
             )?),
@@ -101,6 +105,7 @@ impl Target {
     /// For messages: where the tables are.
     pub fn describe(&self) -> String {
         match self {
+            Target::Mysql { dry_run: true, .. } => "no MySQL server (--mysql-dry-run)".into(),
             Target::Sqlite { path } => format!("SQLite database {}", path.display()),
             Target::Pgsql { host, port, db, .. } => {
                 format!("PostgreSQL database '{db}' at {host}:{port}")
@@ -114,6 +119,37 @@ impl Target {
             } if socket.is_empty() => format!("MySQL database '{db}' at {host}:{port}"),
             Target::Mysql { socket, db, .. } => format!("MySQL database '{db}' at {socket}"),
         }
+    }
+}
+
+/// sysbench's `--mysql-dry-run`: a connection that pretends every call
+/// succeeded without a server, answering no rows and changing none (so
+/// every query counts as "other", as in sysbench's dry run).
+struct DryRun;
+
+impl Conn for DryRun {
+    fn exec(
+        &mut self,
+        _sql: &str,
+        _params: &[super::driver::Param],
+    ) -> Result<u64, super::driver::DbError> {
+        Ok(0)
+    }
+    fn batch(&mut self, _sql: &str) -> Result<(), super::driver::DbError> {
+        Ok(())
+    }
+    fn table_exists(&mut self, _name: &str) -> Result<bool, super::driver::DbError> {
+        Ok(false)
+    }
+    fn query(
+        &mut self,
+        _sql: &str,
+        _params: Option<&[super::driver::Param]>,
+    ) -> Result<super::driver::Rows, super::driver::DbError> {
+        Ok(super::driver::Rows::default())
+    }
+    fn in_transaction(&mut self) -> bool {
+        false
     }
 }
 
@@ -147,6 +183,7 @@ mod tests {
                 user,
                 password,
                 db,
+                dry_run: false,
             },
         ]
     }

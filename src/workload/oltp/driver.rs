@@ -13,6 +13,8 @@ use anyhow::Result;
 pub enum Param {
     Int(i64),
     Text(String),
+    /// SQL NULL (sysbench 0.5's prepared statements bind a nil as one).
+    Null,
 }
 
 /// What a failed statement means for the run.
@@ -211,6 +213,7 @@ pub fn inline(sql: &str, params: &[Param]) -> String {
                     out.push_str(&s.replace('\'', "''"));
                     out.push('\'');
                 }
+                Some(Param::Null) => out.push_str("NULL"),
                 None => out.push('?'),
             }
         } else {

@@ -250,6 +250,7 @@ fn value(p: &Param) -> Value {
     match p {
         Param::Int(n) => Value::Int(*n),
         Param::Text(s) => Value::Bytes(s.as_bytes().to_vec()),
+        Param::Null => Value::NULL,
     }
 }
 

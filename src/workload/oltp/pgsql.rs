@@ -384,7 +384,7 @@ impl Pg {
         let name = format!("s{}", self.statements.len());
         let types = params.iter().map(|p| match p {
             Param::Int(_) => INT8,
-            Param::Text(_) => VARCHAR,
+            Param::Text(_) | Param::Null => VARCHAR,
         });
         frontend::parse(&name, &numbered(sql), types, &mut self.output).map_err(lost)?;
         frontend::sync(&mut self.output);
@@ -474,6 +474,7 @@ impl Pg {
                         buf.extend_from_slice(text.as_bytes());
                     }
                     Param::Text(s) => buf.extend_from_slice(s.as_bytes()),
+                    Param::Null => return Ok(IsNull::Yes),
                 }
                 Ok(IsNull::No)
             },
@@ -534,6 +535,7 @@ impl Conn for Pg {
                         buf.extend_from_slice(text.as_bytes());
                     }
                     Param::Text(s) => buf.extend_from_slice(s.as_bytes()),
+                    Param::Null => return Ok(IsNull::Yes),
                 }
                 Ok(IsNull::No)
             },

@@ -56,6 +56,7 @@ impl ToSql for Param {
         Ok(match self {
             Param::Int(n) => ToSqlOutput::Borrowed(ValueRef::Integer(*n)),
             Param::Text(s) => ToSqlOutput::Borrowed(ValueRef::Text(s.as_bytes())),
+            Param::Null => ToSqlOutput::Borrowed(ValueRef::Null),
         })
     }
 }

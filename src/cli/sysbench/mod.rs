@@ -3,7 +3,11 @@
 //! its banner, its messages on the stream it uses, its exit code 1 — and
 //! runs what it accepts through the usual parser. Learned from running
 //! Debian's sysbench side by side (`tests/sysbench_compat.rs` compares the
-//! two on every case below).
+//! two on every case below). `general.rs` reads the general options as
+//! sysbench's `init()` does; `help.rs` prints its `--help`.
+
+mod general;
+mod help;
 
 use super::{parse_request, Request, SYSBENCH_VERSION};
 use crate::core::options::CliError;
@@ -31,7 +35,11 @@ const DEPRECATED: &[(&str, &str)] = &[
 /// the banner where the request does not print its own: a run prints it
 /// before its options), or the answer that ends the command.
 pub fn front(args: &[String]) -> Result<(String, Request), Answer> {
-    let args = &last_of_each(args);
+    let args: Vec<String> = general::expand_config_files(args)
+        .iter()
+        .map(|a| general::spell_bare(a))
+        .collect();
+    let args = &last_of_each(&args);
     // sysbench's levels: the banner is a notice (3), a warning is 2.
     let verbosity = verbosity(args);
     let banner = if verbosity >= 3 {
@@ -41,7 +49,7 @@ pub fn front(args: &[String]) -> Result<(String, Request), Answer> {
     };
     if args.iter().any(|a| a == "--help" || a == "--help=on") {
         return Err(Answer {
-            stdout: general_help(),
+            stdout: help::general_help(),
             ..Answer::default()
         });
     }
@@ -61,18 +69,10 @@ pub fn front(args: &[String]) -> Result<(String, Request), Answer> {
             ));
         }
     }
-    // virtperf reads --threads=0 as one thread per CPU; sysbench refuses it
-    // before anything else.
-    if args.iter().any(|a| {
-        a.strip_prefix("--threads=")
-            .and_then(|v| v.parse::<i64>().ok())
-            == Some(0)
-    }) {
-        return Err(Answer {
-            stdout: format!("{warnings}FATAL: Invalid value for --threads: 0.\n\n"),
-            code: 1,
-            ..Answer::default()
-        });
+    // What sysbench's init() refuses, before its banner (virtperf reads
+    // --threads=0 as one thread per CPU; sysbench refuses it).
+    if let Some(answer) = general::refused(args, &warnings) {
+        return Err(answer);
     }
     let mut stderr = String::new();
     let mut words: Vec<&str> = Vec::new();
@@ -108,7 +108,13 @@ pub fn front(args: &[String]) -> Result<(String, Request), Answer> {
         if let Some(i) = rest.iter().position(|a| a == test) {
             rest.remove(i);
         }
-        rest.retain(|a| !a.starts_with("--test="));
+        // sysbench's general options virtperf's scripts take to pass by.
+        rest.retain(|a| {
+            !a.starts_with("--test=")
+                && !["--db-debug", "--rand-spec-iter"]
+                    .iter()
+                    .any(|o| a == o || a.starts_with(&format!("{o}=")))
+        });
         for a in rest.iter_mut() {
             let name = a.split('=').next().unwrap_or(a).to_string();
             if let Some((old, new)) = DEPRECATED.iter().find(|(old, _)| *old == name) {
@@ -184,7 +190,43 @@ pub fn front(args: &[String]) -> Result<(String, Request), Answer> {
             ));
         }
     }
-    match parse_request(args) {
+    // sysbench's general options a built-in test has no use for pass by
+    // (the random generator's, the database's); a seed and --validate are
+    // still said before the run.
+    let mut rand_seed = 0;
+    let mut validate = false;
+    let args: Vec<String> = args
+        .iter()
+        .filter(|a| {
+            let Some(body) = a.strip_prefix("--") else {
+                return true;
+            };
+            let (name, value) = body.split_once('=').unwrap_or((body, ""));
+            if help::general_kind(name).is_none() || def.accepts(name) || OURS.contains(&name) {
+                return true;
+            }
+            // A test that connects refuses the driver options it does not
+            // implement rather than connect otherwise than asked.
+            if def.accepts("db-driver") && UNIMPLEMENTED.contains(&name) {
+                return true;
+            }
+            match name {
+                "rand-seed" => rand_seed = value.parse().unwrap_or(0),
+                "validate" => validate = matches!(value, "" | "on" | "true" | "1"),
+                _ => {}
+            }
+            false
+        })
+        .cloned()
+        .collect();
+    let args = &args;
+    match parse_request(args).map(|mut request| {
+        if let Request::Workload(inv) = &mut request {
+            inv.rand_seed = rand_seed;
+            inv.validate = validate;
+        }
+        request
+    }) {
         Ok(request) => {
             if !stderr.is_empty() {
                 eprint!("{stderr}");
@@ -259,44 +301,19 @@ fn last_of_each(args: &[String]) -> Vec<String> {
         .collect()
 }
 
-/// `sysbench --help` as sysbench lays it out, listing what virtperf takes:
-/// the general options it has (none that it would refuse), and sysbench's
-/// tests it implements.
-fn general_help() -> String {
-    let mut out = String::from(
-        "Usage:\n  sysbench [options]... [testname] [command]\n\n\
-         Commands implemented by most tests: prepare run cleanup help\n\n\
-         General options:\n",
-    );
-    for (option, help) in [
-        ("--threads=N", "number of threads to use [1]"),
-        ("--events=N", "limit for total number of events [0]"),
-        ("--time=N", "limit for total execution time in seconds [10]"),
-        ("--rate=N", "average transactions rate. 0 for unlimited rate [0]"),
-        ("--report-interval=N", "periodically report intermediate statistics with a specified interval in seconds. 0 disables intermediate reports [0]"),
-        ("--help[=on|off]", "print help and exit [off]"),
-        ("--version[=on|off]", "print version and exit [off]"),
-        ("--tx-rate=N", "deprecated alias for --rate [0]"),
-        ("--max-requests=N", "deprecated alias for --events [0]"),
-        ("--max-time=N", "deprecated alias for --time [0]"),
-        ("--num-threads=N", "deprecated alias for --threads [1]"),
-    ] {
-        out.push_str(&format!("  {option:<31} {help}\n"));
-    }
-    out.push_str(
-        "\nLog options:\n  --verbosity=N verbosity level {5 - debug, 0 - only critical messages} [3]\n\n  \
-         --percentile=N       percentile to calculate in latency statistics (1-100) [95]\n  \
-         --histogram[=on|off] print latency histogram in report [off]\n\nCompiled-in tests:\n",
-    );
-    // In sysbench's order.
-    for name in ["fileio", "cpu", "memory", "threads", "mutex"] {
-        if let Some(s) = workload::find(name).and_then(|d| d.sysbench) {
-            out.push_str(&format!("  {name} - {}\n", s.summary));
-        }
-    }
-    out.push_str("\nSee 'sysbench <testname> help' for a list of options for each test.\n\n");
-    out
-}
+/// sysbench's MySQL options virtperf's driver does not implement: refused
+/// where a connection is made, as for a script.
+const UNIMPLEMENTED: &[&str] = &[
+    "mysql-ssl",
+    "mysql-ssl-cipher",
+    "mysql-compression",
+    "mysql-debug",
+    "mysql-ignore-errors",
+];
+
+/// Options of virtperf's command line that sysbench also has (`help`,
+/// `version`, `verbosity`, `histogram`): they stay for its parser.
+const OURS: &[&str] = &["help", "version", "verbosity", "histogram"];
 
 /// sysbench's words for a refused option: the argument as typed, and an
 /// option's name with underscores.
@@ -308,6 +325,19 @@ fn message(e: &CliError, args: &[String]) -> String {
                 .find(|a| {
                     a.strip_prefix("--")
                         .is_some_and(|a| a == name || a.starts_with(&format!("{name}=")))
+                })
+                .cloned()
+                .unwrap_or_else(|| format!("--{name}"));
+            format!("invalid option: {typed}")
+        }
+        // A flag's value sysbench does not read as on or off: its option
+        // parser does not take the argument.
+        CliError::InvalidValue { name, allowed, .. } if allowed == "on or off" => {
+            let typed = args
+                .iter()
+                .find(|a| {
+                    a.strip_prefix("--")
+                        .is_some_and(|a| a.starts_with(&format!("{name}=")))
                 })
                 .cloned()
                 .unwrap_or_else(|| format!("--{name}"));
@@ -381,6 +411,20 @@ mod tests {
             .stdout
             .contains("Commands implemented by most tests: prepare run cleanup help\n"));
         assert_eq!(answer(&["--version"]).code, 0);
+    }
+
+    #[test]
+    fn driver_options_virtperf_lacks_are_refused_where_a_test_connects() {
+        assert_eq!(
+            answer(&["oltp_read_write", "--mysql-ssl=on", "run"]).stderr,
+            "invalid option: --mysql-ssl=on\n"
+        );
+        // A test that never connects passes them by, as sysbench's.
+        let args: Vec<String> = ["cpu", "--mysql-ssl=on", "--db-debug", "--events=1", "run"]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+        assert!(front(&args).is_ok());
     }
 
     #[test]

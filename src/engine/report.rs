@@ -1,0 +1,91 @@
+//! sysbench's cumulative report in words: the general statistics, latency
+//! and fairness blocks that end a run's text, and that `--report-checkpoints`
+//! and `--forced-shutdown` print part-way through.
+
+use crate::core::result::{Fairness, Latency};
+
+/// "General statistics", "Latency (ms)" and "Threads fairness" as sysbench
+/// 1.0.20 prints them, each after a blank line; `percentile` 0 is
+/// sysbench's "percentile stats: disabled".
+pub fn general(
+    duration_s: f64,
+    events: u64,
+    latency: Option<&Latency>,
+    fairness: Option<&Fairness>,
+    percentile: f64,
+) -> String {
+    let mut out = format!(
+        "\nGeneral statistics:\n    total time:                          {duration_s:.4}s\n    total number of events:              {events}\n"
+    );
+    if let Some(l) = latency {
+        let (p, pv) = l.selected.unwrap_or((percentile, l.p95));
+        let pct = if p == 0.0 {
+            "         percentile stats:               disabled\n".to_string()
+        } else {
+            format!("         {}th percentile: {pv:>27.2}\n", trim_float(p))
+        };
+        out.push_str(&format!(
+            "\nLatency (ms):\n         min: {:>39.2}\n         avg: {:>39.2}\n         max: {:>39.2}\n{pct}         sum: {:>39.2}\n",
+            l.min, l.avg, l.max, l.sum
+        ));
+    }
+    if let Some(f) = fairness {
+        out.push_str(&format!(
+            "\nThreads fairness:\n    events (avg/stddev):           {:.4}/{:.2}\n    execution time (avg/stddev):   {:.4}/{:.2}\n",
+            f.events_avg, f.events_stddev, f.exec_time_avg, f.exec_time_stddev
+        ));
+    }
+    out
+}
+
+/// sysbench's `--debug` lines after the report: each thread's shortest,
+/// mean and longest event and its events, then its busy time.
+pub fn per_thread(threads: &[super::ThreadStats]) -> String {
+    let mut out = String::from("DEBUG: Verbose per-thread statistics:\n\n");
+    for (i, t) in threads.iter().enumerate() {
+        let avg = if t.events > 0 {
+            t.busy.as_secs_f64() / t.events as f64
+        } else {
+            0.0
+        };
+        out.push_str(&format!(
+            "DEBUG:     thread #{i:>3}: min: {:.4}s  avg: {avg:.4}s  max: {:.4}s  events: {}\n\
+             DEBUG:                  total time taken by event execution: {:.4}s\n",
+            t.min.as_secs_f64(),
+            t.max.as_secs_f64(),
+            t.events,
+            t.busy.as_secs_f64()
+        ));
+    }
+    out.push('\n');
+    out
+}
+
+fn trim_float(x: f64) -> String {
+    if x.fract() == 0.0 {
+        format!("{x:.0}")
+    } else {
+        format!("{x}")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn percentile_zero_reads_disabled() {
+        let l = Latency {
+            selected: Some((0.0, 0.1)),
+            ..Latency::default()
+        };
+        let text = general(1.0, 3, Some(&l), None, 0.0);
+        assert!(text.contains("         percentile stats:               disabled\n"));
+        assert!(!text.contains("th percentile"));
+        let l = Latency {
+            selected: Some((99.0, 0.1)),
+            ..Latency::default()
+        };
+        assert!(general(1.0, 3, Some(&l), None, 99.0).contains("         99th percentile: "));
+    }
+}
