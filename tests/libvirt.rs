@@ -1172,6 +1172,38 @@ impl SshDomain {
         )
     }
 
+    /// Runs cpu in it with `spec()` and `extra` options, as JSON; the
+    /// guest's console with any failure.
+    fn measure(&self, tmp: &Path, extra: &str) -> Value {
+        let out = virtperf()
+            .env("TMPDIR", tmp)
+            .args(["cpu", "--events=200", "--json", "--env"])
+            .arg(format!("{}{extra}", self.spec()))
+            .timeout(Duration::from_secs(240))
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}\nthe guest's console:\n{}",
+            String::from_utf8_lossy(&out.stderr),
+            self.console()
+        );
+        let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(doc["env"]["hypervisor"], "TCGTCGTCGTCG", "{}", doc["env"]);
+        assert!(metric(&doc, "events_per_sec") > 0.0);
+        doc
+    }
+
+    /// After a run virtperf started it for: the guest powered off on ACPI,
+    /// nothing is left in `tmp`, and once removed nothing of it is left.
+    fn shut_down_and_remove(mut self, tmp: &Path) {
+        assert_eq!(self.state(), "shut off (shutdown)", "{}", self.console());
+        assert!(leftovers(tmp).is_empty(), "{:?}", leftovers(tmp));
+        self.remove();
+        let left = self.left();
+        assert!(left.is_empty(), "left behind: {left:?}");
+    }
+
     fn state(&self) -> String {
         virsh(&["domstate", "--reason", &self.name])
             .1
@@ -1287,43 +1319,20 @@ fn a_domain_reached_over_ssh_on_its_libvirt_network_is_measured_and_shut_down() 
     let Some(_daemon) = Daemon::get() else {
         return;
     };
-    let Some(mut dom) = SshDomain::define("ssh") else {
+    let Some(dom) = SshDomain::define("ssh") else {
         return;
     };
     assert!(dom.state().starts_with("shut off"), "{}", dom.state());
     let tmp = private_tmp();
     let t = Instant::now();
-    let out = virtperf()
-        .env("TMPDIR", tmp.path())
-        .args(["cpu", "--events=200", "--json", "--env", &dom.spec()])
-        .timeout(Duration::from_secs(240))
-        .output()
-        .unwrap();
+    let doc = dom.measure(tmp.path(), "");
     eprintln!("measured over ssh in {:.1} s", t.elapsed().as_secs_f64());
-    assert!(
-        out.status.success(),
-        "{}\nthe guest's console:\n{}",
-        String::from_utf8_lossy(&out.stderr),
-        dom.console()
-    );
-    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
     let e = &doc["env"];
     assert_eq!(e["kind"], "libvirt");
-    assert_eq!(e["hypervisor"], "TCGTCGTCGTCG", "{e}");
     assert_eq!(e["cpus"], 1);
     assert_eq!(e["settings"]["net"], "virtio (network)", "{e}");
     assert_eq!(e["settings"]["vcpus"], "1");
-    assert!(metric(&doc, "events_per_sec") > 0.0);
-    // virtperf started it and shut it down; the guest powered off on ACPI.
-    assert_eq!(dom.state(), "shut off (shutdown)", "{}", dom.console());
-    assert!(
-        leftovers(tmp.path()).is_empty(),
-        "{:?}",
-        leftovers(tmp.path())
-    );
-    dom.remove();
-    let left = dom.left();
-    assert!(left.is_empty(), "left behind: {left:?}");
+    dom.shut_down_and_remove(tmp.path());
 }
 
 /// `uri=` beyond this machine's system daemon: a remote `qemu+ssh://`
@@ -1341,7 +1350,7 @@ fn a_remote_qemu_ssh_uri_and_the_session_uri_are_used() {
     let Some(ssh) = common::sshhost::SshHost::start() else {
         return;
     };
-    let Some(mut dom) = SshDomain::define("rem") else {
+    let Some(dom) = SshDomain::define("rem") else {
         return;
     };
     // libvirt's own ssh transport, with the test's key; the sshd's host key
@@ -1352,43 +1361,15 @@ fn a_remote_qemu_ssh_uri_and_the_session_uri_are_used() {
         ssh.dir.path().join("id").display()
     );
     let tmp = private_tmp();
-    let out = virtperf()
-        .env("TMPDIR", tmp.path())
-        .args([
-            "cpu",
-            "--events=100",
-            "--json",
-            "--env",
-            &format!("{},uri={uri}", dom.spec()),
-        ])
-        .timeout(Duration::from_secs(240))
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}\nthe guest's console:\n{}",
-        String::from_utf8_lossy(&out.stderr),
-        dom.console()
-    );
-    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let doc = dom.measure(tmp.path(), &format!(",uri={uri}"));
     assert_eq!(
         doc["env"]["settings"]["uri"],
         uri.as_str(),
         "{}",
         doc["env"]
     );
-    assert_eq!(doc["env"]["hypervisor"], "TCGTCGTCGTCG");
-    assert!(metric(&doc, "events_per_sec") > 0.0);
     // Started through the remote connection, and shut down through it.
-    assert_eq!(dom.state(), "shut off (shutdown)", "{}", dom.console());
-    assert!(
-        leftovers(tmp.path()).is_empty(),
-        "{:?}",
-        leftovers(tmp.path())
-    );
-    dom.remove();
-    let left = dom.left();
-    assert!(left.is_empty(), "left behind: {left:?}");
+    dom.shut_down_and_remove(tmp.path());
     drop(ssh);
 
     let session = |args: &[&str]| {
