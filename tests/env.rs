@@ -10,8 +10,8 @@ use predicates::prelude::*;
 use serde_json::Value;
 
 mod common;
-use common::sshhost::{run, SshHost};
-use common::{metric, output_ok, qemu_ok, skip, virtperf};
+use common::sshhost::SshHost;
+use common::{metric, output_ok, qemu_ok, skip, succeeds as run, virtperf};
 
 /// These tests share one engine and check for leftovers (and one measures
 /// a CPU quota), so they run one at a time.

@@ -1048,21 +1048,8 @@ impl SshDomain {
         let d = self.dir.path();
         // QEMU runs as libvirt-qemu: it passes through the directory.
         std::fs::set_permissions(d, std::fs::Permissions::from_mode(0o711)).unwrap();
-        let key = |n: &str| {
-            let ok = common::succeeds(&[
-                "ssh-keygen",
-                "-q",
-                "-t",
-                "ed25519",
-                "-N",
-                "",
-                "-f",
-                &d.join(n).display().to_string(),
-            ]);
-            assert!(ok, "ssh-keygen failed");
-        };
-        key("host_key");
-        key("id");
+        common::sshhost::keygen(&d.join("host_key"));
+        common::sshhost::keygen(&d.join("id"));
         let read = |n: &str| std::fs::read(d.join(n)).unwrap();
         let host_pub = String::from_utf8(read("host_key.pub")).unwrap();
         std::fs::write(

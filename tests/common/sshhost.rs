@@ -4,7 +4,14 @@
 use std::path::Path;
 use std::process::{Command as Std, Stdio};
 
-use super::skip;
+use super::{skip, succeeds as run};
+
+/// A fresh ed25519 key pair without a passphrase at `path` (and `path.pub`).
+pub fn keygen(path: &Path) {
+    let path = path.display().to_string();
+    let ok = run(&["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", &path]);
+    assert!(ok, "ssh-keygen -f {path} failed");
+}
 
 /// An sshd in a network namespace of our own, torn down on drop.
 pub struct SshHost {
@@ -14,15 +21,6 @@ pub struct SshHost {
     sshd: std::process::Child,
     /// Its address (port 2222).
     pub addr: String,
-}
-
-pub fn run(cmd: &[&str]) -> bool {
-    Std::new(cmd[0])
-        .args(&cmd[1..])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success())
 }
 
 impl SshHost {
@@ -75,26 +73,8 @@ impl SshHost {
         assert!(ok, "setting up the namespace failed");
         let dir = tempfile::tempdir().unwrap();
         let p = |n: &str| dir.path().join(n).to_string_lossy().into_owned();
-        assert!(run(&[
-            "ssh-keygen",
-            "-q",
-            "-t",
-            "ed25519",
-            "-N",
-            "",
-            "-f",
-            &p("host_key")
-        ]));
-        assert!(run(&[
-            "ssh-keygen",
-            "-q",
-            "-t",
-            "ed25519",
-            "-N",
-            "",
-            "-f",
-            &p("id")
-        ]));
+        keygen(&dir.path().join("host_key"));
+        keygen(&dir.path().join("id"));
         std::fs::copy(p("id.pub"), p("authorized_keys")).unwrap();
         let host_pub = std::fs::read_to_string(p("host_key.pub")).unwrap();
         std::fs::write(p("known_hosts"), format!("[{ns_ip}]:2222 {host_pub}")).unwrap();
