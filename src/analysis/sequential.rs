@@ -9,7 +9,7 @@
 
 use std::collections::BTreeMap;
 
-use crate::stats::sequential::{Call, Interval, Pairs, MIN_PAIRS};
+use crate::stats::sequential::{Call, Interval, Pairs, Track, MIN_PAIRS};
 use crate::stats::{Estimate, Goal, Outcome, RunsNeeded, VerdictSettings};
 use crate::store::RunRow;
 
@@ -30,7 +30,7 @@ pub struct Row {
 }
 
 /// What the sequence says about a row.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, PartialEq)]
 pub struct RowVerdict {
     pub outcome: Outcome,
     /// Its family called it slower or faster, the summary's Benjamini–Hochberg did not:
@@ -103,14 +103,32 @@ impl Row {
     /// kept (the sequence covers every n at once, so reading it after every
     /// pair costs nothing).
     pub fn judge(&self, settings: &VerdictSettings) -> RowVerdict {
-        self.judge_pairs(&Pairs::new(&self.diffs), settings)
+        let all = Pairs::new(&self.diffs);
+        let ex = all.exclusions(&Self::thetas(settings), self.alpha(settings));
+        self.verdict(&all, &ex, settings)
     }
 
-    /// [`Row::judge`] with the row's pairs already built.
-    fn judge_pairs(&self, all: &Pairs, settings: &VerdictSettings) -> RowVerdict {
+    /// The centres whose exclusion makes the calls: no difference, and the
+    /// margin's two ends.
+    fn thetas(settings: &VerdictSettings) -> [f64; 3] {
+        let b = settings.margin.ln_1p();
+        [0.0, -b, b]
+    }
+
+    /// The row's sequence, to be fed its pairs ([`Track::push`]).
+    fn track(&self, settings: &VerdictSettings) -> Track {
+        Track::new(
+            &Self::thetas(settings),
+            self.alpha(settings),
+            settings.alpha,
+        )
+    }
+
+    /// [`Row::judge`] from the row's pairs and what its looks excluded
+    /// ([`Pairs::exclusions`] at [`Row::thetas`]).
+    fn verdict(&self, all: &Pairs, ex: &[(bool, bool)], settings: &VerdictSettings) -> RowVerdict {
         let alpha = self.alpha(settings);
         let b = settings.margin.ln_1p();
-        let ex = all.exclusions(&[0.0, -b, b], alpha);
         // 0 excluded with the mean above it: the centre is above 0; −b
         // excluded from above and b from below: inside the margin.
         let (above, below, low_in, high_in) = (ex[0].0, ex[0].1, ex[1].0, ex[2].1);
@@ -198,15 +216,75 @@ impl Row {
 /// the whole procedure with metrics that share their runs' noise and
 /// environments that share the baseline's, both ways, and checks the rate.
 pub fn judge_all(rows: &[Row], settings: &VerdictSettings) -> Vec<RowVerdict> {
-    let pairs: Vec<Pairs> = rows.iter().map(|r| Pairs::new(&r.diffs)).collect();
-    let mut verdicts: Vec<RowVerdict> = rows
-        .iter()
-        .zip(&pairs)
-        .map(|(r, p)| r.judge_pairs(p, settings))
-        .collect();
-    // Before MIN_PAIRS no look has been taken: p = 1.
-    let p: Vec<f64> = pairs.iter().map(|p| p.p_value(settings.alpha)).collect();
-    let keep = crate::stats::bh(&p, settings.alpha);
+    Sequences::new(rows.to_vec(), settings).judge()
+}
+
+/// A comparison's rows read look by look, as the scheduler and the
+/// simulations read them after every round: each row keeps its
+/// sequence ([`Track`]) and its verdict, and a new pair updates only its
+/// own row, where [`judge_all`] on the rows afresh redoes every row's whole
+/// history at every look. The verdicts are the same, to the bit.
+#[derive(Debug, Clone)]
+pub struct Sequences {
+    settings: VerdictSettings,
+    rows: Vec<Row>,
+    tracks: Vec<Track>,
+    /// Each row's verdict before the summary's Benjamini–Hochberg (None:
+    /// a pair came since it was made).
+    judged: Vec<Option<RowVerdict>>,
+}
+
+impl Sequences {
+    pub fn new(rows: Vec<Row>, settings: &VerdictSettings) -> Sequences {
+        let tracks = rows
+            .iter()
+            .map(|r| {
+                let mut t = r.track(settings);
+                for &d in &r.diffs {
+                    t.push(d);
+                }
+                t
+            })
+            .collect();
+        Sequences {
+            settings: *settings,
+            judged: vec![None; rows.len()],
+            rows,
+            tracks,
+        }
+    }
+
+    pub fn rows(&self) -> &[Row] {
+        &self.rows
+    }
+
+    /// Adds the next pair (ln(env) − ln(baseline)) to row `i`.
+    pub fn push(&mut self, i: usize, d: f64) {
+        self.rows[i].diffs.push(d);
+        self.tracks[i].push(d);
+        self.judged[i] = None;
+    }
+
+    /// Every row's verdict now: [`judge_all`] of [`Sequences::rows`].
+    pub fn judge(&mut self) -> Vec<RowVerdict> {
+        let settings = self.settings;
+        for ((r, t), v) in self.rows.iter().zip(&self.tracks).zip(&mut self.judged) {
+            if v.is_none() {
+                *v = Some(r.verdict(t.pairs(), t.exclusions(), &settings));
+            }
+        }
+        let verdicts = self.judged.iter().map(|v| v.unwrap()).collect();
+        // Before MIN_PAIRS no look has been taken: p = 1.
+        let p: Vec<f64> = self.tracks.iter().map(|t| t.p_value()).collect();
+        hold_back(verdicts, &p, settings.alpha)
+    }
+}
+
+/// The summary's false-discovery rate over the rows' verdicts: a slower or
+/// faster claim stands only where Benjamini–Hochberg at `alpha` over all
+/// rows' p-values `p` rejects it too.
+fn hold_back(mut verdicts: Vec<RowVerdict>, p: &[f64], alpha: f64) -> Vec<RowVerdict> {
+    let keep = crate::stats::bh(p, alpha);
     for (v, keep) in verdicts.iter_mut().zip(keep) {
         if matches!(v.outcome, Outcome::Slower | Outcome::Faster) && !keep {
             v.outcome = Outcome::Inconclusive;
@@ -303,5 +381,84 @@ mod tests {
         // A strong one stays called.
         rows[0] = row("m", vec![0.70, 0.71, 0.69, 0.70, 0.72, 0.70]);
         assert_eq!(judge_all(&rows, &settings)[0].outcome, Outcome::Slower);
+    }
+
+    /// judge_all as it was before [`Sequences`]: every row's pairs built
+    /// and swept afresh.
+    fn judge_all_afresh(rows: &[Row], settings: &VerdictSettings) -> Vec<RowVerdict> {
+        let verdicts = rows.iter().map(|r| r.judge(settings)).collect();
+        let p: Vec<f64> = rows.iter().map(|r| r.p_value(settings)).collect();
+        hold_back(verdicts, &p, settings.alpha)
+    }
+
+    #[test]
+    fn sequences_read_look_by_look_equal_the_rows_judged_afresh() {
+        let mut rng = crate::stats::SplitMix64(29);
+        let mut normal = move || {
+            let (a, b) = (rng.unit().max(1e-300), rng.unit());
+            (-2.0 * a.ln()).sqrt() * (std::f64::consts::TAU * b).cos()
+        };
+        let mut seen = std::collections::BTreeSet::new();
+        for trial in 0..40 {
+            let settings = VerdictSettings {
+                margin: [0.05, 0.02, 0.1][trial % 3],
+                ..VerdictSettings::default()
+            };
+            // Three entries, families of 1 to 3, effects from none to large,
+            // some rows noisy: slower, faster, equivalent, held back and
+            // inconclusive all come up.
+            let mut rows = Vec::new();
+            let mut shape = Vec::new();
+            for entry in 0..3 {
+                let family = 1 + (trial + entry) % 3;
+                for i in 0..family {
+                    rows.push(Row {
+                        entry,
+                        env: "vm".into(),
+                        metric: format!("m{i}"),
+                        higher_is_better: i % 2 == 0,
+                        family,
+                        diffs: Vec::new(),
+                    });
+                    let shift = [0.0, 0.01, 0.08, -0.2, 0.049][(trial + i + entry) % 5];
+                    let sd = [0.02, 0.05, 0.15][(trial * 7 + i) % 3];
+                    shape.push((shift, sd));
+                }
+            }
+            let mut seq = Sequences::new(rows.clone(), &settings);
+            for look in 0..40 {
+                for (i, (shift, sd)) in shape.iter().enumerate() {
+                    // Some rows stop early, as decided pairs do.
+                    if look < 10 + 5 * (i % 4) {
+                        let mut d = shift + sd * normal();
+                        if (look + i) % 17 == 0 {
+                            d += 1.0; // an outlier
+                        }
+                        seq.push(i, d);
+                        rows[i].diffs.push(d);
+                    }
+                }
+                assert_eq!(seq.rows().len(), rows.len());
+                for (a, b) in seq.rows().iter().zip(&rows) {
+                    assert_eq!(a.diffs, b.diffs);
+                }
+                let afresh = judge_all_afresh(&rows, &settings);
+                assert_eq!(seq.judge(), afresh, "trial {trial}, look {look}");
+                assert_eq!(judge_all(&rows, &settings), afresh);
+                for v in &afresh {
+                    seen.insert(format!("{:?} {}", v.outcome, v.held_back));
+                }
+            }
+        }
+        // Every kind of verdict was compared.
+        for want in [
+            "Slower false",
+            "Faster false",
+            "Equivalent false",
+            "Inconclusive false",
+            "Inconclusive true",
+        ] {
+            assert!(seen.contains(want), "{want} never came up: {seen:?}");
+        }
     }
 }

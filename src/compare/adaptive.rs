@@ -20,7 +20,7 @@
 
 use std::collections::BTreeMap;
 
-use crate::analysis::sequential::Row;
+use crate::analysis::sequential::{Row, RowVerdict};
 use crate::stats::sequential::MIN_PAIRS;
 use crate::stats::{Outcome, VerdictSettings};
 
@@ -87,8 +87,18 @@ impl PairState {
 /// Groups the sequence's rows by pair; pairs whose rows are all decided
 /// are left out.
 pub fn pair_states(rows: &[Row], envs: &[String], settings: &VerdictSettings) -> Vec<PairState> {
-    let mut by_pair: BTreeMap<(usize, usize), PairState> = BTreeMap::new();
     let verdicts = crate::analysis::sequential::judge_all(rows, settings);
+    pair_states_judged(rows, &verdicts, envs)
+}
+
+/// [`pair_states`] with the rows' verdicts already made (the simulations
+/// keep them from look to look in [`Sequences`](crate::analysis::sequential::Sequences)).
+pub fn pair_states_judged(
+    rows: &[Row],
+    verdicts: &[RowVerdict],
+    envs: &[String],
+) -> Vec<PairState> {
+    let mut by_pair: BTreeMap<(usize, usize), PairState> = BTreeMap::new();
     for (r, v) in rows.iter().zip(verdicts) {
         let Some(env) = envs.iter().position(|e| *e == r.env) else {
             continue;
@@ -254,6 +264,7 @@ pub fn next_round(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::analysis::sequential::Sequences;
     use crate::engine::rng::FastRng;
 
     fn normal(rng: &mut FastRng) -> f64 {
@@ -287,43 +298,38 @@ mod tests {
     fn simulate(rng: &mut FastRng, shift: &[f64], noise: Noise, max_pairs: usize) -> Vec<Outcome> {
         let settings = VerdictSettings::default();
         let envs = vec!["base".to_string(), "env".to_string()];
-        let mut diffs = vec![Vec::new(); shift.len()];
-        let rows_of = |diffs: &Vec<Vec<f64>>| -> Vec<Row> {
-            diffs
-                .iter()
-                .enumerate()
-                .map(|(i, d)| Row {
-                    entry: 0,
-                    env: "env".into(),
-                    metric: format!("m{i}"),
-                    higher_is_better: false,
-                    family: shift.len(),
-                    diffs: d.clone(),
-                })
-                .collect()
-        };
+        let rows = (0..shift.len())
+            .map(|i| Row {
+                entry: 0,
+                env: "env".into(),
+                metric: format!("m{i}"),
+                higher_is_better: false,
+                family: shift.len(),
+                diffs: Vec::new(),
+            })
+            .collect();
+        // The rows' sequences, carried from look to look: judge_all's
+        // verdicts at every look without redoing each row's history.
+        let mut seq = Sequences::new(rows, &settings);
         // A run costs 1 s in either environment; the budget is in pairs.
         let cost = |_: usize, _: usize| 1.0;
         for round in 0.. {
-            let rows = rows_of(&diffs);
-            let open = pair_states(&rows, &envs, &settings);
+            let verdicts = seq.judge();
+            let open = pair_states_judged(seq.rows(), &verdicts, &envs);
             let left = (2 * max_pairs) as f64 - 2.0 * round as f64;
             match next_round(round, 1, &[true, true], &open, &cost, left) {
                 Step::Run { want, .. } => {
                     assert_eq!(want[0], want[1], "the baseline runs what the env runs");
-                    for (d, s) in diffs.iter_mut().zip(shift) {
+                    for (i, s) in shift.iter().enumerate() {
                         // Each side drawn on its own; the pair's difference.
-                        d.push(s + draw(rng, noise) - draw(rng, noise));
+                        seq.push(i, s + draw(rng, noise) - draw(rng, noise));
                     }
                 }
                 Step::Stop { .. } => break,
             }
             assert!(round <= max_pairs, "the budget is kept");
         }
-        crate::analysis::sequential::judge_all(&rows_of(&diffs), &settings)
-            .iter()
-            .map(|v| v.outcome)
-            .collect()
+        seq.judge().iter().map(|v| v.outcome).collect()
     }
 
     fn share(trials: usize, hits: usize) -> f64 {
@@ -447,26 +453,26 @@ mod tests {
         let settings = VerdictSettings::default();
         let envs = vec!["base".to_string(), "a".to_string(), "b".to_string()];
         let entries = shift[0].len();
-        // diffs[env - 1][entry][metric]
-        let mut diffs = vec![vec![vec![Vec::new(); 3]; entries]; 2];
-        let rows_of = |diffs: &Vec<Vec<Vec<Vec<f64>>>>| -> Vec<Row> {
-            let mut rows = Vec::new();
-            for (e, by_entry) in diffs.iter().enumerate() {
-                for (k, metrics) in by_entry.iter().enumerate() {
-                    for (i, d) in metrics.iter().enumerate().filter(|(_, d)| !d.is_empty()) {
-                        rows.push(Row {
-                            entry: k,
-                            env: envs[e + 1].clone(),
-                            metric: format!("m{i}"),
-                            higher_is_better: false,
-                            family: 3,
-                            diffs: d.clone(),
-                        });
-                    }
+        // The rows by environment, entry and metric: row (e, k, i) is
+        // ln(env e + 1) − ln(base) of entry k's metric i, carried from look
+        // to look as in simulate.
+        let mut rows = Vec::new();
+        for env in &envs[1..] {
+            for k in 0..entries {
+                for i in 0..3 {
+                    rows.push(Row {
+                        entry: k,
+                        env: env.clone(),
+                        metric: format!("m{i}"),
+                        higher_is_better: false,
+                        family: 3,
+                        diffs: Vec::new(),
+                    });
                 }
             }
-            rows
-        };
+        }
+        let mut seq = Sequences::new(rows, &settings);
+        let row = |e: usize, k: usize, i: usize| (e * entries + k) * 3 + i;
         let run = |rng: &mut FastRng| -> [f64; 3] {
             let common = normal(rng);
             let mut v = [0.0; 3];
@@ -480,7 +486,15 @@ mod tests {
         let pairs_budget = 30.0 * 2.0 * 2.0 * entries as f64;
         let mut spent = 0.0;
         for round in 0.. {
-            let open = pair_states(&rows_of(&diffs), &envs, &settings);
+            // A row is there once it has a pair (as crate::analysis::
+            // sequential::rows makes them): every row has its first in
+            // round 0.
+            let open = if round == 0 {
+                Vec::new()
+            } else {
+                let verdicts = seq.judge();
+                pair_states_judged(seq.rows(), &verdicts, &envs)
+            };
             match next_round(
                 round,
                 entries,
@@ -500,7 +514,7 @@ mod tests {
                             let env = run(rng);
                             spent += 1.0;
                             for i in 0..3 {
-                                diffs[e][k][i].push(shift[e][k][i] + env[i] - base[i]);
+                                seq.push(row(e, k, i), shift[e][k][i] + env[i] - base[i]);
                             }
                         }
                     }
@@ -508,10 +522,9 @@ mod tests {
                 Step::Stop { .. } => break,
             }
         }
-        let rows = rows_of(&diffs);
-        let verdicts = crate::analysis::sequential::judge_all(&rows, &settings);
+        let verdicts = seq.judge();
         let (mut claims, mut false_claims, mut found) = (0, 0, 0);
-        for (r, v) in rows.iter().zip(&verdicts) {
+        for (r, v) in seq.rows().iter().zip(&verdicts) {
             if matches!(v.outcome, Outcome::Slower | Outcome::Faster) {
                 claims += 1;
                 let e = envs.iter().position(|x| *x == r.env).unwrap() - 1;

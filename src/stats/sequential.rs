@@ -88,6 +88,7 @@ pub fn look_share(n: usize) -> f64 {
 pub const MAX_PROJECTED: usize = crate::stats::MAX_RUNS_PER_SIDE;
 
 /// One look's statistics for one θ, as [`Pairs::sweep`] hands them on.
+#[derive(Debug, Clone)]
 struct Look {
     mean: f64,
     t2: f64,
@@ -240,26 +241,38 @@ fn mad_scale_in(xs: &[f64], buf: &mut Vec<f64>) -> f64 {
     1.4826 * median_of(buf)
 }
 
+/// s_{i−1}, the scale pair i's bets are made on: 1.4826 · MAD of the pairs
+/// before it (None before two), in `buf`.
+fn scale_before(d: &[f64], i: usize, buf: &mut Vec<f64>) -> Option<f64> {
+    (i >= 2).then(|| {
+        // A floor keeps identical values from betting on a zero-width
+        // scale.
+        mad_scale_in(&d[..i], buf).max(1e-6 * (1.0 + d[i - 1].abs()))
+    })
+}
+
 impl Pairs {
     pub fn new(d: &[f64]) -> Pairs {
         let n = d.len();
         let (mean, sd) = super::mean_sd(d);
         let mut buf = Vec::with_capacity(n);
-        let scales = (0..n)
-            .map(|i| {
-                (i >= 2).then(|| {
-                    // A floor keeps identical values from betting on a
-                    // zero-width scale.
-                    mad_scale_in(&d[..i], &mut buf).max(1e-6 * (1.0 + d[i - 1].abs()))
-                })
-            })
-            .collect();
+        let scales = (0..n).map(|i| scale_before(d, i, &mut buf)).collect();
         Pairs {
             d: d.to_vec(),
             mean,
             sd,
             scales,
         }
+    }
+
+    /// Appends one pair: the same as [`Pairs::new`] over all of them (the
+    /// scales are predictable, so the earlier ones stay as they are).
+    pub fn push(&mut self, x: f64) {
+        let i = self.d.len();
+        self.d.push(x);
+        let scale = scale_before(&self.d, i, &mut Vec::with_capacity(i));
+        self.scales.push(scale);
+        (self.mean, self.sd) = super::mean_sd(&self.d);
     }
 
     pub fn len(&self) -> usize {
@@ -374,23 +387,11 @@ impl Pairs {
     /// Benjamini–Hochberg at level `cap` neither rejects nor counts them.
     pub fn p_value(&self, cap: f64) -> f64 {
         let mut p: f64 = 1.0;
-        let e_bar = (1.0 / (cap * (1.0 - SPEND))).ln();
         self.sweep(&[0.0], |n, look| {
             let [l] = look else { return };
-            if l.t2 >= look_t(n, cap).powi(2) {
-                let tail = 2.0 * student_t_upper_tail(l.t2.sqrt(), (n - 1) as f64);
-                p = p.min(tail / (SPEND * look_share(n)));
-            }
-            let log_e = whole_evidence(n, l.t2, log_mean_exp(&l.up), log_mean_exp(&l.down));
-            if log_e >= e_bar {
-                p = p.min((-log_e).exp() / (1.0 - SPEND));
-            }
+            p_at_look(n, l, cap, &mut p);
         });
-        if p <= cap {
-            p
-        } else {
-            1.0
-        }
+        capped(p, cap)
     }
 
     /// For each θ of `thetas`: whether a look n ≥ [`MIN_PAIRS`] of these
@@ -398,23 +399,8 @@ impl Pairs {
     /// it was below — [`Pairs::excludes`] at every prefix, in one pass.
     pub fn exclusions(&self, thetas: &[f64], alpha: f64) -> Vec<(bool, bool)> {
         let mut out = vec![(false, false); thetas.len()];
-        let bar = (1.0 / (alpha * (1.0 - SPEND))).ln();
         self.sweep(thetas, |n, looks| {
-            for ((l, theta), o) in looks.iter().zip(thetas).zip(out.iter_mut()) {
-                if l.mean == *theta {
-                    continue;
-                }
-                // The bets that the centre is on the mean's side of θ.
-                let above = *theta < l.mean;
-                let bets = log_mean_exp(if above { &l.up } else { &l.down });
-                if l.t2 >= look_t(n, alpha).powi(2) || one_side_evidence(n, l.t2, bets) >= bar {
-                    if above {
-                        o.0 = true;
-                    } else {
-                        o.1 = true;
-                    }
-                }
-            }
+            exclude_at_look(n, looks, thetas, alpha, &mut out)
         });
         out
     }
@@ -423,53 +409,11 @@ impl Pairs {
     /// θ's statistics at that look: running sums, so a row's whole history
     /// costs O(n), not O(n²).
     fn sweep(&self, thetas: &[f64], mut visit: impl FnMut(usize, &[Look])) {
-        let mut looks: Vec<Look> = thetas
-            .iter()
-            .map(|_| Look {
-                mean: 0.0,
-                t2: 0.0,
-                up: [0.0; LAMBDAS.len()],
-                down: [0.0; LAMBDAS.len()],
-            })
-            .collect();
-        let (mut sum, mut sum_sq) = (0.0, 0.0);
-        for (i, (x, scale)) in self.d.iter().zip(&self.scales).enumerate() {
-            let n = i + 1;
-            sum += x;
-            sum_sq += x * x;
-            for (l, theta) in looks.iter_mut().zip(thetas) {
-                if let Some(s) = scale {
-                    let z = ((x - theta) / s).clamp(-1.0, 1.0);
-                    for (k, lam) in LAMBDAS.iter().enumerate() {
-                        l.up[k] += (lam * z).ln_1p();
-                        l.down[k] += (-lam * z).ln_1p();
-                    }
-                }
+        let mut sweep = Sweep::new(thetas.len());
+        for (i, scale) in self.scales.iter().enumerate() {
+            if sweep.step(thetas, &self.d[..=i], *scale) {
+                visit(i + 1, &sweep.looks);
             }
-            if n < MIN_PAIRS {
-                continue;
-            }
-            let mean = sum / n as f64;
-            let var = ((sum_sq - n as f64 * mean * mean) / (n - 1) as f64).max(0.0);
-            // The same spread as [`Pairs::new`]'s, up to rounding (the
-            // two-pass sum decides when all values are equal).
-            let sd = if var > 1e-24 * (1.0 + mean * mean) {
-                var.sqrt()
-            } else {
-                super::mean_sd(&self.d[..n]).1
-            };
-            for (l, theta) in looks.iter_mut().zip(thetas) {
-                let diff = mean - theta;
-                l.mean = mean;
-                l.t2 = if sd > 0.0 {
-                    n as f64 * diff * diff / (sd * sd)
-                } else if diff == 0.0 {
-                    0.0
-                } else {
-                    f64::INFINITY
-                };
-            }
-            visit(n, &looks);
         }
     }
 
@@ -622,6 +566,194 @@ impl Pairs {
             }
         }
         Some(hi)
+    }
+}
+
+/// The running statistics of one pass over the pairs at each θ: what
+/// [`Pairs::sweep`] carries from pair to pair, and [`Track`] from look to
+/// look.
+#[derive(Debug, Clone)]
+struct Sweep {
+    looks: Vec<Look>,
+    sum: f64,
+    sum_sq: f64,
+}
+
+impl Sweep {
+    fn new(thetas: usize) -> Sweep {
+        Sweep {
+            looks: (0..thetas)
+                .map(|_| Look {
+                    mean: 0.0,
+                    t2: 0.0,
+                    up: [0.0; LAMBDAS.len()],
+                    down: [0.0; LAMBDAS.len()],
+                })
+                .collect(),
+            sum: 0.0,
+            sum_sq: 0.0,
+        }
+    }
+
+    /// Folds in the newest pair of `d` (the pairs so far), bet on at
+    /// `scale`; whether that makes a look (n ≥ [`MIN_PAIRS`]), whose
+    /// statistics are then in `self.looks`.
+    fn step(&mut self, thetas: &[f64], d: &[f64], scale: Option<f64>) -> bool {
+        let n = d.len();
+        let x = d[n - 1];
+        self.sum += x;
+        self.sum_sq += x * x;
+        for (l, theta) in self.looks.iter_mut().zip(thetas) {
+            if let Some(s) = scale {
+                let z = ((x - theta) / s).clamp(-1.0, 1.0);
+                for (k, lam) in LAMBDAS.iter().enumerate() {
+                    l.up[k] += (lam * z).ln_1p();
+                    l.down[k] += (-lam * z).ln_1p();
+                }
+            }
+        }
+        if n < MIN_PAIRS {
+            return false;
+        }
+        let mean = self.sum / n as f64;
+        let var = ((self.sum_sq - n as f64 * mean * mean) / (n - 1) as f64).max(0.0);
+        // The same spread as [`Pairs::new`]'s, up to rounding (the
+        // two-pass sum decides when all values are equal).
+        let sd = if var > 1e-24 * (1.0 + mean * mean) {
+            var.sqrt()
+        } else {
+            super::mean_sd(d).1
+        };
+        for (l, theta) in self.looks.iter_mut().zip(thetas) {
+            let diff = mean - theta;
+            l.mean = mean;
+            l.t2 = if sd > 0.0 {
+                n as f64 * diff * diff / (sd * sd)
+            } else if diff == 0.0 {
+                0.0
+            } else {
+                f64::INFINITY
+            };
+        }
+        true
+    }
+}
+
+/// Look n of [`Pairs::exclusions`]: marks each θ its interval at level α
+/// excludes, on the side its mean is.
+fn exclude_at_look(n: usize, looks: &[Look], thetas: &[f64], alpha: f64, out: &mut [(bool, bool)]) {
+    let bar = (1.0 / (alpha * (1.0 - SPEND))).ln();
+    for ((l, theta), o) in looks.iter().zip(thetas).zip(out.iter_mut()) {
+        if l.mean == *theta {
+            continue;
+        }
+        // The bets that the centre is on the mean's side of θ.
+        let above = *theta < l.mean;
+        let bets = log_mean_exp(if above { &l.up } else { &l.down });
+        if l.t2 >= look_t(n, alpha).powi(2) || one_side_evidence(n, l.t2, bets) >= bar {
+            if above {
+                o.0 = true;
+            } else {
+                o.1 = true;
+            }
+        }
+    }
+}
+
+/// Look n of [`Pairs::p_value`] (its statistics at θ = 0): lowers `p` to
+/// the level at which this look's t-test or the e-process excludes 0, where
+/// that is below `cap`.
+fn p_at_look(n: usize, l: &Look, cap: f64, p: &mut f64) {
+    let e_bar = (1.0 / (cap * (1.0 - SPEND))).ln();
+    if l.t2 >= look_t(n, cap).powi(2) {
+        let tail = 2.0 * student_t_upper_tail(l.t2.sqrt(), (n - 1) as f64);
+        *p = p.min(tail / (SPEND * look_share(n)));
+    }
+    let log_e = whole_evidence(n, l.t2, log_mean_exp(&l.up), log_mean_exp(&l.down));
+    if log_e >= e_bar {
+        *p = p.min((-log_e).exp() / (1.0 - SPEND));
+    }
+}
+
+/// [`Pairs::p_value`]'s answer from the smallest level found: 1 above `cap`.
+fn capped(p: f64, cap: f64) -> f64 {
+    if p <= cap {
+        p
+    } else {
+        1.0
+    }
+}
+
+/// One metric's sequence followed look by look, as the scheduler reads it
+/// after every round: each new pair is folded into the running statistics
+/// once, so a look costs O(n) (the new pair's scale, the mean and spread)
+/// where [`Pairs::new`] with [`Pairs::exclusions`] and [`Pairs::p_value`]
+/// redo every earlier look. The same arithmetic in the same order, so the
+/// same answers to the bit (a test holds the two together).
+#[derive(Debug, Clone)]
+pub struct Track {
+    pairs: Pairs,
+    thetas: Vec<f64>,
+    alpha: f64,
+    cap: f64,
+    /// The statistics at `thetas`, for the exclusions, and at 0, for the
+    /// p-value.
+    sweep: Sweep,
+    zero: Sweep,
+    excluded: Vec<(bool, bool)>,
+    /// The smallest level any look excluded 0 at so far (1: none).
+    p: f64,
+}
+
+impl Track {
+    /// No pairs yet; [`Track::exclusions`] will be [`Pairs::exclusions`]
+    /// at `thetas` and level `alpha`, [`Track::p_value`] [`Pairs::p_value`]
+    /// with `cap`.
+    pub fn new(thetas: &[f64], alpha: f64, cap: f64) -> Track {
+        Track {
+            pairs: Pairs::new(&[]),
+            thetas: thetas.to_vec(),
+            alpha,
+            cap,
+            sweep: Sweep::new(thetas.len()),
+            zero: Sweep::new(1),
+            excluded: vec![(false, false); thetas.len()],
+            p: 1.0,
+        }
+    }
+
+    /// Adds the next pair and takes its look.
+    pub fn push(&mut self, x: f64) {
+        self.pairs.push(x);
+        let n = self.pairs.len();
+        let (d, scale) = (&self.pairs.d[..], self.pairs.scales[n - 1]);
+        if self.sweep.step(&self.thetas, d, scale) {
+            exclude_at_look(
+                n,
+                &self.sweep.looks,
+                &self.thetas,
+                self.alpha,
+                &mut self.excluded,
+            );
+        }
+        if self.zero.step(&[0.0], d, scale) {
+            p_at_look(n, &self.zero.looks[0], self.cap, &mut self.p);
+        }
+    }
+
+    /// The pairs so far.
+    pub fn pairs(&self) -> &Pairs {
+        &self.pairs
+    }
+
+    /// [`Pairs::exclusions`] of the pairs so far.
+    pub fn exclusions(&self) -> &[(bool, bool)] {
+        &self.excluded
+    }
+
+    /// [`Pairs::p_value`] of the pairs so far.
+    pub fn p_value(&self) -> f64 {
+        capped(self.p, self.cap)
     }
 }
 
@@ -793,6 +925,45 @@ mod tests {
                 );
             } else {
                 assert_eq!(fast, 1.0, "{d:?}: {slow}");
+            }
+        }
+    }
+
+    #[test]
+    fn a_track_fed_pair_by_pair_equals_the_pairs_read_afresh_to_the_bit() {
+        let mut rng = SplitMix64(23);
+        for k in 0..400 {
+            let n = 1 + k % 60;
+            let shift = [0.0, 0.02, 0.1, -0.3, 1.5][k % 5];
+            let sd = [0.05, 0.01, 0.2, 0.0][k % 4];
+            let mut d: Vec<f64> = (0..n).map(|_| shift + sd * normal(&mut rng)).collect();
+            if k % 7 == 0 {
+                d[n / 2] += 1.1; // an outlier
+            }
+            if k % 11 == 0 && n > 4 {
+                d[n - 3] = d[n - 4]; // ties
+            }
+            let alpha = [0.05, 0.05 / 3.0, 0.01][k % 3];
+            let thetas = [0.0, -0.0488, 0.0488];
+            let mut track = Track::new(&thetas, alpha, 0.05);
+            for m in 1..=n {
+                track.push(d[m - 1]);
+                let afresh = Pairs::new(&d[..m]);
+                let t = track.pairs();
+                assert_eq!(t.d, afresh.d);
+                assert_eq!(t.scales, afresh.scales, "{d:?} at {m}");
+                assert_eq!(t.mean.to_bits(), afresh.mean.to_bits(), "{d:?} at {m}");
+                assert_eq!(t.sd.to_bits(), afresh.sd.to_bits(), "{d:?} at {m}");
+                assert_eq!(
+                    track.exclusions(),
+                    &afresh.exclusions(&thetas, alpha)[..],
+                    "{d:?} at {m}"
+                );
+                assert_eq!(
+                    track.p_value().to_bits(),
+                    afresh.p_value(0.05).to_bits(),
+                    "{d:?} at {m}"
+                );
             }
         }
     }
