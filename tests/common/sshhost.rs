@@ -44,7 +44,11 @@ impl SshHost {
             skip("needs root, iproute2 and openssh-server for a namespaced sshd");
             return None;
         }
-        let id = std::process::id() % 10000;
+        // Names and addresses of this process's own, and of this host's
+        // among its others (tests that hold no lock run beside each other).
+        static MADE: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+        let nth = MADE.fetch_add(1, std::sync::atomic::Ordering::Relaxed) % 10;
+        let id = std::process::id() % 1000 * 10 + nth;
         let ns = format!("vpssh{id}");
         let veth = format!("vpe{id}");
         let peer = format!("vpi{id}");
@@ -108,7 +112,12 @@ impl SshHost {
             .stderr(Stdio::null())
             .spawn()
             .unwrap();
-        std::thread::sleep(std::time::Duration::from_millis(500));
+        // Ready once it listens (it has read its configuration and keys).
+        let at: std::net::SocketAddr = format!("{ns_ip}:2222").parse().unwrap();
+        let listens = super::wait_until(std::time::Duration::from_secs(10), || {
+            std::net::TcpStream::connect_timeout(&at, std::time::Duration::from_millis(200)).is_ok()
+        });
+        assert!(listens, "sshd in {ns} does not listen on {at}");
         Some(SshHost {
             ns,
             veth,
