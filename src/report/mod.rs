@@ -292,7 +292,7 @@ pub fn method(a: &Analysis) -> String {
     if a.adaptive {
         return format!(
             "Adaptive design: each environment's runs are paired with the baseline's of the same round; ratios are the geometric mean of the paired ratios, \
-             with anytime-valid 95% confidence-sequence intervals (t-intervals with α spent over the looks, intersected with a t-mixture and robust betting e-process), so the verdicts could be read after every round. \
+             with anytime-valid 95% confidence-sequence intervals (t-intervals with α spent over a schedule of looks, intersected with a t-mixture and robust betting e-process), so the verdicts could be read after every round. \
              Verdicts at α = {} over each entry's headline metrics (Bonferroni, family-wise): slower or faster when the interval excludes 1, \
              equivalent when it lies within ±{}%, otherwise inconclusive with the pairs that would decide it; \
              across the whole summary, slower and faster are also held to a false-discovery rate of {} (Benjamini–Hochberg over the rows' anytime-valid p-values). \
