@@ -17,7 +17,7 @@ fn run(program: &Path, args: &[&str], dir: &Path) -> Seen {
 /// command line (none at present).
 const LEFT_OUT: &[(&str, &str, &str)] = &[];
 
-/// Config files the cases below read (and a script), written in both
+/// Config files the cases below read (and scripts), written in both
 /// sides' directories:
 /// general options (a test's own one is passed over, as sysbench resets
 /// it), a name with a blank before its `=` (not an option), a comment, a
@@ -32,6 +32,12 @@ const CONFIG_FILES: &[(&str, &str)] = &[
     ("bad.conf", "threads=abc\n"),
     // Not a config file: a script whose events do nothing.
     ("nothing.lua", "function event()\nend\n"),
+    // A script with options of its own, named with underscores.
+    (
+        "opts.lua",
+        "sysbench.cmdline.options = {\n  my_flag = {\"a flag\", false},\n}\n\
+         function event()\nend\n",
+    ),
 ];
 
 #[test]
@@ -185,6 +191,24 @@ fn started_as_sysbench_it_answers_as_sysbench_does() {
         &["cpu", "run", "extra"],
         &["cpu", "--bogus", "run"],
         &["cpu", "--cpu-max-prime=abc", "run"],
+        // An option's name with underscores is the same option (the
+        // last of both spellings wins); refused, it is quoted as typed.
+        &["cpu", "--foo_bar=1", "run"],
+        &["cpu", "--cpu_max_prime=x", "run"],
+        &["cpu", "--cpu-max-prime=x", "run"],
+        &["cpu", "--validate_x=1", "run"],
+        &["fileio", "--file_test_mode=foo", "run"],
+        &[
+            "cpu",
+            "--cpu_max_prime=5",
+            "--cpu-max-prime=7",
+            "--max_requests=3",
+            "run",
+        ],
+        &["opts.lua", "--foo_bar=1", "run"],
+        &["opts.lua", "--my_flag=maybe", "run"],
+        &["opts.lua", "--my-flag=maybe", "run"],
+        &["opts.lua", "--my_flag", "--max_requests=3", "run"],
         &["nosuch", "run"],
         &["help"],
         &["--version"],

@@ -9,6 +9,7 @@
 mod general;
 mod help;
 
+use super::refusal::{self, name_of};
 use super::{parse_request, Request, SYSBENCH_VERSION};
 use crate::core::options::CliError;
 use crate::workload::{self, Command};
@@ -61,9 +62,12 @@ pub fn front(args: &[String]) -> Result<(String, Request), Answer> {
     }
     let mut warnings = String::new();
     for a in args.iter().rev() {
-        let name = a.split('=').next().unwrap_or(a);
+        let name = name_of(a).map(|n| format!("--{n}"));
         // sysbench warns before it reads --verbosity: at any level.
-        if let Some((old, new)) = DEPRECATED.iter().find(|(old, _)| *old == name) {
+        if let Some((old, new)) = DEPRECATED
+            .iter()
+            .find(|(old, _)| Some(*old) == name.as_deref())
+        {
             warnings.push_str(&format!(
                 "WARNING: {old} is deprecated, use {new} instead\n"
             ));
@@ -111,14 +115,18 @@ pub fn front(args: &[String]) -> Result<(String, Request), Answer> {
         // sysbench's general options virtperf's scripts take to pass by.
         rest.retain(|a| {
             !a.starts_with("--test=")
-                && !["--db-debug", "--rand-spec-iter"]
-                    .iter()
-                    .any(|o| a == o || a.starts_with(&format!("{o}=")))
+                && !name_of(a).is_some_and(|n| ["db-debug", "rand-spec-iter"].contains(&n.as_str()))
         });
         for a in rest.iter_mut() {
-            let name = a.split('=').next().unwrap_or(a).to_string();
-            if let Some((old, new)) = DEPRECATED.iter().find(|(old, _)| *old == name) {
-                *a = a.replacen(old, new, 1);
+            let name = name_of(a).map(|n| format!("--{n}"));
+            if let Some((_, new)) = DEPRECATED
+                .iter()
+                .find(|(old, _)| Some(*old) == name.as_deref())
+            {
+                *a = match a.split_once('=') {
+                    Some((_, value)) => format!("{new}={value}"),
+                    None => new.to_string(),
+                };
             }
         }
         if !stderr.is_empty() {
@@ -127,7 +135,7 @@ pub fn front(args: &[String]) -> Result<(String, Request), Answer> {
         let script = module.as_deref().unwrap_or(test);
         return match super::script::parse(script, &rest, true) {
             Ok(request) => Ok((head, request)),
-            Err(e) => Err(refuse(head, format!("{}\n", message(&e, args)))),
+            Err(e) => Err(refuse(head, format!("{}\n", refusal::words(&e, args)))),
         };
     }
     let Some(def) = workload::find(test) else {
@@ -164,11 +172,11 @@ pub fn front(args: &[String]) -> Result<(String, Request), Answer> {
     // sysbench checks a test's required options when it runs.
     if command == Some(Command::Run) {
         if let Some(s) = def.sysbench {
-            if let Some(name) = s
-                .required_for_run
-                .iter()
-                .find(|n| !args.iter().any(|a| a.starts_with(&format!("--{n}="))))
-            {
+            if let Some(name) = s.required_for_run.iter().find(|n| {
+                !args
+                    .iter()
+                    .any(|a| a.contains('=') && name_of(a).is_some_and(|m| m == **n))
+            }) {
                 return Err(refuse(
                     format!(
                         "{head}FATAL: Missing required argument: --{name}\n\n{test} options:\n{}\n",
@@ -195,8 +203,11 @@ pub fn front(args: &[String]) -> Result<(String, Request), Answer> {
     // still said before the run.
     let mut rand_seed = 0;
     let mut validate = false;
-    let args: Vec<String> = args
+    // The options spelled with dashes for virtperf's parser (sysbench
+    // takes `_` alike); refusals quote them as typed.
+    let parsed: Vec<String> = args
         .iter()
+        .map(|a| refusal::dashed(a))
         .filter(|a| {
             let Some(body) = a.strip_prefix("--") else {
                 return true;
@@ -217,10 +228,8 @@ pub fn front(args: &[String]) -> Result<(String, Request), Answer> {
             }
             false
         })
-        .cloned()
         .collect();
-    let args = &args;
-    match parse_request(args).map(|mut request| {
+    match parse_request(&parsed).map(|mut request| {
         if let Request::Workload(inv) = &mut request {
             inv.rand_seed = rand_seed;
             inv.validate = validate;
@@ -236,7 +245,10 @@ pub fn front(args: &[String]) -> Result<(String, Request), Answer> {
         }
         Err(e) => match own_check(&e, args) {
             Some(fatal) => Err(refuse(format!("{head}{fatal}"), stderr)),
-            None => Err(refuse(head, format!("{stderr}{}\n", message(&e, args)))),
+            None => Err(refuse(
+                head,
+                format!("{stderr}{}\n", refusal::words(&e, args)),
+            )),
         },
     }
 }
@@ -261,7 +273,9 @@ pub fn own_check(e: &CliError, args: &[String]) -> Option<String> {
     let typed = args
         .iter()
         .rev()
-        .find_map(|a| a.strip_prefix(&format!("--{name}=")))?;
+        .find(|a| name_of(a).is_some_and(|n| n == *name))?
+        .split_once('=')?
+        .1;
     Some(format!("FATAL: {}\n", text.replace("{}", typed)))
 }
 
@@ -286,16 +300,13 @@ pub fn verbosity(args: &[String]) -> u64 {
 }
 
 /// The arguments with only the last of a repeated option: sysbench takes
-/// the last, where virtperf refuses a repeat.
+/// the last, where virtperf refuses a repeat (`--cpu_max_prime` repeats
+/// `--cpu-max-prime`: sysbench reads `_` as `-`).
 fn last_of_each(args: &[String]) -> Vec<String> {
-    let name = |a: &str| a.split('=').next().unwrap_or(a).to_string();
     args.iter()
         .enumerate()
         .filter(|(i, a)| {
-            !a.starts_with("--")
-                || !args[i + 1..]
-                    .iter()
-                    .any(|b| b.starts_with("--") && name(b) == name(a))
+            name_of(a).is_none() || !args[i + 1..].iter().any(|b| name_of(b) == name_of(a))
         })
         .map(|(_, a)| a.clone())
         .collect()
@@ -314,42 +325,6 @@ const UNIMPLEMENTED: &[&str] = &[
 /// Options of virtperf's command line that sysbench also has (`help`,
 /// `version`, `verbosity`, `histogram`): they stay for its parser.
 const OURS: &[&str] = &["help", "version", "verbosity", "histogram"];
-
-/// sysbench's words for a refused option: the argument as typed, and an
-/// option's name with underscores.
-fn message(e: &CliError, args: &[String]) -> String {
-    match e {
-        CliError::UnknownOption { name, .. } => {
-            let typed = args
-                .iter()
-                .find(|a| {
-                    a.strip_prefix("--")
-                        .is_some_and(|a| a == name || a.starts_with(&format!("{name}=")))
-                })
-                .cloned()
-                .unwrap_or_else(|| format!("--{name}"));
-            format!("invalid option: {typed}")
-        }
-        // A flag's value sysbench does not read as on or off: its option
-        // parser does not take the argument.
-        CliError::InvalidValue { name, allowed, .. } if allowed == "on or off" => {
-            let typed = args
-                .iter()
-                .find(|a| {
-                    a.strip_prefix("--")
-                        .is_some_and(|a| a.starts_with(&format!("{name}=")))
-                })
-                .cloned()
-                .unwrap_or_else(|| format!("--{name}"));
-            format!("invalid option: {typed}")
-        }
-        CliError::InvalidValue { name, value, .. } => format!(
-            "Invalid value for the '{}' option: '{value}'",
-            name.replace('-', "_")
-        ),
-        other => other.to_string(),
-    }
-}
 
 #[cfg(test)]
 mod tests {
@@ -447,6 +422,41 @@ mod tests {
             panic!("refused");
         };
         assert_eq!(inv.job.values.int("cpu-max-prime"), 7);
+    }
+
+    #[test]
+    fn an_option_named_with_underscores_is_the_same_option() {
+        // sysbench reads `_` as `-`, and quotes a refused argument as typed.
+        assert_eq!(
+            answer(&["cpu", "--foo_bar=1", "run"]).stderr,
+            "invalid option: --foo_bar=1\n"
+        );
+        assert_eq!(
+            answer(&["cpu", "--cpu_max_prime=x", "run"]).stderr,
+            "Invalid value for the 'cpu_max_prime' option: 'x'\n"
+        );
+        assert_eq!(
+            answer(&["cpu", "--validate_x=1", "run"]).stderr,
+            "invalid option: --validate_x=1\n"
+        );
+        assert!(answer(&["fileio", "--file_test_mode=foo", "run"])
+            .stdout
+            .ends_with("FATAL: Invalid IO operations mode: foo.\n"));
+        let args: Vec<String> = ["cpu", "--cpu_max_prime=5", "--cpu-max-prime=7", "run"]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+        assert_eq!(last_of_each(&args), ["cpu", "--cpu-max-prime=7", "run"]);
+        let args: Vec<String> = ["cpu", "--cpu_max_prime=5", "--num_threads=2", "run"]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+        let Ok((head, Request::Workload(inv))) = front(&args) else {
+            panic!("refused");
+        };
+        assert_eq!(inv.job.values.int("cpu-max-prime"), 5);
+        assert_eq!(inv.job.values.int("threads"), 2);
+        assert!(head.starts_with("WARNING: --num-threads is deprecated, use --threads instead\n"));
     }
 
     #[test]
