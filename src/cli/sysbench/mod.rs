@@ -24,13 +24,38 @@ pub struct Answer {
 }
 
 /// sysbench 0.4's option names, as 1.0 still takes them with a warning on
-/// standard output before its banner (last given, first warned).
-const DEPRECATED: &[(&str, &str)] = &[
-    ("--tx-rate", "--rate"),
-    ("--max-requests", "--events"),
-    ("--max-time", "--time"),
-    ("--num-threads", "--threads"),
+/// standard output before its banner (last given, first warned), and the
+/// default above which the old option's value is taken over the new one's.
+const DEPRECATED: &[(&str, &str, i64)] = &[
+    ("--tx-rate", "--rate", 0),
+    ("--max-requests", "--events", 0),
+    ("--max-time", "--time", 0),
+    ("--num-threads", "--threads", 1),
 ];
+
+/// The deprecated options read as sysbench's `init()` reads them: an old
+/// name's value becomes the new option's where it is above its default
+/// (`--num-threads=2` beats `--threads=3`, `--max-requests=0` leaves
+/// `--events` alone); otherwise the old option is passed by.
+fn read_deprecated(args: &[String]) -> Vec<String> {
+    let named = |a: &String, n: &str| name_of(a).is_some_and(|m| n.strip_prefix("--") == Some(&m));
+    let mut out = args.to_vec();
+    for (old, new, default) in DEPRECATED {
+        let Some(i) = out.iter().position(|a| named(a, old)) else {
+            continue;
+        };
+        let value = out
+            .remove(i)
+            .split_once('=')
+            .map_or("", |(_, v)| v)
+            .to_string();
+        if value.parse::<i64>().is_ok_and(|v| v > *default) {
+            out.retain(|a| !named(a, new));
+            out.push(format!("{new}={value}"));
+        }
+    }
+    out
+}
 
 /// The request to run, with what sysbench prints before it (warnings, and
 /// the banner where the request does not print its own: a run prints it
@@ -64,9 +89,9 @@ pub fn front(args: &[String]) -> Result<(String, Request), Answer> {
     for a in args.iter().rev() {
         let name = name_of(a).map(|n| format!("--{n}"));
         // sysbench warns before it reads --verbosity: at any level.
-        if let Some((old, new)) = DEPRECATED
+        if let Some((old, new, _)) = DEPRECATED
             .iter()
-            .find(|(old, _)| Some(*old) == name.as_deref())
+            .find(|(old, _, _)| Some(*old) == name.as_deref())
         {
             warnings.push_str(&format!(
                 "WARNING: {old} is deprecated, use {new} instead\n"
@@ -117,18 +142,7 @@ pub fn front(args: &[String]) -> Result<(String, Request), Answer> {
             !a.starts_with("--test=")
                 && !name_of(a).is_some_and(|n| ["db-debug", "rand-spec-iter"].contains(&n.as_str()))
         });
-        for a in rest.iter_mut() {
-            let name = name_of(a).map(|n| format!("--{n}"));
-            if let Some((_, new)) = DEPRECATED
-                .iter()
-                .find(|(old, _)| Some(*old) == name.as_deref())
-            {
-                *a = match a.split_once('=') {
-                    Some((_, value)) => format!("{new}={value}"),
-                    None => new.to_string(),
-                };
-            }
-        }
+        let rest = read_deprecated(&rest);
         if !stderr.is_empty() {
             eprint!("{stderr}");
         }
@@ -205,7 +219,7 @@ pub fn front(args: &[String]) -> Result<(String, Request), Answer> {
     let mut validate = false;
     // The options spelled with dashes for virtperf's parser (sysbench
     // takes `_` alike); refusals quote them as typed.
-    let parsed: Vec<String> = args
+    let parsed: Vec<String> = read_deprecated(args)
         .iter()
         .map(|a| refusal::dashed(a))
         .filter(|a| {
@@ -422,6 +436,43 @@ mod tests {
             panic!("refused");
         };
         assert_eq!(inv.job.values.int("cpu-max-prime"), 7);
+    }
+
+    #[test]
+    fn a_deprecated_option_is_read_as_sysbench_reads_it() {
+        let read = |args: &[&str]| {
+            let args: Vec<String> = args.iter().map(|s| s.to_string()).collect();
+            read_deprecated(&args)
+        };
+        assert_eq!(
+            read(&["cpu", "--num-threads=2", "run"]),
+            ["cpu", "run", "--threads=2"]
+        );
+        assert_eq!(
+            read(&[
+                "--threads=3",
+                "--num_threads=2",
+                "--max-requests=0",
+                "--events=5"
+            ]),
+            ["--events=5", "--threads=2"]
+        );
+        assert_eq!(read(&["--threads=3", "--num-threads=1"]), ["--threads=3"]);
+        let args: Vec<String> = [
+            "cpu",
+            "--threads=3",
+            "--num-threads=2",
+            "--max-requests=4",
+            "run",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+        let Ok((_, Request::Workload(inv))) = front(&args) else {
+            panic!("refused");
+        };
+        assert_eq!(inv.job.values.int("threads"), 2);
+        assert_eq!(inv.job.values.int("events"), 4);
     }
 
     #[test]
