@@ -4,6 +4,7 @@
 //! Imported by nothing but `main.rs`.
 
 pub mod compare;
+mod refusal;
 pub mod report;
 pub mod script;
 pub mod serve;

@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use anyhow::Result;
 
-use super::{summary, Invocation, Request, OUTPUT};
+use super::{refusal, summary, Invocation, Request, OUTPUT};
 use crate::core::observer::{Observer, Terminal};
 use crate::core::options::{self, CliError};
 use crate::env::Spec;
@@ -197,42 +197,7 @@ fn fail(inv: &ScriptInvocation, msg: &str, code: u8) -> Result<()> {
 
 fn refuse(inv: &ScriptInvocation, refusal: Refusal) -> Result<()> {
     match refusal {
-        Refusal::Option(e, args) if inv.persona => {
-            let msg = match &e {
-                CliError::UnknownOption { name, .. } => {
-                    let typed = args
-                        .iter()
-                        .find(|a| {
-                            a.strip_prefix("--").is_some_and(|b| {
-                                let n = b.split('=').next().unwrap_or(b).replace('_', "-");
-                                n == *name
-                            })
-                        })
-                        .cloned()
-                        .unwrap_or_else(|| format!("--{name}"));
-                    format!("invalid option: {typed}")
-                }
-                // A flag's value sysbench does not read as on or off.
-                CliError::InvalidValue { name, allowed, .. } if allowed == "on or off" => {
-                    let typed = args
-                        .iter()
-                        .find(|a| {
-                            a.strip_prefix("--").is_some_and(|b| {
-                                b.split('=').next().unwrap_or(b).replace('_', "-") == *name
-                            })
-                        })
-                        .cloned()
-                        .unwrap_or_else(|| format!("--{name}"));
-                    format!("invalid option: {typed}")
-                }
-                CliError::InvalidValue { name, value, .. } => format!(
-                    "Invalid value for the '{}' option: '{value}'",
-                    name.replace('-', "_")
-                ),
-                other => other.to_string(),
-            };
-            fail(inv, &msg, 2)
-        }
+        Refusal::Option(e, args) if inv.persona => fail(inv, &refusal::words(&e, &args), 2),
         Refusal::Option(e, _) => Err(e.into()),
         // sysbench 1.0.20 runs nothing and exits 0 for a script without a command.
         Refusal::NoCommand => Ok(()),

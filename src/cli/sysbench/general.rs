@@ -7,6 +7,7 @@
 
 use super::help::general_kind;
 use super::Answer;
+use crate::cli::refusal;
 use crate::engine;
 
 /// The command line with each `--config-file=FILE` replaced by the
@@ -143,10 +144,7 @@ pub fn refused(args: &[String], warnings: &str) -> Option<Answer> {
                 Ok(n) if i32::try_from(n).is_ok() => Ok(Some(n)),
                 _ => Err(Answer {
                     stdout: warnings.to_string(),
-                    stderr: format!(
-                        "Invalid value for the '{}' option: '{v}'\n",
-                        name.replace('-', "_")
-                    ),
+                    stderr: format!("{}\n", refusal::invalid_value(name, &v)),
                     code: 1,
                 }),
             },

@@ -9,7 +9,8 @@
 mod general;
 mod help;
 
-use super::{parse_request, Request, SYSBENCH_VERSION};
+use super::refusal::{self, name_of};
+use super::{parse_request, summary, Request, SYSBENCH_VERSION};
 use crate::core::options::CliError;
 use crate::workload::{self, Command};
 
@@ -23,13 +24,38 @@ pub struct Answer {
 }
 
 /// sysbench 0.4's option names, as 1.0 still takes them with a warning on
-/// standard output before its banner (last given, first warned).
-const DEPRECATED: &[(&str, &str)] = &[
-    ("--tx-rate", "--rate"),
-    ("--max-requests", "--events"),
-    ("--max-time", "--time"),
-    ("--num-threads", "--threads"),
+/// standard output before its banner (last given, first warned), and the
+/// default above which the old option's value is taken over the new one's.
+const DEPRECATED: &[(&str, &str, i64)] = &[
+    ("--tx-rate", "--rate", 0),
+    ("--max-requests", "--events", 0),
+    ("--max-time", "--time", 0),
+    ("--num-threads", "--threads", 1),
 ];
+
+/// The deprecated options read as sysbench's `init()` reads them: an old
+/// name's value becomes the new option's where it is above its default
+/// (`--num-threads=2` beats `--threads=3`, `--max-requests=0` leaves
+/// `--events` alone); otherwise the old option is passed by.
+fn read_deprecated(args: &[String]) -> Vec<String> {
+    let named = |a: &String, n: &str| name_of(a).is_some_and(|m| n.strip_prefix("--") == Some(&m));
+    let mut out = args.to_vec();
+    for (old, new, default) in DEPRECATED {
+        let Some(i) = out.iter().position(|a| named(a, old)) else {
+            continue;
+        };
+        let value = out
+            .remove(i)
+            .split_once('=')
+            .map_or("", |(_, v)| v)
+            .to_string();
+        if value.parse::<i64>().is_ok_and(|v| v > *default) {
+            out.retain(|a| !named(a, new));
+            out.push(format!("{new}={value}"));
+        }
+    }
+    out
+}
 
 /// The request to run, with what sysbench prints before it (warnings, and
 /// the banner where the request does not print its own: a run prints it
@@ -61,9 +87,12 @@ pub fn front(args: &[String]) -> Result<(String, Request), Answer> {
     }
     let mut warnings = String::new();
     for a in args.iter().rev() {
-        let name = a.split('=').next().unwrap_or(a);
+        let name = name_of(a).map(|n| format!("--{n}"));
         // sysbench warns before it reads --verbosity: at any level.
-        if let Some((old, new)) = DEPRECATED.iter().find(|(old, _)| *old == name) {
+        if let Some((old, new, _)) = DEPRECATED
+            .iter()
+            .find(|(old, _, _)| Some(*old) == name.as_deref())
+        {
             warnings.push_str(&format!(
                 "WARNING: {old} is deprecated, use {new} instead\n"
             ));
@@ -111,23 +140,16 @@ pub fn front(args: &[String]) -> Result<(String, Request), Answer> {
         // sysbench's general options virtperf's scripts take to pass by.
         rest.retain(|a| {
             !a.starts_with("--test=")
-                && !["--db-debug", "--rand-spec-iter"]
-                    .iter()
-                    .any(|o| a == o || a.starts_with(&format!("{o}=")))
+                && !name_of(a).is_some_and(|n| ["db-debug", "rand-spec-iter"].contains(&n.as_str()))
         });
-        for a in rest.iter_mut() {
-            let name = a.split('=').next().unwrap_or(a).to_string();
-            if let Some((old, new)) = DEPRECATED.iter().find(|(old, _)| *old == name) {
-                *a = a.replacen(old, new, 1);
-            }
-        }
+        let rest = read_deprecated(&rest);
         if !stderr.is_empty() {
             eprint!("{stderr}");
         }
         let script = module.as_deref().unwrap_or(test);
         return match super::script::parse(script, &rest, true) {
             Ok(request) => Ok((head, request)),
-            Err(e) => Err(refuse(head, format!("{}\n", message(&e, args)))),
+            Err(e) => Err(refuse(head, format!("{}\n", refusal::words(&e, args)))),
         };
     }
     let Some(def) = workload::find(test) else {
@@ -164,11 +186,11 @@ pub fn front(args: &[String]) -> Result<(String, Request), Answer> {
     // sysbench checks a test's required options when it runs.
     if command == Some(Command::Run) {
         if let Some(s) = def.sysbench {
-            if let Some(name) = s
-                .required_for_run
-                .iter()
-                .find(|n| !args.iter().any(|a| a.starts_with(&format!("--{n}="))))
-            {
+            if let Some(name) = s.required_for_run.iter().find(|n| {
+                !args
+                    .iter()
+                    .any(|a| a.contains('=') && name_of(a).is_some_and(|m| m == **n))
+            }) {
                 return Err(refuse(
                     format!(
                         "{head}FATAL: Missing required argument: --{name}\n\n{test} options:\n{}\n",
@@ -195,8 +217,11 @@ pub fn front(args: &[String]) -> Result<(String, Request), Answer> {
     // still said before the run.
     let mut rand_seed = 0;
     let mut validate = false;
-    let args: Vec<String> = args
+    // The options spelled with dashes for virtperf's parser (sysbench
+    // takes `_` alike); refusals quote them as typed.
+    let parsed: Vec<String> = read_deprecated(args)
         .iter()
+        .map(|a| refusal::dashed(a))
         .filter(|a| {
             let Some(body) = a.strip_prefix("--") else {
                 return true;
@@ -217,10 +242,8 @@ pub fn front(args: &[String]) -> Result<(String, Request), Answer> {
             }
             false
         })
-        .cloned()
         .collect();
-    let args = &args;
-    match parse_request(args).map(|mut request| {
+    match parse_request(&parsed).map(|mut request| {
         if let Request::Workload(inv) = &mut request {
             inv.rand_seed = rand_seed;
             inv.validate = validate;
@@ -228,6 +251,9 @@ pub fn front(args: &[String]) -> Result<(String, Request), Answer> {
         request
     }) {
         Ok(request) => {
+            if let Some(fatal) = unknown_driver(&request) {
+                return Err(refuse(format!("{head}{fatal}"), stderr));
+            }
             if !stderr.is_empty() {
                 eprint!("{stderr}");
             }
@@ -236,9 +262,48 @@ pub fn front(args: &[String]) -> Result<(String, Request), Answer> {
         }
         Err(e) => match own_check(&e, args) {
             Some(fatal) => Err(refuse(format!("{head}{fatal}"), stderr)),
-            None => Err(refuse(head, format!("{stderr}{}\n", message(&e, args)))),
+            None => Err(refuse(
+                head,
+                format!("{stderr}{}\n", refusal::words(&e, args)),
+            )),
         },
     }
+}
+
+/// What sysbench prints after its banner for a `--db-driver` it has no
+/// driver for: its OLTP scripts ask for the driver as the command starts
+/// (for a run, in each thread, once the options are said), and fail with a
+/// FATAL line. virtperf runs these tests without the scripts, so it leaves
+/// out the line naming the script's call that failed. Of a run's threads
+/// it says the first's: sysbench exits once one has failed, and how many
+/// others print theirs first is a race (with two, mostly one).
+fn unknown_driver(request: &Request) -> Option<String> {
+    let Request::Workload(inv) = request else {
+        return None;
+    };
+    let values = &inv.job.values;
+    if !values.has("db-driver") {
+        return None;
+    }
+    let name = crate::workload::oltp::Target::unknown_driver(values)?;
+    let fatal = format!("FATAL: invalid database driver name: '{name}'\n");
+    if inv.job.command != Command::Run {
+        return Some(fatal);
+    }
+    let mut mode = summary::RunMode::of(values);
+    mode.rand_seed = mode.rand_seed.max(inv.rand_seed);
+    mode.validate |= inv.validate;
+    let options = if inv.prints_text() {
+        format!(
+            "{}Initializing worker threads...\n\n",
+            summary::preamble(&mode)
+        )
+    } else {
+        String::new()
+    };
+    Some(format!(
+        "{options}{fatal}FATAL: Thread initialization failed!\n"
+    ))
 }
 
 /// Values a sysbench test checks itself, with its own FATAL line on
@@ -261,7 +326,9 @@ pub fn own_check(e: &CliError, args: &[String]) -> Option<String> {
     let typed = args
         .iter()
         .rev()
-        .find_map(|a| a.strip_prefix(&format!("--{name}=")))?;
+        .find(|a| name_of(a).is_some_and(|n| n == *name))?
+        .split_once('=')?
+        .1;
     Some(format!("FATAL: {}\n", text.replace("{}", typed)))
 }
 
@@ -286,16 +353,13 @@ pub fn verbosity(args: &[String]) -> u64 {
 }
 
 /// The arguments with only the last of a repeated option: sysbench takes
-/// the last, where virtperf refuses a repeat.
+/// the last, where virtperf refuses a repeat (`--cpu_max_prime` repeats
+/// `--cpu-max-prime`: sysbench reads `_` as `-`).
 fn last_of_each(args: &[String]) -> Vec<String> {
-    let name = |a: &str| a.split('=').next().unwrap_or(a).to_string();
     args.iter()
         .enumerate()
         .filter(|(i, a)| {
-            !a.starts_with("--")
-                || !args[i + 1..]
-                    .iter()
-                    .any(|b| b.starts_with("--") && name(b) == name(a))
+            name_of(a).is_none() || !args[i + 1..].iter().any(|b| name_of(b) == name_of(a))
         })
         .map(|(_, a)| a.clone())
         .collect()
@@ -314,42 +378,6 @@ const UNIMPLEMENTED: &[&str] = &[
 /// Options of virtperf's command line that sysbench also has (`help`,
 /// `version`, `verbosity`, `histogram`): they stay for its parser.
 const OURS: &[&str] = &["help", "version", "verbosity", "histogram"];
-
-/// sysbench's words for a refused option: the argument as typed, and an
-/// option's name with underscores.
-fn message(e: &CliError, args: &[String]) -> String {
-    match e {
-        CliError::UnknownOption { name, .. } => {
-            let typed = args
-                .iter()
-                .find(|a| {
-                    a.strip_prefix("--")
-                        .is_some_and(|a| a == name || a.starts_with(&format!("{name}=")))
-                })
-                .cloned()
-                .unwrap_or_else(|| format!("--{name}"));
-            format!("invalid option: {typed}")
-        }
-        // A flag's value sysbench does not read as on or off: its option
-        // parser does not take the argument.
-        CliError::InvalidValue { name, allowed, .. } if allowed == "on or off" => {
-            let typed = args
-                .iter()
-                .find(|a| {
-                    a.strip_prefix("--")
-                        .is_some_and(|a| a.starts_with(&format!("{name}=")))
-                })
-                .cloned()
-                .unwrap_or_else(|| format!("--{name}"));
-            format!("invalid option: {typed}")
-        }
-        CliError::InvalidValue { name, value, .. } => format!(
-            "Invalid value for the '{}' option: '{value}'",
-            name.replace('-', "_")
-        ),
-        other => other.to_string(),
-    }
-}
 
 #[cfg(test)]
 mod tests {
@@ -447,6 +475,110 @@ mod tests {
             panic!("refused");
         };
         assert_eq!(inv.job.values.int("cpu-max-prime"), 7);
+    }
+
+    #[test]
+    fn a_deprecated_option_is_read_as_sysbench_reads_it() {
+        let read = |args: &[&str]| {
+            let args: Vec<String> = args.iter().map(|s| s.to_string()).collect();
+            read_deprecated(&args)
+        };
+        assert_eq!(
+            read(&["cpu", "--num-threads=2", "run"]),
+            ["cpu", "run", "--threads=2"]
+        );
+        assert_eq!(
+            read(&[
+                "--threads=3",
+                "--num_threads=2",
+                "--max-requests=0",
+                "--events=5"
+            ]),
+            ["--events=5", "--threads=2"]
+        );
+        assert_eq!(read(&["--threads=3", "--num-threads=1"]), ["--threads=3"]);
+        let args: Vec<String> = [
+            "cpu",
+            "--threads=3",
+            "--num-threads=2",
+            "--max-requests=4",
+            "run",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+        let Ok((_, Request::Workload(inv))) = front(&args) else {
+            panic!("refused");
+        };
+        assert_eq!(inv.job.values.int("threads"), 2);
+        assert_eq!(inv.job.values.int("events"), 4);
+    }
+
+    #[test]
+    fn a_database_driver_sysbench_has_not_fails_as_its_scripts_do() {
+        let a = answer(&["oltp_read_write", "--db-driver=foo", "prepare"]);
+        assert_eq!(a.code, 1);
+        assert!(
+            a.stdout
+                .ends_with(")\n\nFATAL: invalid database driver name: 'foo'\n"),
+            "{a:?}"
+        );
+        let a = answer(&["oltp_point_select", "--db-driver=foo", "--threads=2", "run"]);
+        assert!(
+            a.stdout.ends_with(
+                "Number of threads: 2\nInitializing random number generator from current time\n\n\n\
+                 Initializing worker threads...\n\n\
+                 FATAL: invalid database driver name: 'foo'\n\
+                 FATAL: Thread initialization failed!\n"
+            ),
+            "{a:?}"
+        );
+        let a = answer(&["--verbosity=1", "oltp_delete", "--db-driver=foo", "run"]);
+        assert_eq!(
+            a.stdout,
+            "FATAL: invalid database driver name: 'foo'\nFATAL: Thread initialization failed!\n"
+        );
+        // A test that never connects passes it by.
+        let args: Vec<String> = ["cpu", "--db-driver=foo", "--events=1", "run"]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+        assert!(front(&args).is_ok());
+    }
+
+    #[test]
+    fn an_option_named_with_underscores_is_the_same_option() {
+        // sysbench reads `_` as `-`, and quotes a refused argument as typed.
+        assert_eq!(
+            answer(&["cpu", "--foo_bar=1", "run"]).stderr,
+            "invalid option: --foo_bar=1\n"
+        );
+        assert_eq!(
+            answer(&["cpu", "--cpu_max_prime=x", "run"]).stderr,
+            "Invalid value for the 'cpu_max_prime' option: 'x'\n"
+        );
+        assert_eq!(
+            answer(&["cpu", "--validate_x=1", "run"]).stderr,
+            "invalid option: --validate_x=1\n"
+        );
+        assert!(answer(&["fileio", "--file_test_mode=foo", "run"])
+            .stdout
+            .ends_with("FATAL: Invalid IO operations mode: foo.\n"));
+        let args: Vec<String> = ["cpu", "--cpu_max_prime=5", "--cpu-max-prime=7", "run"]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+        assert_eq!(last_of_each(&args), ["cpu", "--cpu-max-prime=7", "run"]);
+        let args: Vec<String> = ["cpu", "--cpu_max_prime=5", "--num_threads=2", "run"]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+        let Ok((head, Request::Workload(inv))) = front(&args) else {
+            panic!("refused");
+        };
+        assert_eq!(inv.job.values.int("cpu-max-prime"), 5);
+        assert_eq!(inv.job.values.int("threads"), 2);
+        assert!(head.starts_with("WARNING: --num-threads is deprecated, use --threads instead\n"));
     }
 
     #[test]
