@@ -382,9 +382,10 @@ const OURS: &[&str] = &["help", "version", "verbosity", "histogram"];
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::core::text::owned;
 
     fn answer(args: &[&str]) -> Answer {
-        let args: Vec<String> = args.iter().map(|s| s.to_string()).collect();
+        let args: Vec<String> = owned(args);
         match front(&args) {
             Err(a) => a,
             Ok(_) => panic!("{args:?} was accepted"),
@@ -448,25 +449,20 @@ mod tests {
             "invalid option: --mysql-ssl=on\n"
         );
         // A test that never connects passes them by, as sysbench's.
-        let args: Vec<String> = ["cpu", "--mysql-ssl=on", "--db-debug", "--events=1", "run"]
-            .iter()
-            .map(|s| s.to_string())
-            .collect();
+        let args: Vec<String> =
+            owned(&["cpu", "--mysql-ssl=on", "--db-debug", "--events=1", "run"]);
         assert!(front(&args).is_ok());
     }
 
     #[test]
     fn the_last_of_a_repeated_option_wins() {
-        let args: Vec<String> = [
+        let args: Vec<String> = owned(&[
             "cpu",
             "--cpu-max-prime=5",
             "--threads=2",
             "--cpu-max-prime=7",
             "run",
-        ]
-        .iter()
-        .map(|s| s.to_string())
-        .collect();
+        ]);
         assert_eq!(
             last_of_each(&args),
             ["cpu", "--threads=2", "--cpu-max-prime=7", "run"]
@@ -480,7 +476,7 @@ mod tests {
     #[test]
     fn a_deprecated_option_is_read_as_sysbench_reads_it() {
         let read = |args: &[&str]| {
-            let args: Vec<String> = args.iter().map(|s| s.to_string()).collect();
+            let args: Vec<String> = owned(args);
             read_deprecated(&args)
         };
         assert_eq!(
@@ -497,16 +493,13 @@ mod tests {
             ["--events=5", "--threads=2"]
         );
         assert_eq!(read(&["--threads=3", "--num-threads=1"]), ["--threads=3"]);
-        let args: Vec<String> = [
+        let args: Vec<String> = owned(&[
             "cpu",
             "--threads=3",
             "--num-threads=2",
             "--max-requests=4",
             "run",
-        ]
-        .iter()
-        .map(|s| s.to_string())
-        .collect();
+        ]);
         let Ok((_, Request::Workload(inv))) = front(&args) else {
             panic!("refused");
         };
@@ -539,10 +532,7 @@ mod tests {
             "FATAL: invalid database driver name: 'foo'\nFATAL: Thread initialization failed!\n"
         );
         // A test that never connects passes it by.
-        let args: Vec<String> = ["cpu", "--db-driver=foo", "--events=1", "run"]
-            .iter()
-            .map(|s| s.to_string())
-            .collect();
+        let args: Vec<String> = owned(&["cpu", "--db-driver=foo", "--events=1", "run"]);
         assert!(front(&args).is_ok());
     }
 
@@ -564,15 +554,9 @@ mod tests {
         assert!(answer(&["fileio", "--file_test_mode=foo", "run"])
             .stdout
             .ends_with("FATAL: Invalid IO operations mode: foo.\n"));
-        let args: Vec<String> = ["cpu", "--cpu_max_prime=5", "--cpu-max-prime=7", "run"]
-            .iter()
-            .map(|s| s.to_string())
-            .collect();
+        let args: Vec<String> = owned(&["cpu", "--cpu_max_prime=5", "--cpu-max-prime=7", "run"]);
         assert_eq!(last_of_each(&args), ["cpu", "--cpu-max-prime=7", "run"]);
-        let args: Vec<String> = ["cpu", "--cpu_max_prime=5", "--num_threads=2", "run"]
-            .iter()
-            .map(|s| s.to_string())
-            .collect();
+        let args: Vec<String> = owned(&["cpu", "--cpu_max_prime=5", "--num_threads=2", "run"]);
         let Ok((head, Request::Workload(inv))) = front(&args) else {
             panic!("refused");
         };
@@ -583,10 +567,7 @@ mod tests {
 
     #[test]
     fn old_spellings_warn_and_run() {
-        let args: Vec<String> = ["--test=cpu", "--max-time=1", "--num-threads=2", "run"]
-            .iter()
-            .map(|s| s.to_string())
-            .collect();
+        let args: Vec<String> = owned(&["--test=cpu", "--max-time=1", "--num-threads=2", "run"]);
         let (head, request) = front(&args).expect("runs");
         // The run prints its banner itself, after the warnings.
         assert_eq!(
