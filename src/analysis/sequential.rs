@@ -192,6 +192,18 @@ impl Row {
         self.diffs.iter().sum::<f64>() / self.diffs.len().max(1) as f64
     }
 
+    /// The point shown with [`interval`](Self::interval): the mean of the
+    /// log differences, or the nearest end of the interval where the mean
+    /// lies outside it. The interval is a running intersection and covers
+    /// the centre of the differences, which an outlier or a run of tied
+    /// pairs can move away from their mean (a microops metric whose pairs
+    /// are mostly equal to the tick); the values outside it are ruled out
+    /// at the row's level, so a point among them would contradict its own
+    /// interval (podman's gettimeofday once read "0.995× [0.999, 1.001]").
+    pub fn centre(&self, iv: &Interval) -> f64 {
+        self.log_mean().clamp(iv.lower, iv.upper.max(iv.lower))
+    }
+
     /// Coefficient of variation of the paired ratios (≈ the log sd).
     pub fn cv(&self) -> f64 {
         crate::stats::mean_sd(&self.diffs).1
@@ -321,7 +333,7 @@ pub fn overlay(a: &mut Analysis, runs: &[RunRow], settings: &VerdictSettings) {
                     continue;
                 };
                 let iv = row.interval(settings);
-                let point = row.log_mean().exp();
+                let point = row.centre(&iv).exp();
                 assess.ratio = Estimate {
                     point,
                     lower: iv.lower.exp(),
@@ -381,6 +393,35 @@ mod tests {
         // A strong one stays called.
         rows[0] = row("m", vec![0.70, 0.71, 0.69, 0.70, 0.72, 0.70]);
         assert_eq!(judge_all(&rows, &settings)[0].outcome, Outcome::Slower);
+    }
+
+    #[test]
+    fn the_point_shown_lies_in_its_interval() {
+        let settings = VerdictSettings::default();
+        // Twenty pairs equal to the tick and two 20% outliers: the mean is
+        // 1.8% faster, the centre (and its interval) at no difference.
+        let mut diffs = vec![0.0; 20];
+        diffs.extend([-0.2, -0.2]);
+        let row = Row {
+            entry: 0,
+            env: "podman".into(),
+            metric: "gettimeofday_ns".into(),
+            higher_is_better: false,
+            family: 1,
+            diffs,
+        };
+        let iv = row.interval(&settings);
+        assert!(row.log_mean() < iv.lower, "{} {iv:?}", row.log_mean());
+        let c = row.centre(&iv);
+        assert!(iv.lower <= c && c <= iv.upper, "{c} {iv:?}");
+        assert_eq!(c, iv.lower);
+        // Where the mean is inside, it is the point.
+        let spread = Row {
+            diffs: vec![0.05, -0.03, 0.02, 0.01, -0.01, 0.04],
+            ..row
+        };
+        let iv = spread.interval(&settings);
+        assert_eq!(spread.centre(&iv), spread.log_mean());
     }
 
     /// judge_all as it was before [`Sequences`]: every row's pairs built
