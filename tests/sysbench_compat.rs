@@ -24,8 +24,10 @@ const FILES: &[(&str, &str)] = &[
     // A script with options of its own, named with underscores.
     (
         "opts.lua",
-        "sysbench.cmdline.options = {\n  my_flag = {\"a flag\", false},\n}\n\
-         function event()\nend\n",
+        "sysbench.cmdline.options = {\n  my_flag = {\"a flag\", false},\n  my_count = {\"a count\", 5},\n}\n\
+         function event()\nend\n\
+         -- The count as a row of marks: figures are masked in the comparison.\n\
+         function prepare()\n  print(\"count \" .. string.rep(\"#\", sysbench.opt.my_count))\nend\n",
     ),
 ];
 
@@ -201,6 +203,12 @@ fn cases() -> Vec<Step> {
         refused(&["opts.lua", "--my_flag=maybe", "run"]),
         refused(&["opts.lua", "--my-flag=maybe", "run"]),
         ok(&["opts.lua", "--my_flag", "--max_requests=3", "run"]),
+        // A number option takes whatever C's strtod makes of it: x is 0,
+        // 5abc is 5, 0x10 is 16.
+        ok(&["opts.lua", "--my_count=x", "prepare"]),
+        ok(&["opts.lua", "--my_count=5abc", "prepare"]),
+        ok(&["opts.lua", "--my-count=0x10", "prepare"]),
+        ok(&["opts.lua", "prepare"]),
         // A --db-driver sysbench has no driver for: its OLTP scripts fail
         // as the command starts (for a run, in each thread, once the
         // options are said; one thread here: how many print before sysbench

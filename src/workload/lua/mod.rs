@@ -661,6 +661,7 @@ impl Script {
         let (m, own_report) = self.run(&engine, announce)?;
         let monitor = sampler.finish();
         let mut params = self.values.to_params(NOT_PARAMS);
+        options::numbers_in_params(&self.own, &self.values, &mut params);
         params.insert("script".into(), serde_json::json!(self.shared.script));
         let name = self.file_name();
         let doc = ResultDoc {

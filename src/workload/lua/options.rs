@@ -28,6 +28,10 @@ pub struct ScriptOption {
     pub spec: OptionSpec,
     /// A list option (`{"a", "b"}` default or ARG_LIST): a table in Lua.
     pub list: bool,
+    /// A number option (a number default or ARG_DOUBLE): parsed as text
+    /// and read as C's `strtod` reads it, as sysbench does (`--n=x` is 0,
+    /// `--n=5abc` is 5, `--n=0x10` is 16), never refused.
+    pub number: bool,
 }
 
 /// The random generator's options beside OLTP's (`--rand-type` and its
@@ -147,15 +151,12 @@ pub fn declared(lua: &Lua, script: &str) -> Result<Vec<ScriptOption>> {
                 max: u64::MAX,
             },
             ARG_SIZE => OptKind::Size { min: 0 },
-            ARG_DOUBLE => OptKind::Float {
-                min: -f64::MAX,
-                max: f64::MAX,
-            },
             _ => OptKind::Text,
         };
         let flag = kebab(&name);
         out.push(ScriptOption {
             list: declared_type.unwrap_or(natural) == ARG_LIST,
+            number: declared_type.unwrap_or(natural) == ARG_DOUBLE,
             spec: OptionSpec::new(leak(flag), kind, leak(default), leak(desc)),
             name,
         });
@@ -204,23 +205,27 @@ pub fn parse(
 /// under both spellings, `rand_type` and `rand-type`).
 pub fn export(lua: &Lua, own: &[ScriptOption], values: &Values) -> mlua::Result<Table> {
     let opt = lua.create_table()?;
-    let put = |key: &str, spec: &OptionSpec, list: bool| -> mlua::Result<()> {
-        let v = value_of(lua, spec, values, list)?;
+    let put = |key: &str, spec: &OptionSpec, list: bool, number: bool| -> mlua::Result<()> {
+        let v = if number {
+            LuaValue::Number(strtod(values.text(spec.name)))
+        } else {
+            value_of(lua, spec, values, list)?
+        };
         opt.raw_set(key, v)
     };
     for spec in common() {
-        put(spec.name, &spec, false)?;
-        put(&spec.name.replace('-', "_"), &spec, false)?;
+        put(spec.name, &spec, false, false)?;
+        put(&spec.name.replace('-', "_"), &spec, false, false)?;
     }
     let common = common();
     for o in own
         .iter()
         .filter(|o| !common.iter().any(|c| c.name == o.spec.name))
     {
-        put(&o.name, &o.spec, o.list)?;
+        put(&o.name, &o.spec, o.list, o.number)?;
         // sysbench.opt.dash_opt for a declared "dash-opt", as sysbench.
         if o.name.contains('-') {
-            put(&o.name.replace('-', "_"), &o.spec, o.list)?;
+            put(&o.name.replace('-', "_"), &o.spec, o.list, o.number)?;
         }
     }
     Ok(opt)
@@ -254,6 +259,107 @@ fn value_of(lua: &Lua, spec: &OptionSpec, values: &Values, list: bool) -> mlua::
     })
 }
 
+/// A result's `params` give a script's number options as the numbers the
+/// script saw (they are parsed as text), or as given where that is not a
+/// finite number JSON can hold.
+pub fn numbers_in_params(
+    own: &[ScriptOption],
+    values: &Values,
+    params: &mut serde_json::Map<String, serde_json::Value>,
+) {
+    for o in own.iter().filter(|o| o.number) {
+        let x = strtod(values.text(o.spec.name));
+        if x.is_finite() {
+            params.insert(o.spec.name.replace('-', "_"), serde_json::json!(x));
+        }
+    }
+}
+
+/// The number C's `strtod` reads at the start of `s`, 0 where none is:
+/// leading white space, a sign, then the longest decimal (`1.5e3`) or
+/// hexadecimal (`0x1p4`) number, `inf`/`infinity` or `nan`; what follows
+/// is ignored. sysbench reads a script's number options so.
+pub fn strtod(s: &str) -> f64 {
+    let b = s.trim_start_matches([' ', '\t', '\n', '\r', '\x0b', '\x0c']);
+    let (sign, body) = match b.as_bytes().first() {
+        Some(b'-') => (-1.0, &b[1..]),
+        Some(b'+') => (1.0, &b[1..]),
+        _ => (1.0, b),
+    };
+    let lower = body.to_ascii_lowercase();
+    if lower.starts_with("inf") {
+        return sign * f64::INFINITY;
+    }
+    if lower.starts_with("nan") {
+        return f64::NAN;
+    }
+    let bytes = lower.as_bytes();
+    let digits = |from: usize, hex: bool| {
+        bytes[from..]
+            .iter()
+            .take_while(|c| {
+                if hex {
+                    c.is_ascii_hexdigit()
+                } else {
+                    c.is_ascii_digit()
+                }
+            })
+            .count()
+    };
+    // The mantissa: digits, a point, digits (at least one digit in all).
+    let hex = lower.starts_with("0x") && {
+        let at = 2 + digits(2, true);
+        digits(2, true) > 0 || (bytes.get(at) == Some(&b'.') && digits(at + 1, true) > 0)
+    };
+    let start = if hex { 2 } else { 0 };
+    let int = digits(start, hex);
+    let mut end = start + int;
+    let mut frac = 0;
+    if bytes.get(end) == Some(&b'.') {
+        frac = digits(end + 1, hex);
+        if int + frac > 0 {
+            end += 1 + frac;
+        }
+    }
+    if int + frac == 0 {
+        return 0.0;
+    }
+    // An exponent counts only with its digits: "1.5e" reads 1.5.
+    let mut exp: i32 = 0;
+    if bytes.get(end) == Some(if hex { &b'p' } else { &b'e' }) {
+        let mut at = end + 1;
+        let neg = match bytes.get(at) {
+            Some(b'-') => {
+                at += 1;
+                true
+            }
+            Some(b'+') => {
+                at += 1;
+                false
+            }
+            _ => false,
+        };
+        let n = digits(at, false);
+        if n > 0 {
+            let e: i32 = lower[at..at + n].parse().unwrap_or(i32::MAX);
+            exp = if neg { -e } else { e };
+            end = at + n;
+        }
+    }
+    let value = if hex {
+        let mantissa = lower[start..end].split(['p']).next().unwrap_or("");
+        let (i, f) = mantissa.split_once('.').unwrap_or((mantissa, ""));
+        let mut v = 0.0;
+        for c in i.chars().chain(f.chars()) {
+            v = v * 16.0 + c.to_digit(16).unwrap_or(0) as f64;
+        }
+        v * 2f64.powi(exp) / 16f64.powi(f.len() as i32)
+    } else {
+        lower[..end].parse().unwrap_or(0.0)
+    };
+    sign * value
+}
+
 /// `help`: the script's options as sysbench lists them.
 pub fn help(script: &str, own: &[ScriptOption]) -> String {
     if own.is_empty() {
@@ -265,6 +371,7 @@ pub fn help(script: &str, own: &[ScriptOption]) -> String {
             let lhs = match o.spec.kind {
                 OptKind::Bool => format!("--{}[=on|off]", o.name),
                 _ if o.list => format!("--{}=[LIST,...]", o.name),
+                _ if o.number => format!("--{}=N", o.name),
                 OptKind::Int { .. } | OptKind::Float { .. } => format!("--{}=N", o.name),
                 OptKind::Size { .. } => format!("--{}=SIZE", o.name),
                 _ => format!("--{}=STRING", o.name),
@@ -284,4 +391,43 @@ pub fn help(script: &str, own: &[ScriptOption]) -> String {
     }
     out.push('\n');
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::strtod;
+
+    #[test]
+    fn numbers_are_read_as_strtod_reads_them() {
+        // What sysbench 1.0.20 made of `--my_count=V` for a script option
+        // with a number default, side by side.
+        for (v, want) in [
+            ("7", 7.0),
+            ("x", 0.0),
+            ("", 0.0),
+            ("5abc", 5.0),
+            ("0x10", 16.0),
+            ("-3", -3.0),
+            (" 4", 4.0),
+            ("+2", 2.0),
+            ("3.5", 3.5),
+            ("1e3", 1000.0),
+            ("1.5e", 1.5),
+            ("1.5e+x", 1.5),
+            (".5", 0.5),
+            ("5.", 5.0),
+            (".", 0.0),
+            ("-", 0.0),
+            ("0x", 0.0),
+            ("0x1.8", 1.5),
+            ("0x1p4", 16.0),
+            ("2E-1", 0.2),
+        ] {
+            assert_eq!(strtod(v), want, "{v:?}");
+        }
+        assert_eq!(strtod("inf"), f64::INFINITY);
+        assert_eq!(strtod("-Infinity"), f64::NEG_INFINITY);
+        assert!(strtod("nan").is_nan());
+        assert_eq!(strtod("1e999"), f64::INFINITY);
+    }
 }
