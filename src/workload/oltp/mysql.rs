@@ -17,6 +17,7 @@ use mysql::{OptsBuilder, Params, Statement, Value};
 
 use super::cut;
 use super::driver::{inline, Conn, DbError, Dialect, ErrorClass, Param, Rows};
+use super::mysql_wire::{Col, Failure, Wire};
 use crate::core::options::CliError;
 use crate::core::signals;
 
@@ -46,6 +47,10 @@ pub struct My {
     /// own cache does (that cache is off, so nothing here is ever closed
     /// behind our back).
     statements: HashMap<String, Statement>,
+    /// Scripts' prepared statements by their text: the id and result
+    /// columns that `wire` executes them with.
+    wired: HashMap<String, (u32, Vec<Col>)>,
+    wire: Wire,
 }
 
 /// What the connection's errors mean beyond the server's words.
@@ -188,6 +193,8 @@ impl My {
             conn,
             prepared,
             statements: HashMap::new(),
+            wired: HashMap::new(),
+            wire: Wire::default(),
         })
     }
 
@@ -215,7 +222,7 @@ impl My {
     }
 }
 
-fn classify(e: mysql::Error) -> DbError {
+pub(super) fn classify(e: mysql::Error) -> DbError {
     match e {
         mysql::Error::MySqlError(m) => DbError {
             class: if RETRY_CODES.contains(&m.code) {
@@ -320,17 +327,20 @@ impl Conn for My {
         let prepared = params.is_some() && self.prepared;
         let params = params.unwrap_or(&[]);
         if prepared {
-            let params = if params.is_empty() {
-                Params::Empty
-            } else {
-                Params::Positional(params.iter().map(value).collect())
-            };
-            let stmt = self.statement(sql)?;
-            let result = self
-                .conn
-                .exec_iter(&stmt, params)
-                .map_err(|e| self.link.error(e))?;
-            collect(result).map_err(|e| self.link.error(e))
+            // Executed by `wire`, not the crate: see mysql_wire.rs.
+            if !self.wired.contains_key(sql) {
+                let stmt = self.statement(sql)?;
+                let columns = stmt.columns().iter().map(Col::of).collect();
+                self.wired.insert(sql.to_string(), (stmt.id(), columns));
+            }
+            let (id, columns) = &self.wired[sql];
+            let mut rows = Rows::default();
+            let fd = self.conn.as_raw_fd();
+            match self.wire.execute(fd, *id, columns, params, &mut rows) {
+                Ok(()) => Ok(rows),
+                Err(Failure::Server(e)) => Err(e),
+                Err(Failure::Io(e)) => Err(self.link.error(mysql::Error::IoError(e))),
+            }
         } else {
             let result = self
                 .conn
