@@ -24,6 +24,11 @@ use super::driver::{DbError, Param, Rows};
 const COM_STMT_EXECUTE: u8 = 0x17;
 /// A payload this long continues in the next packet.
 const MAX_PAYLOAD: usize = 0xFF_FFFF;
+/// The most one answer may send: the server is untrusted, and an answer
+/// that never ends (rows, columns or continued packets without end) is an
+/// error here instead of memory without bound. sysbench's scripts' answers
+/// are kilobytes; a TPC-C stock-level scan is well under this.
+const MAX_ANSWER: usize = 256 << 20;
 const SERVER_MORE_RESULTS_EXISTS: u16 = 0x0008;
 const UNSIGNED_FLAG: u16 = 0x20;
 
@@ -87,6 +92,8 @@ pub struct Wire {
     /// This answer's columns.
     columns: Vec<Col>,
     number: String,
+    /// Bytes of this answer read so far (bounded by [`MAX_ANSWER`]).
+    answered: usize,
 }
 
 impl Wire {
@@ -109,6 +116,7 @@ impl Wire {
         socket.write_all(&self.request)?;
         self.input.clear();
         self.pos = 0;
+        self.answered = 0;
         loop {
             let status = self.result_set(&mut *socket, prepared, out)?;
             if status & SERVER_MORE_RESULTS_EXISTS == 0 {
@@ -208,7 +216,10 @@ impl Wire {
             self.read_packet(socket)?;
             match self.packet.first() {
                 Some(0xFE) if self.packet.len() < 9 => {
-                    return Parse(&self.packet[3..]).u16();
+                    // EOF: 0xFE, warnings (2), status (2).
+                    let mut p = Parse(&self.packet[1..]);
+                    p.take(2)?;
+                    return p.u16();
                 }
                 Some(0xFF) => return Err(Failure::Server(server_error(&self.packet))),
                 Some(0x00) => self.row(out)?,
@@ -274,6 +285,10 @@ impl Wire {
             let h = &self.input[self.pos..self.pos + 4];
             let len = usize::from(h[0]) | usize::from(h[1]) << 8 | usize::from(h[2]) << 16;
             self.pos += 4;
+            self.answered += 4 + len;
+            if self.answered > MAX_ANSWER {
+                return Err(broken("an answer larger than 256 MiB"));
+            }
             self.fill(socket, len)?;
             self.packet
                 .extend_from_slice(&self.input[self.pos..self.pos + len]);
@@ -419,7 +434,7 @@ fn time(out: &mut String, p: &mut Parse) -> std::fmt::Result {
     let at = |i: usize| b.get(i).copied().unwrap_or(0);
     let negative = at(0) == 1;
     let days = u32::from_le_bytes([at(1), at(2), at(3), at(4)]);
-    let hours = days * 24 + u32::from(at(5));
+    let hours = u64::from(days) * 24 + u64::from(at(5));
     let micros = u32::from_le_bytes([at(8), at(9), at(10), at(11)]);
     let sign = if negative { "-" } else { "" };
     write!(out, "{sign}{hours:03}:{:02}:{:02}", at(6), at(7))?;
@@ -598,6 +613,50 @@ mod tests {
         let bytes = answer(&[&[1, 0], &[0xFE, 0, 0, 2, 0], &row, more, ok]);
         let rows = read(&bytes, &prepared).ok().unwrap();
         assert_eq!(rows.row(0).unwrap().collect::<Vec<_>>(), [Some(&b"42"[..])]);
+    }
+
+    #[test]
+    fn a_hostile_answer_is_an_error_not_a_panic_or_a_heap() {
+        let broken_data = |r: Result<Rows, Failure>| match r {
+            Err(Failure::Io(e)) => e.kind() == io::ErrorKind::InvalidData,
+            _ => false,
+        };
+        // A one-column answer whose "EOF" after the rows is one byte.
+        let one = [Col {
+            kind: TYPE_LONGLONG,
+            unsigned: false,
+        }];
+        let short_eof = answer(&[&[1, 0], &[0xFE, 0, 0, 2, 0], &[0xFE]]);
+        assert!(broken_data(read(&short_eof, &one)));
+        // A TIME of u32::MAX days reads (hours beyond u32), no overflow.
+        let mut row = vec![0x00, 0];
+        row.extend_from_slice(&[8, 0, 0xFF, 0xFF, 0xFF, 0xFF, 23, 59, 59]);
+        let eof: &[u8] = &[0xFE, 0, 0, 2, 0];
+        let time = answer(&[&[1], &column_def(TYPE_TIME, 0), eof, &row, eof]);
+        let rows = read(&time, &[]).ok().unwrap();
+        assert_eq!(
+            rows.row(0).unwrap().collect::<Vec<_>>(),
+            [Some(&b"103079215103:59:59"[..])]
+        );
+        // Continued packets without end: refused at MAX_ANSWER, having
+        // held no more than that.
+        struct Endless(usize);
+        impl Read for Endless {
+            fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+                for b in buf.iter_mut() {
+                    // Every packet 0xFFFFFF long, payload bytes 0xFF.
+                    let at = self.0 % (4 + MAX_PAYLOAD);
+                    *b = if at == 3 { 0 } else { 0xFF };
+                    self.0 += 1;
+                }
+                Ok(buf.len())
+            }
+        }
+        let mut wire = Wire::default();
+        let mut source = Endless(0);
+        let r = wire.result_set(&mut source, &[], &mut Rows::default());
+        assert!(broken_data(r.map(|_| Rows::default())));
+        assert!(source.0 <= MAX_ANSWER + (4 + MAX_PAYLOAD) + (16 << 10));
     }
 
     #[test]
