@@ -338,7 +338,7 @@ impl Conn for My {
             let fd = self.conn.as_raw_fd();
             match self.wire.execute(fd, *id, columns, params, &mut rows) {
                 Ok(()) => Ok(rows),
-                Err(Failure::Server(e)) => Err(e),
+                Err(Failure::Server(e)) => Err(classify(mysql::Error::MySqlError(e))),
                 Err(Failure::Io(e)) => Err(self.link.error(mysql::Error::IoError(e))),
             }
         } else {
