@@ -308,8 +308,8 @@ pub fn strtod(s: &str) -> f64 {
     };
     // The mantissa: digits, a point, digits (at least one digit in all).
     let hex = lower.starts_with("0x") && {
-        let at = 2 + digits(2, true);
-        digits(2, true) > 0 || (bytes.get(at) == Some(&b'.') && digits(at + 1, true) > 0)
+        let int = digits(2, true);
+        int > 0 || (bytes.get(2 + int) == Some(&b'.') && digits(3 + int, true) > 0)
     };
     let start = if hex { 2 } else { 0 };
     let int = digits(start, hex);
