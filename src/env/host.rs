@@ -46,6 +46,10 @@ impl Environment for HostEnvironment {
         &self.spec
     }
 
+    fn shares_files(&self) -> bool {
+        true
+    }
+
     fn launch(&self, index: usize) -> Result<Launched> {
         let mut cmd = crate::sys::this_binary().context("finding this binary")?;
         // Named after this process: a run killed before its cleanup leaves

@@ -97,6 +97,13 @@ pub trait Environment {
         true
     }
 
+    /// Whether the agent works on this machine's own file system (the host
+    /// agent), so that what a killed agent left in a directory the user
+    /// named can be cleaned up from here.
+    fn shares_files(&self) -> bool {
+        false
+    }
+
     /// How long the agent may take to say hello (a VM boots first).
     fn boot_deadline(&self) -> Duration {
         Duration::from_secs(30)

@@ -57,6 +57,27 @@ pub fn run_with(
     Ok(outcome)
 }
 
+/// The cleanup a killed host agent could not finish, done by this process
+/// on the same file system: for each job that prepares files in a
+/// directory the user named (the agent's own work directory goes with the
+/// driver's cleanup), what the agent runs after such a job. A job's cleanup
+/// removes only what its prepare makes (fileio's `test_file.N`), so one
+/// that had not begun or had already cleaned up loses nothing.
+fn clean_up_here(jobs: &[Job], label: &str) {
+    for job in jobs {
+        let needs = &job.def.needs;
+        let named = needs.workdir.is_some_and(|dir| job.values.was_given(dir));
+        if needs.prepare && named && job.script.is_none() {
+            let _ = crate::workload::execute(
+                &job.with_command(crate::workload::Command::Cleanup),
+                label,
+                "host",
+                Arc::new(crate::core::observer::Silent),
+            );
+        }
+    }
+}
+
 /// Jobs that ask for two contradicting network peers are refused before
 /// anything starts.
 fn check_jobs(jobs: &[Job]) -> Result<()> {
@@ -173,7 +194,51 @@ impl Opened {
     /// `reboot=each-run` every job runs in freshly booted instances; with
     /// `reboot=each-round` the instances are booted afresh when `round`
     /// (the comparison's round these jobs belong to) is a new one.
+    ///
+    /// On an error the instances are ended here. After a stop (Ctrl-C) the
+    /// host's agent is given the time to clean up after itself, unless the
+    /// user asked twice; when it had to be killed, its cleanup is done
+    /// here.
     pub fn run(
+        &mut self,
+        env: &dyn Environment,
+        round: Option<usize>,
+        jobs: &[Job],
+        on_result: &mut OnResult,
+        obs: &dyn Observer,
+    ) -> Result<Vec<InstanceOutcome>> {
+        let outcome = self.run_jobs(env, round, jobs, on_result, obs);
+        if let Err(e) = &outcome {
+            let stopped = e
+                .downcast_ref::<crate::core::signals::Interrupted>()
+                .is_some();
+            self.end_after_error(env, jobs, stopped);
+        }
+        outcome
+    }
+
+    /// Ends every instance after a failed or stopped plan of `jobs`.
+    fn end_after_error(&mut self, env: &dyn Environment, jobs: &[Job], stopped: bool) {
+        // The host agent's files are the user's (a directory they named):
+        // it may take its time. Elsewhere they go with the instance.
+        let grace = if stopped && env.shares_files() {
+            Duration::from_secs(20)
+        } else {
+            Duration::from_secs(2)
+        };
+        for s in &mut self.sessions {
+            s.hang_up();
+        }
+        let mut killed = false;
+        for s in &mut self.sessions {
+            killed |= s.finish(grace);
+        }
+        if killed && env.shares_files() {
+            clean_up_here(jobs, &env.spec().label);
+        }
+    }
+
+    fn run_jobs(
         &mut self,
         env: &dyn Environment,
         round: Option<usize>,

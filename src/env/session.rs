@@ -138,11 +138,22 @@ fn keep_tail(mut input: impl std::io::Read, tail: Arc<Mutex<Vec<u8>>>) {
 /// Waits up to `limit` for `child` to end; its status, or `None` if it is
 /// still running.
 fn wait_for(child: &mut Child, limit: Duration) -> Option<ExitStatus> {
+    wait_unless(child, limit, || false)
+}
+
+/// [`wait_for`], given up as soon as `give_up` says so.
+fn wait_unless(
+    child: &mut Child,
+    limit: Duration,
+    give_up: impl Fn() -> bool,
+) -> Option<ExitStatus> {
     let until = Instant::now() + limit;
     loop {
         match child.try_wait() {
             Ok(Some(status)) => return Some(status),
-            Ok(None) if Instant::now() < until => std::thread::sleep(Duration::from_millis(20)),
+            Ok(None) if Instant::now() < until && !give_up() => {
+                std::thread::sleep(Duration::from_millis(20))
+            }
             _ => return None,
         }
     }
@@ -346,22 +357,28 @@ impl Session {
             .with_context(|| format!("{}: sending to the agent", self.label))
     }
 
-    /// Waits for the process to end (it does after "done"), or kills it.
-    pub(super) fn finish(&mut self, grace: Duration) {
+    /// Closes the agent's stdin: it ends after "done", and stops (cleaning
+    /// up after itself) when a plan is under way.
+    pub(super) fn hang_up(&mut self) {
         self.stdin.take();
-        let grace = if signals::hurried() {
-            Duration::ZERO
-        } else {
-            grace
-        };
+    }
+
+    /// Waits for the process to end (it does after "done"), at most
+    /// `grace` and not past a second signal (`signals::hurried`), or kills
+    /// it; then the driver's cleanup. Whether it had to be killed.
+    pub(super) fn finish(&mut self, grace: Duration) -> bool {
+        self.hang_up();
+        let mut killed = false;
         if let Some(mut child) = self.child.take() {
-            if wait_for(&mut child, grace).is_none() {
+            if wait_unless(&mut child, grace, signals::hurried).is_none() {
                 kill(&mut child);
+                killed = true;
             }
         }
         if let Some(cleanup) = self.cleanup.take() {
             cleanup();
         }
+        killed
     }
 }
 
