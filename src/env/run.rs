@@ -212,22 +212,40 @@ impl Opened {
             let stopped = e
                 .downcast_ref::<crate::core::signals::Interrupted>()
                 .is_some();
-            self.end_after_error(env, jobs, stopped);
+            self.end_after_error(env, jobs, stopped, obs);
         }
         outcome
     }
 
     /// Ends every instance after a failed or stopped plan of `jobs`.
-    fn end_after_error(&mut self, env: &dyn Environment, jobs: &[Job], stopped: bool) {
+    fn end_after_error(
+        &mut self,
+        env: &dyn Environment,
+        jobs: &[Job],
+        stopped: bool,
+        obs: &dyn Observer,
+    ) {
         // The host agent's files are the user's (a directory they named):
         // it may take its time. Elsewhere they go with the instance.
-        let grace = if stopped && env.shares_files() {
+        let patient = stopped && env.shares_files();
+        let grace = if patient {
             Duration::from_secs(20)
         } else {
             Duration::from_secs(2)
         };
         for s in &mut self.sessions {
             s.hang_up();
+        }
+        if patient {
+            let first = Duration::from_secs(1);
+            let slow = !self.sessions.iter_mut().all(|s| s.ended_within(first));
+            if slow && !crate::core::signals::hurried() {
+                obs.note(&format!(
+                    "{}: waiting up to {} s for the agent to stop and clean up; Ctrl-C again stops it at once (what it leaves is removed from here)",
+                    env.spec().label,
+                    grace.as_secs()
+                ));
+            }
         }
         let mut killed = false;
         for s in &mut self.sessions {

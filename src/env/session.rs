@@ -363,6 +363,15 @@ impl Session {
         self.stdin.take();
     }
 
+    /// Whether the process has ended within `limit` (or before a second
+    /// signal); it is left running otherwise.
+    pub(super) fn ended_within(&mut self, limit: Duration) -> bool {
+        match self.child.as_mut() {
+            Some(child) => wait_unless(child, limit, signals::hurried).is_some(),
+            None => true,
+        }
+    }
+
     /// Waits for the process to end (it does after "done"), at most
     /// `grace` and not past a second signal (`signals::hurried`), or kills
     /// it; then the driver's cleanup. Whether it had to be killed.
