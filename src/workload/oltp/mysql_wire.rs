@@ -84,9 +84,12 @@ fn broken(what: &str) -> Failure {
 /// One connection's buffers, kept from one execution to the next.
 #[derive(Default)]
 pub struct Wire {
-    /// Bytes read from the socket and not yet taken as packets.
+    /// Bytes read from the socket: `input[pos..end]` is not yet taken as
+    /// packets. The buffer keeps its length (zeroed once) from one read to
+    /// the next.
     input: Vec<u8>,
     pos: usize,
+    end: usize,
     /// The current packet's payload.
     packet: Vec<u8>,
     request: Vec<u8>,
@@ -115,8 +118,8 @@ impl Wire {
         let mut socket = ManuallyDrop::new(unsafe { std::fs::File::from_raw_fd(fd) });
         self.request_execute(id, params);
         socket.write_all(&self.request)?;
-        self.input.clear();
         self.pos = 0;
+        self.end = 0;
         self.answered = 0;
         loop {
             let status = self.result_set(&mut *socket, prepared, out)?;
@@ -124,7 +127,7 @@ impl Wire {
                 break;
             }
         }
-        if self.pos != self.input.len() {
+        if self.pos != self.end {
             return Err(broken("the server sent more than one answer"));
         }
         Ok(())
@@ -302,29 +305,35 @@ impl Wire {
 
     /// Reads until `n` unread bytes are buffered.
     fn fill(&mut self, socket: &mut impl Read, n: usize) -> Result<(), Failure> {
-        if self.input.len() - self.pos >= n {
+        if self.end - self.pos >= n {
             return Ok(());
         }
-        self.input.drain(..self.pos);
+        self.input.copy_within(self.pos..self.end, 0);
+        self.end -= self.pos;
         self.pos = 0;
-        while self.input.len() < n {
-            let have = self.input.len();
-            self.input.resize(have + n.max(16 << 10), 0);
+        // Room for `n` and a read of 16 KiB at least, zeroed only when the
+        // buffer grows.
+        let room = n.max(16 << 10);
+        if self.input.len() < room {
+            self.input.resize(room, 0);
+        }
+        while self.end < n {
             let got = loop {
-                match socket.read(&mut self.input[have..]) {
+                match socket.read(&mut self.input[self.end..]) {
                     Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
                     other => break other,
                 }
             };
-            let got = match got {
-                Ok(0) => Err(io::Error::new(
-                    io::ErrorKind::UnexpectedEof,
-                    "the server closed the connection",
-                )),
-                other => other,
-            };
-            self.input.truncate(have + *got.as_ref().unwrap_or(&0));
-            got?;
+            match got? {
+                0 => {
+                    return Err(io::Error::new(
+                        io::ErrorKind::UnexpectedEof,
+                        "the server closed the connection",
+                    )
+                    .into())
+                }
+                got => self.end += got,
+            }
         }
         Ok(())
     }
@@ -655,6 +664,50 @@ mod tests {
         let r = wire.result_set(&mut source, &[], &mut Rows::default());
         assert!(broken_data(r.map(|_| Rows::default())));
         assert!(source.0 <= MAX_ANSWER + (4 + MAX_PAYLOAD) + (16 << 10));
+    }
+
+    #[test]
+    fn an_answer_in_small_pieces_reads_as_a_whole() {
+        // The socket gives 3 bytes a read: packets and their headers are
+        // joined across reads, and the bytes left over are kept in order.
+        struct Trickle<'a>(&'a [u8]);
+        impl Read for Trickle<'_> {
+            fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+                let n = self.0.len().min(3).min(buf.len());
+                buf[..n].copy_from_slice(&self.0[..n]);
+                self.0 = &self.0[n..];
+                Ok(n)
+            }
+        }
+        let eof: &[u8] = &[0xFE, 0, 0, 2, 0];
+        let one = [Col {
+            kind: TYPE_LONGLONG,
+            unsigned: false,
+        }];
+        let rows: Vec<Vec<u8>> = (0..50u64)
+            .map(|i| {
+                let mut r = vec![0x00, 0];
+                r.extend_from_slice(&(i * 1_000_003).to_le_bytes());
+                r
+            })
+            .collect();
+        let mut payloads: Vec<&[u8]> = vec![&[1, 0], eof];
+        payloads.extend(rows.iter().map(Vec::as_slice));
+        payloads.push(eof);
+        let bytes = answer(&payloads);
+        let mut wire = Wire::default();
+        let mut out = Rows::default();
+        wire.result_set(&mut Trickle(&bytes), &one, &mut out)
+            .ok()
+            .unwrap();
+        for i in 0..50u64 {
+            let text = (i * 1_000_003).to_string();
+            assert_eq!(
+                out.row(i as usize).unwrap().collect::<Vec<_>>(),
+                [Some(text.as_bytes())]
+            );
+        }
+        assert!(out.row(50).is_none());
     }
 
     #[test]
