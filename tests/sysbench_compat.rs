@@ -24,10 +24,13 @@ const FILES: &[(&str, &str)] = &[
     // A script with options of its own, named with underscores.
     (
         "opts.lua",
-        "sysbench.cmdline.options = {\n  my_flag = {\"a flag\", false},\n  my_count = {\"a count\", 5},\n}\n\
+        "sysbench.cmdline.options = {\n  my_flag = {\"a flag\", false},\n  my_count = {\"a count\", 5},\n\
+         my_size = {\"a size\", \"2K\", sysbench.cmdline.ARG_SIZE},\n}\n\
          function event()\nend\n\
-         -- The count as a row of marks: figures are masked in the comparison.\n\
-         function prepare()\n  print(\"count \" .. string.rep(\"#\", sysbench.opt.my_count))\nend\n",
+         -- The count and the size in KiB as rows of marks: figures are masked\n\
+         -- in the comparison.\n\
+         function prepare()\n  print(\"count \" .. string.rep(\"#\", sysbench.opt.my_count))\n\
+         print(\"size \" .. string.rep(\"#\", sysbench.opt.my_size / 1024))\nend\n",
     ),
 ];
 
@@ -209,6 +212,12 @@ fn cases() -> Vec<Step> {
         ok(&["opts.lua", "--my_count=5abc", "prepare"]),
         ok(&["opts.lua", "--my-count=0x10", "prepare"]),
         ok(&["opts.lua", "prepare"]),
+        // A size option as sysbench reads a size: digits and a K/M/G/T
+        // suffix, the rest ignored; 0 for anything else, never refused.
+        ok(&["opts.lua", "--my_size=5KB", "prepare"]),
+        ok(&["opts.lua", "--my_size=1.5M", "prepare"]),
+        ok(&["opts.lua", "--my-size=x", "prepare"]),
+        ok(&["opts.lua", "--my_size=3k2", "prepare"]),
         // A --db-driver sysbench has no driver for: its OLTP scripts fail
         // as the command starts (for a run, in each thread, once the
         // options are said; one thread here: how many print before sysbench

@@ -32,6 +32,10 @@ pub struct ScriptOption {
     /// and read as C's `strtod` reads it, as sysbench does (`--n=x` is 0,
     /// `--n=5abc` is 5, `--n=0x10` is 16), never refused.
     pub number: bool,
+    /// A size option (ARG_SIZE): parsed as text and read as sysbench reads
+    /// a size ([`sb_size`]: `--s=1.5M` is 0, `--s=5KB` is 5120), never
+    /// refused.
+    pub size: bool,
 }
 
 /// The random generator's options beside OLTP's (`--rand-type` and its
@@ -150,13 +154,13 @@ pub fn declared(lua: &Lua, script: &str) -> Result<Vec<ScriptOption>> {
                 min: 0,
                 max: u64::MAX,
             },
-            ARG_SIZE => OptKind::Size { min: 0 },
             _ => OptKind::Text,
         };
         let flag = kebab(&name);
         out.push(ScriptOption {
             list: declared_type.unwrap_or(natural) == ARG_LIST,
             number: declared_type.unwrap_or(natural) == ARG_DOUBLE,
+            size: declared_type.unwrap_or(natural) == ARG_SIZE,
             spec: OptionSpec::new(leak(flag), kind, leak(default), leak(desc)),
             name,
         });
@@ -205,27 +209,28 @@ pub fn parse(
 /// under both spellings, `rand_type` and `rand-type`).
 pub fn export(lua: &Lua, own: &[ScriptOption], values: &Values) -> mlua::Result<Table> {
     let opt = lua.create_table()?;
-    let put = |key: &str, spec: &OptionSpec, list: bool, number: bool| -> mlua::Result<()> {
-        let v = if number {
-            LuaValue::Number(strtod(values.text(spec.name)))
-        } else {
-            value_of(lua, spec, values, list)?
+    let put = |key: &str, spec: &OptionSpec, read: Read| -> mlua::Result<()> {
+        let v = match read {
+            Read::Number => LuaValue::Number(strtod(values.text(spec.name))),
+            Read::Size => LuaValue::Number(sb_size(values.text(spec.name)) as f64),
+            Read::List => value_of(lua, spec, values, true)?,
+            Read::Typed => value_of(lua, spec, values, false)?,
         };
         opt.raw_set(key, v)
     };
     for spec in common() {
-        put(spec.name, &spec, false, false)?;
-        put(&spec.name.replace('-', "_"), &spec, false, false)?;
+        put(spec.name, &spec, Read::Typed)?;
+        put(&spec.name.replace('-', "_"), &spec, Read::Typed)?;
     }
     let common = common();
     for o in own
         .iter()
         .filter(|o| !common.iter().any(|c| c.name == o.spec.name))
     {
-        put(&o.name, &o.spec, o.list, o.number)?;
+        put(&o.name, &o.spec, o.read())?;
         // sysbench.opt.dash_opt for a declared "dash-opt", as sysbench.
         if o.name.contains('-') {
-            put(&o.name.replace('-', "_"), &o.spec, o.list, o.number)?;
+            put(&o.name.replace('-', "_"), &o.spec, o.read())?;
         }
     }
     Ok(opt)
@@ -259,20 +264,76 @@ fn value_of(lua: &Lua, spec: &OptionSpec, values: &Values, list: bool) -> mlua::
     })
 }
 
-/// A result's `params` give a script's number options as the numbers the
-/// script saw (they are parsed as text), or as given where that is not a
-/// finite number JSON can hold.
+/// How `sysbench.opt` reads an option's value.
+#[derive(Clone, Copy)]
+enum Read {
+    Number,
+    Size,
+    List,
+    /// As its kind says (a flag, text).
+    Typed,
+}
+
+impl ScriptOption {
+    fn read(&self) -> Read {
+        if self.number {
+            Read::Number
+        } else if self.size {
+            Read::Size
+        } else if self.list {
+            Read::List
+        } else {
+            Read::Typed
+        }
+    }
+}
+
+/// A result's `params` give a script's number and size options as the
+/// numbers the script saw (they are parsed as text), or as given where that
+/// is not a finite number JSON can hold.
 pub fn numbers_in_params(
     own: &[ScriptOption],
     values: &Values,
     params: &mut serde_json::Map<String, serde_json::Value>,
 ) {
-    for o in own.iter().filter(|o| o.number) {
-        let x = strtod(values.text(o.spec.name));
-        if x.is_finite() {
-            params.insert(o.spec.name.replace('-', "_"), serde_json::json!(x));
+    for o in own {
+        let key = o.spec.name.replace('-', "_");
+        match o.read() {
+            Read::Number => {
+                let x = strtod(values.text(o.spec.name));
+                if x.is_finite() {
+                    params.insert(key, serde_json::json!(x));
+                }
+            }
+            Read::Size => {
+                params.insert(key, serde_json::json!(sb_size(values.text(o.spec.name))));
+            }
+            Read::List | Read::Typed => {}
         }
     }
+}
+
+/// The size sysbench 1.0.20 reads from a SIZE option's text: the leading
+/// decimal digits (wrapping past 2^64, as its unsigned arithmetic does),
+/// times 1024, 1024², 1024³ or 1024⁴ for a K, M, G or T (either case) right
+/// after them, whatever follows ignored (`5KB` is 5120); 0 when the digits
+/// are followed by anything else (`1.5M`, `1b`, `4 M`) or there are none
+/// (` 5K`, `-1`, `x`).
+pub fn sb_size(s: &str) -> u64 {
+    let b = s.as_bytes();
+    let digits = b.iter().take_while(|c| c.is_ascii_digit()).count();
+    let n = b[..digits].iter().fold(0u64, |n, d| {
+        n.wrapping_mul(10).wrapping_add(u64::from(d - b'0'))
+    });
+    let shift = match b.get(digits).map(u8::to_ascii_lowercase) {
+        None => 0,
+        Some(b'k') => 10,
+        Some(b'm') => 20,
+        Some(b'g') => 30,
+        Some(b't') => 40,
+        Some(_) => return 0,
+    };
+    n.wrapping_mul(1 << shift)
 }
 
 /// The number C's `strtod` reads at the start of `s`, 0 where none is:
@@ -372,6 +433,7 @@ pub fn help(script: &str, own: &[ScriptOption]) -> String {
                 OptKind::Bool => format!("--{}[=on|off]", o.name),
                 _ if o.list => format!("--{}=[LIST,...]", o.name),
                 _ if o.number => format!("--{}=N", o.name),
+                _ if o.size => format!("--{}=SIZE", o.name),
                 OptKind::Int { .. } | OptKind::Float { .. } => format!("--{}=N", o.name),
                 OptKind::Size { .. } => format!("--{}=SIZE", o.name),
                 _ => format!("--{}=STRING", o.name),
@@ -395,7 +457,7 @@ pub fn help(script: &str, own: &[ScriptOption]) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::strtod;
+    use super::{sb_size, strtod};
 
     #[test]
     fn numbers_are_read_as_strtod_reads_them() {
@@ -429,5 +491,42 @@ mod tests {
         assert_eq!(strtod("-Infinity"), f64::NEG_INFINITY);
         assert!(strtod("nan").is_nan());
         assert_eq!(strtod("1e999"), f64::INFINITY);
+    }
+
+    #[test]
+    fn sizes_are_read_as_sysbench_reads_them() {
+        // What sysbench 1.0.20 printed for `--sz=V`, a script option
+        // declared ARG_SIZE, side by side (numbers as Lua's %.14g shows).
+        for (v, want) in [
+            ("7", 7),
+            ("007", 7),
+            ("2k", 2048),
+            ("1m", 1 << 20),
+            ("1g", 1 << 30),
+            ("1t", 1 << 40),
+            ("3G", 3 << 30),
+            ("5KB", 5120),
+            ("5K ", 5120),
+            ("5k5k", 5120),
+            ("1M2", 1 << 20),
+            ("1.5M", 0),
+            (" 5K", 0),
+            ("x", 0),
+            ("", 0),
+            ("-1", 0),
+            ("+5", 0),
+            ("1b", 0),
+            ("10Q", 0),
+            ("0x10", 0),
+            ("4 M", 0),
+            ("5\n", 0),
+            ("K", 0),
+            ("99999999999999999999", 7766279631452241919),
+            ("18446744073709551615", u64::MAX),
+            ("20000000000T", 1713619658214473728),
+            ("123456789012345678901k", 4214811510417970176),
+        ] {
+            assert_eq!(sb_size(v), want, "{v:?}");
+        }
     }
 }
