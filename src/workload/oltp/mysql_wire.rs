@@ -262,8 +262,14 @@ impl Wire {
                 (TYPE_LONGLONG, true) => write!(number, "{}", p.u64()?),
                 (TYPE_FLOAT, _) => write!(number, "{}", f32::from_bits(p.u32()?)),
                 (TYPE_DOUBLE, _) => write!(number, "{}", f64::from_bits(p.u64()?)),
-                (TYPE_DATE | TYPE_DATETIME | TYPE_TIMESTAMP, _) => date(number, &mut p),
-                (TYPE_TIME, _) => time(number, &mut p),
+                (TYPE_DATE | TYPE_DATETIME | TYPE_TIMESTAMP, _) => {
+                    date(number, &mut p)?;
+                    Ok(())
+                }
+                (TYPE_TIME, _) => {
+                    time(number, &mut p)?;
+                    Ok(())
+                }
                 (TYPE_NULL, _) => {
                     out.push_value(None);
                     continue;
@@ -418,37 +424,46 @@ fn server_error(packet: &[u8]) -> mysql::MySqlError {
 }
 
 /// A binary DATE/DATETIME/TIMESTAMP as text, as `mysql::Value::as_sql`
-/// writes it (without its quotes).
-fn date(out: &mut String, p: &mut Parse) -> std::fmt::Result {
-    let len = usize::from(p.take(1).map_err(|_| std::fmt::Error)?[0]);
-    let b = p.take(len).map_err(|_| std::fmt::Error)?;
+/// writes it (without its quotes); a length the protocol does not have, or
+/// a value cut short, is an error, never partial text.
+fn date(out: &mut String, p: &mut Parse) -> Result<(), Failure> {
+    let len = usize::from(p.take(1)?[0]);
+    if ![0, 4, 7, 11].contains(&len) {
+        return Err(broken("a date of a length the protocol does not have"));
+    }
+    let b = p.take(len)?;
     let at = |i: usize| b.get(i).copied().unwrap_or(0);
     let year = u16::from_le_bytes([at(0), at(1)]);
     let (month, day, hour, minute, second) = (at(2), at(3), at(4), at(5), at(6));
     let micros = u32::from_le_bytes([at(7), at(8), at(9), at(10)]);
-    write!(out, "{year:04}-{month:02}-{day:02}")?;
+    // Writing to a String cannot fail.
+    let _ = write!(out, "{year:04}-{month:02}-{day:02}");
     if (hour, minute, second, micros) != (0, 0, 0, 0) {
-        write!(out, " {hour:02}:{minute:02}:{second:02}")?;
+        let _ = write!(out, " {hour:02}:{minute:02}:{second:02}");
         if micros != 0 {
-            write!(out, ".{micros:06}")?;
+            let _ = write!(out, ".{micros:06}");
         }
     }
     Ok(())
 }
 
-/// A binary TIME as text, hours counting the days, as `as_sql` writes it.
-fn time(out: &mut String, p: &mut Parse) -> std::fmt::Result {
-    let len = usize::from(p.take(1).map_err(|_| std::fmt::Error)?[0]);
-    let b = p.take(len).map_err(|_| std::fmt::Error)?;
+/// A binary TIME as text, hours counting the days, as `as_sql` writes it;
+/// an impossible length or a value cut short is an error.
+fn time(out: &mut String, p: &mut Parse) -> Result<(), Failure> {
+    let len = usize::from(p.take(1)?[0]);
+    if ![0, 8, 12].contains(&len) {
+        return Err(broken("a time of a length the protocol does not have"));
+    }
+    let b = p.take(len)?;
     let at = |i: usize| b.get(i).copied().unwrap_or(0);
     let negative = at(0) == 1;
     let days = u32::from_le_bytes([at(1), at(2), at(3), at(4)]);
     let hours = u64::from(days) * 24 + u64::from(at(5));
     let micros = u32::from_le_bytes([at(8), at(9), at(10), at(11)]);
     let sign = if negative { "-" } else { "" };
-    write!(out, "{sign}{hours:03}:{:02}:{:02}", at(6), at(7))?;
+    let _ = write!(out, "{sign}{hours:03}:{:02}:{:02}", at(6), at(7));
     if micros != 0 {
-        write!(out, ".{micros:06}")?;
+        let _ = write!(out, ".{micros:06}");
     }
     Ok(())
 }
@@ -645,6 +660,22 @@ mod tests {
             rows.row(0).unwrap().collect::<Vec<_>>(),
             [Some(&b"103079215103:59:59"[..])]
         );
+        // A date whose length byte says 7 with 3 bytes left, a date of
+        // length 5 and a time of length 9: errors, never partial text.
+        for (kind, value) in [
+            (TYPE_DATETIME, &[7u8, 0xE8, 0x07, 11][..]),
+            (TYPE_DATETIME, &[5, 0xE8, 0x07, 11, 27, 1][..]),
+            (TYPE_TIME, &[9, 0, 1, 0, 0, 0, 2, 3, 4, 5][..]),
+        ] {
+            let mut row = vec![0x00, 0];
+            row.extend_from_slice(value);
+            let cols = [Col {
+                kind,
+                unsigned: false,
+            }];
+            let bytes = answer(&[&[1, 0], eof, &row, eof]);
+            assert!(broken_data(read(&bytes, &cols)), "{value:?}");
+        }
         // Continued packets without end: refused at MAX_ANSWER, having
         // held no more than that.
         struct Endless(usize);
