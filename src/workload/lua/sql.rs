@@ -84,6 +84,8 @@ pub struct LuaConn {
     /// only when the script fetches it (sysbench's scripts mostly ignore
     /// what a SELECT returns; oltp_common's range selects return 100 rows).
     last: Rows,
+    /// The values of the statement being executed, kept for the next one.
+    params: Vec<Param>,
     /// Which result `last` is, so that a stale result fetches nothing.
     generation: i64,
     /// Prepared statements' text by the number `prepare` gave them.
@@ -101,6 +103,7 @@ impl LuaConn {
             last: Rows::default(),
             generation: 0,
             statements: Vec::new(),
+            params: Vec::new(),
         })
     }
 
@@ -193,7 +196,8 @@ fn run(lua: &Lua, this: &mut LuaConn, sql: &str, params: Option<&[Param]>) -> ml
     this.counters.inc(kind);
     this.generation += 1;
     let fields = rows.fields as i64;
-    this.last = rows;
+    let done = std::mem::replace(&mut this.last, rows);
+    this.conn()?.recycle(done);
     Ok((
         LuaValue::Boolean(true),
         LuaValue::Integer(fields),
@@ -219,10 +223,11 @@ impl UserData for LuaConn {
         methods.add_method_mut(
             "execute",
             |lua, this, (n, values): (usize, mlua::Variadic<LuaValue>)| {
-                let params = values
-                    .into_iter()
-                    .map(param_of)
-                    .collect::<mlua::Result<Vec<_>>>()?;
+                let mut params = std::mem::take(&mut this.params);
+                params.clear();
+                for v in values {
+                    params.push(param_of(v)?);
+                }
                 let i = n
                     .checked_sub(1)
                     .filter(|&i| i < this.statements.len())
@@ -231,6 +236,7 @@ impl UserData for LuaConn {
                 let sql = std::mem::take(&mut this.statements[i]);
                 let out = run(lua, this, &sql, Some(&params));
                 this.statements[i] = sql;
+                this.params = params;
                 out
             },
         );

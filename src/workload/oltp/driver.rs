@@ -80,6 +80,15 @@ impl Rows {
         }));
     }
 
+    /// Empties it, keeping its buffers for the next answer.
+    pub fn clear(&mut self) {
+        self.fields = 0;
+        self.affected = 0;
+        self.data.clear();
+        self.cells.clear();
+        self.starts.clear();
+    }
+
     /// Begins a row whose values follow with `push_value`, then `end_row`.
     pub fn begin_row(&mut self) {
         self.starts.push(self.cells.len());
@@ -136,6 +145,9 @@ pub trait Conn: Send {
                     .into(),
         })
     }
+    /// Hands back an answer `query` gave, done with: a driver may keep its
+    /// buffers for the next one instead of growing new ones every query.
+    fn recycle(&mut self, _rows: Rows) {}
     /// Whether a transaction is open (after a failed statement a script's
     /// restart needs it rolled back).
     fn in_transaction(&mut self) -> bool {

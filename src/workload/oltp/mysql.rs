@@ -51,6 +51,8 @@ pub struct My {
     /// columns that `wire` executes them with.
     wired: HashMap<String, (u32, Vec<Col>)>,
     wire: Wire,
+    /// An answer handed back (`recycle`), whose buffers the next one fills.
+    spare: Rows,
 }
 
 /// What the connection's errors mean beyond the server's words.
@@ -195,6 +197,7 @@ impl My {
             statements: HashMap::new(),
             wired: HashMap::new(),
             wire: Wire::default(),
+            spare: Rows::default(),
         })
     }
 
@@ -334,7 +337,8 @@ impl Conn for My {
                 self.wired.insert(sql.to_string(), (stmt.id(), columns));
             }
             let (id, columns) = &self.wired[sql];
-            let mut rows = Rows::default();
+            let mut rows = std::mem::take(&mut self.spare);
+            rows.clear();
             let fd = self.conn.as_raw_fd();
             match self.wire.execute(fd, *id, columns, params, &mut rows) {
                 Ok(()) => Ok(rows),
@@ -348,6 +352,10 @@ impl Conn for My {
                 .map_err(|e| self.link.error(e))?;
             collect(result).map_err(|e| self.link.error(e))
         }
+    }
+
+    fn recycle(&mut self, rows: Rows) {
+        self.spare = rows;
     }
 
     fn exec(&mut self, sql: &str, params: &[Param]) -> Result<u64, DbError> {

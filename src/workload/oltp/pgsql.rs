@@ -68,6 +68,9 @@ pub struct Pg {
     /// CONNECT_TIMEOUT (trickled bytes do not extend it), then
     /// STATEMENT_LIMIT per answer.
     wait: Duration,
+    /// An answer handed back (`recycle`), whose buffers the next kept one
+    /// fills.
+    spare: Rows,
 }
 
 /// What the server said for one request, up to its ReadyForQuery.
@@ -162,6 +165,7 @@ impl Pg {
             prepared,
             statements: HashMap::new(),
             wait: CONNECT_TIMEOUT,
+            spare: Rows::default(),
         };
         match pg.login(user, password, db, auth) {
             Ok(()) => {}
@@ -333,7 +337,11 @@ impl Pg {
     fn round_trip_keeping(&mut self, keep: bool) -> Result<Outcome, DbError> {
         self.flush().map_err(lost)?;
         let mut out = Outcome {
-            kept: keep.then(Rows::default),
+            kept: keep.then(|| {
+                let mut rows = std::mem::take(&mut self.spare);
+                rows.clear();
+                rows
+            }),
             ..Outcome::default()
         };
         loop {
@@ -490,6 +498,10 @@ impl Pg {
 }
 
 impl Conn for Pg {
+    fn recycle(&mut self, rows: Rows) {
+        self.spare = rows;
+    }
+
     fn query(&mut self, sql: &str, params: Option<&[Param]>) -> Result<Rows, DbError> {
         let out = match params {
             Some(params) if self.prepared => {
