@@ -56,6 +56,15 @@ fn virtperf_main() -> ExitCode {
         Err(err) if err.downcast_ref::<cli::script::Exit>().is_some() => {
             ExitCode::from(err.downcast_ref::<cli::script::Exit>().map_or(1, |e| e.0))
         }
+        // The host's agent writes to the user's terminal (its stderr is
+        // this process's): after a Ctrl-C its host says it was interrupted,
+        // once, with what to do next.
+        Err(err)
+            if args.first().is_some_and(|a| a == "agent")
+                && err.downcast_ref::<signals::Interrupted>().is_some() =>
+        {
+            ExitCode::from(130)
+        }
         Err(err) => {
             // An error may carry a server's, a guest's or a store's text:
             // its control characters are shown, never interpreted.

@@ -563,6 +563,13 @@ impl Comparison {
         let (code, err, tmp) = self.run.end(Duration::from_secs(30));
         assert_eq!(code, Some(130), "{what}: {err}");
         assert!(err.contains("--resume"), "{what}: {err}");
+        // Said once, by the comparison: the host agent, whose stderr is the
+        // terminal's, ends quietly.
+        assert_eq!(
+            err.matches("error: interrupted").count(),
+            1,
+            "{what}: {err}"
+        );
         assert_eq!(
             stored_in(&store_dir),
             kept,
