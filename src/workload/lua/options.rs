@@ -26,16 +26,25 @@ pub struct ScriptOption {
     /// As the script names it (`table_size`): the key in `sysbench.opt`.
     pub name: String,
     pub spec: OptionSpec,
-    /// A list option (`{"a", "b"}` default or ARG_LIST): a table in Lua.
-    pub list: bool,
+    /// How `sysbench.opt` reads its value.
+    pub read: Read,
+}
+
+/// How `sysbench.opt` reads a script option's value.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Read {
     /// A number option (a number default or ARG_DOUBLE): parsed as text
     /// and read as C's `strtod` reads it, as sysbench does (`--n=x` is 0,
     /// `--n=5abc` is 5, `--n=0x10` is 16), never refused.
-    pub number: bool,
+    Number,
     /// A size option (ARG_SIZE): parsed as text and read as sysbench reads
     /// a size ([`sb_size`]: `--s=1.5M` is 0, `--s=5KB` is 5120), never
     /// refused.
-    pub size: bool,
+    Size,
+    /// A list option (`{"a", "b"}` default or ARG_LIST): a table in Lua.
+    List,
+    /// As its kind says (a flag, text).
+    Typed,
 }
 
 /// The random generator's options beside OLTP's (`--rand-type` and its
@@ -158,9 +167,12 @@ pub fn declared(lua: &Lua, script: &str) -> Result<Vec<ScriptOption>> {
         };
         let flag = kebab(&name);
         out.push(ScriptOption {
-            list: declared_type.unwrap_or(natural) == ARG_LIST,
-            number: declared_type.unwrap_or(natural) == ARG_DOUBLE,
-            size: declared_type.unwrap_or(natural) == ARG_SIZE,
+            read: match declared_type.unwrap_or(natural) {
+                ARG_DOUBLE => Read::Number,
+                ARG_SIZE => Read::Size,
+                ARG_LIST => Read::List,
+                _ => Read::Typed,
+            },
             spec: OptionSpec::new(leak(flag), kind, leak(default), leak(desc)),
             name,
         });
@@ -227,10 +239,10 @@ pub fn export(lua: &Lua, own: &[ScriptOption], values: &Values) -> mlua::Result<
         .iter()
         .filter(|o| !common.iter().any(|c| c.name == o.spec.name))
     {
-        put(&o.name, &o.spec, o.read())?;
+        put(&o.name, &o.spec, o.read)?;
         // sysbench.opt.dash_opt for a declared "dash-opt", as sysbench.
         if o.name.contains('-') {
-            put(&o.name.replace('-', "_"), &o.spec, o.read())?;
+            put(&o.name.replace('-', "_"), &o.spec, o.read)?;
         }
     }
     Ok(opt)
@@ -264,30 +276,6 @@ fn value_of(lua: &Lua, spec: &OptionSpec, values: &Values, list: bool) -> mlua::
     })
 }
 
-/// How `sysbench.opt` reads an option's value.
-#[derive(Clone, Copy)]
-enum Read {
-    Number,
-    Size,
-    List,
-    /// As its kind says (a flag, text).
-    Typed,
-}
-
-impl ScriptOption {
-    fn read(&self) -> Read {
-        if self.number {
-            Read::Number
-        } else if self.size {
-            Read::Size
-        } else if self.list {
-            Read::List
-        } else {
-            Read::Typed
-        }
-    }
-}
-
 /// A result's `params` give a script's number and size options as the
 /// numbers the script saw (they are parsed as text), or as given where that
 /// is not a finite number JSON can hold.
@@ -298,7 +286,7 @@ pub fn numbers_in_params(
 ) {
     for o in own {
         let key = o.spec.name.replace('-', "_");
-        match o.read() {
+        match o.read {
             Read::Number => {
                 let x = strtod(values.text(o.spec.name));
                 if x.is_finite() {
@@ -431,9 +419,9 @@ pub fn help(script: &str, own: &[ScriptOption]) -> String {
         .map(|o| {
             let lhs = match o.spec.kind {
                 OptKind::Bool => format!("--{}[=on|off]", o.name),
-                _ if o.list => format!("--{}=[LIST,...]", o.name),
-                _ if o.number => format!("--{}=N", o.name),
-                _ if o.size => format!("--{}=SIZE", o.name),
+                _ if o.read == Read::List => format!("--{}=[LIST,...]", o.name),
+                _ if o.read == Read::Number => format!("--{}=N", o.name),
+                _ if o.read == Read::Size => format!("--{}=SIZE", o.name),
                 OptKind::Int { .. } | OptKind::Float { .. } => format!("--{}=N", o.name),
                 OptKind::Size { .. } => format!("--{}=SIZE", o.name),
                 _ => format!("--{}=STRING", o.name),

@@ -80,8 +80,16 @@ impl Rows {
         }));
     }
 
+    /// The answer handed back in `spare` (see `Conn::recycle`), emptied,
+    /// its buffers kept for the next answer.
+    pub fn reuse(spare: &mut Rows) -> Rows {
+        let mut rows = std::mem::take(spare);
+        rows.clear();
+        rows
+    }
+
     /// Empties it, keeping its buffers for the next answer.
-    pub fn clear(&mut self) {
+    fn clear(&mut self) {
         self.fields = 0;
         self.affected = 0;
         self.data.clear();

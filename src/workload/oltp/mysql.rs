@@ -337,8 +337,7 @@ impl Conn for My {
                 self.wired.insert(sql.to_string(), (stmt.id(), columns));
             }
             let (id, columns) = &self.wired[sql];
-            let mut rows = std::mem::take(&mut self.spare);
-            rows.clear();
+            let mut rows = Rows::reuse(&mut self.spare);
             let fd = self.conn.as_raw_fd();
             match self.wire.execute(fd, *id, columns, params, &mut rows) {
                 Ok(()) => Ok(rows),

@@ -337,11 +337,7 @@ impl Pg {
     fn round_trip_keeping(&mut self, keep: bool) -> Result<Outcome, DbError> {
         self.flush().map_err(lost)?;
         let mut out = Outcome {
-            kept: keep.then(|| {
-                let mut rows = std::mem::take(&mut self.spare);
-                rows.clear();
-                rows
-            }),
+            kept: keep.then(|| Rows::reuse(&mut self.spare)),
             ..Outcome::default()
         };
         loop {
