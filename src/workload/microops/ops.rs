@@ -496,25 +496,31 @@ mod tests {
         // other tests of this binary run beside this one) delays the child's
         // wakeup in most echoes, but an exit timed in the echo makes every
         // one of them slow.
+        // Even the fastest was 4.2× once, in a CI run with QEMU and Podman
+        // tests beside it; so the comparison is made up to five times and
+        // one clean attempt passes. A timed exit (checked by moving it back
+        // into the timed window) was 100× in every attempt.
         let timer = Timer::calibrate();
         let echo = || {
             let ticks = Op::PipeEcho.measure(&timer, 1, 31).unwrap();
             ticks.into_iter().fold(f64::INFINITY, f64::min)
         };
-        let small = echo();
-        let mut big = vec![0u8; 512 << 20];
-        for page in big.chunks_mut(4096) {
-            page[0] = 1;
+        let mut seen = Vec::new();
+        for _ in 0..5 {
+            let small = echo();
+            let mut big = vec![0u8; 512 << 20];
+            for page in big.chunks_mut(4096) {
+                page[0] = 1;
+            }
+            let large = echo();
+            std::hint::black_box(&big);
+            drop(big);
+            seen.push((small, large));
+            if large < 4.0 * small {
+                return;
+            }
         }
-        let large = echo();
-        std::hint::black_box(&big);
-        drop(big);
-        // The exit cost 10× to 90× the echo; the bound leaves room for a
-        // noisy machine.
-        assert!(
-            large < 4.0 * small,
-            "pipe_echo: {small:.0} ticks, {large:.0} with 512 MiB mapped"
-        );
+        panic!("pipe_echo with 512 MiB mapped was 4× slower in every attempt (ticks without, with): {seen:?}");
     }
 
     #[test]
