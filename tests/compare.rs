@@ -5,12 +5,24 @@
 
 use std::path::Path;
 use std::process::{Command as Std, Stdio};
+use std::sync::{RwLock, RwLockReadGuard};
 use std::time::{Duration, Instant};
 
 use predicates::prelude::*;
 
 mod common;
 use common::{output_ok, skip, virtperf};
+
+/// `half_a_cpu_is_found_slower` checks a known truth: the host's single
+/// thread has a whole CPU and the container half of one. Run beside this
+/// binary's other tests on 2 cores, the host's run got less than a whole
+/// one and the ratio came out 0.70 instead of 0.5 (a CI run). So that test
+/// takes this lock for writing and runs alone; every other test reads it.
+static ALONE: RwLock<()> = RwLock::new(());
+
+fn beside_others() -> RwLockReadGuard<'static, ()> {
+    ALONE.read().unwrap_or_else(|e| e.into_inner())
+}
 
 fn report(dir: &Path, format: &str) -> String {
     let out = output_ok(virtperf().args(["report", dir.to_str().unwrap(), "--format", format]));
@@ -19,6 +31,7 @@ fn report(dir: &Path, format: &str) -> String {
 
 #[test]
 fn host_against_host_is_no_difference_and_everything_is_stored() {
+    let _shared = beside_others();
     let dir = tempfile::tempdir().unwrap();
     // Host against host is never slower or faster in truth, but a shared
     // machine can drift between two 0.3 s runs: up to three attempts, each
@@ -132,6 +145,7 @@ fn host_against_host_is_no_difference_and_everything_is_stored() {
 
 #[test]
 fn half_a_cpu_is_found_slower() {
+    let _alone = ALONE.write().unwrap_or_else(|e| e.into_inner());
     if Std::new("docker")
         .args(["version"])
         .output()
@@ -178,6 +192,7 @@ fn half_a_cpu_is_found_slower() {
 
 #[test]
 fn a_failing_environment_is_reported_and_the_others_carry_on() {
+    let _shared = beside_others();
     let dir = tempfile::tempdir().unwrap();
     // Nothing listens on loopback port 1: the ssh target fails at once.
     let out = virtperf()
@@ -205,6 +220,7 @@ fn a_failing_environment_is_reported_and_the_others_carry_on() {
 
 #[test]
 fn file_workloads_keep_their_prepare_chatter_off_the_progress_line() {
+    let _shared = beside_others();
     let dir = tempfile::tempdir().unwrap();
     let out = output_ok(
         virtperf()
@@ -227,6 +243,7 @@ fn file_workloads_keep_their_prepare_chatter_off_the_progress_line() {
 
 #[test]
 fn ctrl_c_keeps_what_was_measured_and_resume_finishes() {
+    let _shared = beside_others();
     let dir = tempfile::tempdir().unwrap();
     let bin = assert_cmd::cargo::cargo_bin("virtperf");
     let mut child = Std::new(&bin)
@@ -265,6 +282,7 @@ fn ctrl_c_keeps_what_was_measured_and_resume_finishes() {
 
 #[test]
 fn a_store_from_before_typed_requests_resumes_from_its_arguments() {
+    let _shared = beside_others();
     // Builds before typed requests kept only compare's arguments; such an
     // unfinished comparison still resumes, its arguments parsed as then.
     let dir = tempfile::tempdir().unwrap();
@@ -308,6 +326,7 @@ fn a_store_from_before_typed_requests_resumes_from_its_arguments() {
 
 #[test]
 fn bad_input_names_the_option() {
+    let _shared = beside_others();
     let dir = tempfile::tempdir().unwrap();
     for (args, needle) in [
         (vec!["compare", "--repeat", "0", "cpu"], "--repeat"),
@@ -345,6 +364,7 @@ fn bad_input_names_the_option() {
 /// with every environment string escaped.
 #[test]
 fn html_report_renders_in_chromium_and_escapes_environment_strings() {
+    let _shared = beside_others();
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("r");
     virtperf()
@@ -436,6 +456,7 @@ fn html_report_renders_in_chromium_and_escapes_environment_strings() {
 
 #[test]
 fn a_password_never_reaches_the_store_the_reports_or_the_terminal() {
+    let _shared = beside_others();
     // Issue 24, item 3: --pgsql-password's value was in the entry label,
     // comparisons.args, runs.label, every report format and progress lines.
     const SECRET: &str = "hunter2-not-for-reports";
