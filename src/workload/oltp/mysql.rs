@@ -302,8 +302,8 @@ fn push_text(out: &mut Rows, v: &Value, number: &mut String) {
 /// write changed.
 fn collect<P: mysql::prelude::Protocol>(
     mut result: mysql::QueryResult<'_, '_, '_, P>,
+    mut out: Rows,
 ) -> mysql::Result<Rows> {
-    let mut out = Rows::default();
     let mut number = String::new();
     while let Some(set) = result.iter() {
         out.affected += set.affected_rows();
@@ -331,12 +331,16 @@ impl Conn for My {
         let params = params.unwrap_or(&[]);
         if prepared {
             // Executed by `wire`, not the crate: see mysql_wire.rs.
-            if !self.wired.contains_key(sql) {
-                let stmt = self.statement(sql)?;
-                let columns = stmt.columns().iter().map(Col::of).collect();
-                self.wired.insert(sql.to_string(), (stmt.id(), columns));
-            }
-            let (id, columns) = &self.wired[sql];
+            let (id, columns) = match self.wired.get(sql) {
+                Some(known) => known,
+                None => {
+                    let stmt = self.statement(sql)?;
+                    let columns = stmt.columns().iter().map(Col::of).collect();
+                    self.wired
+                        .entry(sql.to_string())
+                        .or_insert((stmt.id(), columns))
+                }
+            };
             let mut rows = Rows::reuse(&mut self.spare);
             let fd = self.conn.as_raw_fd();
             match self.wire.execute(fd, *id, columns, params, &mut rows) {
@@ -349,7 +353,7 @@ impl Conn for My {
                 .conn
                 .query_iter(inline(sql, params))
                 .map_err(|e| self.link.error(e))?;
-            collect(result).map_err(|e| self.link.error(e))
+            collect(result, Rows::reuse(&mut self.spare)).map_err(|e| self.link.error(e))
         }
     }
 
