@@ -7,7 +7,6 @@
 //! `cut`), and one opened after it (the cleanup's) waits at most
 //! `AFTER_STOP_LIMIT` for each answer.
 
-use std::collections::HashMap;
 use std::os::fd::AsRawFd;
 use std::time::{Duration, Instant};
 
@@ -16,7 +15,7 @@ use mysql::prelude::Queryable;
 use mysql::{OptsBuilder, Params, Statement, Value};
 
 use super::cut;
-use super::driver::{inline, Conn, DbError, Dialect, ErrorClass, Param, Rows};
+use super::driver::{inline, Conn, DbError, Dialect, ErrorClass, Param, Rows, TextMap};
 use super::mysql_wire::{Col, Failure, Wire};
 use crate::core::options::CliError;
 use crate::core::signals;
@@ -46,10 +45,10 @@ pub struct My {
     /// not re-parsed for named parameters on every execute as the crate's
     /// own cache does (that cache is off, so nothing here is ever closed
     /// behind our back).
-    statements: HashMap<String, Statement>,
+    statements: TextMap<Statement>,
     /// Scripts' prepared statements by their text: the id and result
     /// columns that `wire` executes them with.
-    wired: HashMap<String, (u32, Vec<Col>)>,
+    wired: TextMap<(u32, Vec<Col>)>,
     wire: Wire,
     /// An answer handed back (`recycle`), whose buffers the next one fills.
     spare: Rows,
@@ -194,8 +193,8 @@ impl My {
             link: Link { cut, limit },
             conn,
             prepared,
-            statements: HashMap::new(),
-            wired: HashMap::new(),
+            statements: TextMap::default(),
+            wired: TextMap::default(),
             wire: Wire::default(),
             spare: Rows::default(),
         })

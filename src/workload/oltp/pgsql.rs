@@ -10,7 +10,6 @@
 //! results, the messages sysbench's `PQexecPrepared` sends; with
 //! `--db-ps-mode=disable` they go as text queries with the values inlined.
 
-use std::collections::HashMap;
 use std::io::{self, Read, Write};
 use std::net::{TcpStream, ToSocketAddrs};
 use std::time::Duration;
@@ -24,7 +23,7 @@ use postgres_protocol::message::backend::{ErrorResponseBody, Message};
 use postgres_protocol::message::frontend;
 use postgres_protocol::IsNull;
 
-use super::driver::{inline, numbered, Conn, DbError, Dialect, ErrorClass, Param, Rows};
+use super::driver::{inline, numbered, Conn, DbError, Dialect, ErrorClass, Param, Rows, TextMap};
 use crate::core::options::CliError;
 use crate::core::signals;
 
@@ -63,7 +62,7 @@ pub struct Pg {
     chunk: Box<[u8; 16384]>,
     prepared: bool,
     /// SQL text → the name of its prepared statement on this connection.
-    statements: HashMap<String, String>,
+    statements: TextMap<String>,
     /// How long one message may take to arrive: the whole login within
     /// CONNECT_TIMEOUT (trickled bytes do not extend it), then
     /// STATEMENT_LIMIT per answer.
@@ -163,7 +162,7 @@ impl Pg {
             output: BytesMut::with_capacity(1024),
             chunk: Box::new([0; 16384]),
             prepared,
-            statements: HashMap::new(),
+            statements: TextMap::default(),
             wait: CONNECT_TIMEOUT,
             spare: Rows::default(),
         };
