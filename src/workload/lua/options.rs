@@ -423,7 +423,6 @@ pub fn help(script: &str, own: &[ScriptOption]) -> String {
                 _ if o.read == Read::Number => format!("--{}=N", o.name),
                 _ if o.read == Read::Size => format!("--{}=SIZE", o.name),
                 OptKind::Int { .. } | OptKind::Float { .. } => format!("--{}=N", o.name),
-                OptKind::Size { .. } => format!("--{}=SIZE", o.name),
                 _ => format!("--{}=STRING", o.name),
             };
             let default = if o.spec.default.is_empty() {

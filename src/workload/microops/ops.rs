@@ -495,8 +495,7 @@ mod tests {
         // The fastest of 31 echoes, not their median: a loaded machine (the
         // other tests of this binary run beside this one) delays the child's
         // wakeup in most echoes, but an exit timed in the echo makes every
-        // one of them slow.
-        // Even the fastest was 4.2× once, in a CI run with QEMU and Podman
+        // one of them slow. Even the fastest was 4.2× once, in a CI run with QEMU and Podman
         // tests beside it; so the comparison is made up to five times and
         // one clean attempt passes. A timed exit (checked by moving it back
         // into the timed window) was 100× in every attempt.

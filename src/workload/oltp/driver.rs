@@ -34,10 +34,6 @@ impl std::hash::Hasher for TextHasher {
         add(u64::from_le_bytes(tail));
     }
 
-    fn write_u8(&mut self, byte: u8) {
-        self.write(&[byte]);
-    }
-
     fn finish(&self) -> u64 {
         self.0
     }
