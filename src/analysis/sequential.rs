@@ -9,7 +9,7 @@
 
 use std::collections::BTreeMap;
 
-use crate::stats::sequential::{Call, Interval, Pairs, Track, MIN_PAIRS};
+use crate::stats::sequential::{Bound, Call, Interval, Pairs, Track, MIN_PAIRS};
 use crate::stats::{Estimate, Goal, Outcome, RunsNeeded, VerdictSettings};
 use crate::store::RunRow;
 
@@ -104,28 +104,33 @@ impl Row {
     /// pair costs nothing).
     pub fn judge(&self, settings: &VerdictSettings) -> RowVerdict {
         let all = Pairs::new(&self.diffs);
-        let ex = all.exclusions(&Self::thetas(settings), self.alpha(settings));
+        let ex = all.exclusions(&Self::bounds(settings), self.alpha(settings));
         self.verdict(&all, &ex, settings)
     }
 
-    /// The centres whose exclusion makes the calls: no difference, and the
-    /// margin's two ends.
-    fn thetas(settings: &VerdictSettings) -> [f64; 3] {
+    /// The centres whose exclusion makes the calls: no difference (either
+    /// side, two-sided), and the margin's two ends (each one-sided: the two
+    /// one-sided tests of equivalence; `stats::sequential`'s module doc).
+    fn bounds(settings: &VerdictSettings) -> [Bound; 3] {
         let b = settings.margin.ln_1p();
-        [0.0, -b, b]
+        [
+            Bound::two_sided(0.0),
+            Bound::one_sided(-b),
+            Bound::one_sided(b),
+        ]
     }
 
     /// The row's sequence, to be fed its pairs ([`Track::push`]).
     fn track(&self, settings: &VerdictSettings) -> Track {
         Track::new(
-            &Self::thetas(settings),
+            &Self::bounds(settings),
             self.alpha(settings),
             settings.alpha,
         )
     }
 
     /// [`Row::judge`] from the row's pairs and what its looks excluded
-    /// ([`Pairs::exclusions`] at [`Row::thetas`]).
+    /// ([`Pairs::exclusions`] at [`Row::bounds`]).
     fn verdict(&self, all: &Pairs, ex: &[(bool, bool)], settings: &VerdictSettings) -> RowVerdict {
         let alpha = self.alpha(settings);
         let b = settings.margin.ln_1p();
@@ -163,13 +168,16 @@ impl Row {
 
     /// The running intersection of the row's intervals (log scale), which
     /// is itself a confidence sequence; an empty intersection (the centre
-    /// drifted) keeps the newest.
-    pub fn interval(&self, settings: &VerdictSettings) -> Interval {
+    /// drifted) keeps the newest. `one_sided`: each end a one-sided bound at
+    /// the row's level, the interval an equivalence is read from.
+    pub fn interval(&self, settings: &VerdictSettings, one_sided: bool) -> Interval {
         let alpha = self.alpha(settings);
         let all = Pairs::new(&self.diffs);
-        let mut iv = all.prefix(self.diffs.len().min(2)).interval(alpha);
+        let mut iv = all
+            .prefix(self.diffs.len().min(2))
+            .interval_at(alpha, one_sided);
         for n in MIN_PAIRS..=self.diffs.len() {
-            let now = all.prefix(n).interval(alpha);
+            let now = all.prefix(n).interval_at(alpha, one_sided);
             let (lower, upper) = (iv.lower.max(now.lower), iv.upper.min(now.upper));
             iv = if lower <= upper {
                 Interval { lower, upper }
@@ -332,7 +340,8 @@ pub fn overlay(a: &mut Analysis, runs: &[RunRow], settings: &VerdictSettings) {
                     assess.runs_needed = None;
                     continue;
                 };
-                let iv = row.interval(settings);
+                // An equivalence is shown with the bounds it was read from.
+                let iv = row.interval(settings, v.outcome == Outcome::Equivalent);
                 let point = row.centre(&iv).exp();
                 assess.ratio = Estimate {
                     point,
@@ -410,7 +419,7 @@ mod tests {
             family: 1,
             diffs,
         };
-        let iv = row.interval(&settings);
+        let iv = row.interval(&settings, false);
         assert!(row.log_mean() < iv.lower, "{} {iv:?}", row.log_mean());
         let c = row.centre(&iv);
         assert!(iv.lower <= c && c <= iv.upper, "{c} {iv:?}");
@@ -420,7 +429,7 @@ mod tests {
             diffs: vec![0.05, -0.03, 0.02, 0.01, -0.01, 0.04],
             ..row
         };
-        let iv = spread.interval(&settings);
+        let iv = spread.interval(&settings, false);
         assert_eq!(spread.centre(&iv), spread.log_mean());
     }
 
