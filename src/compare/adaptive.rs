@@ -177,18 +177,16 @@ pub fn next_round(
             .sum();
         return Step::Run { want, eta_s };
     }
-    // (pair, (pairs to its next decision, to its last), seconds a pair costs)
-    type Ranked<'a> = (&'a PairState, (Option<usize>, usize), f64);
-    let mut ranked: Vec<Ranked> = open
+    // (pair, (pairs to its next decision, to its last))
+    let mut pending: Vec<(&PairState, (Option<usize>, usize))> = open
         .iter()
         .filter(|p| active[p.env])
-        .map(|p| (p, p.need(), cost(p.env, p.entry) + cost(0, p.entry)))
+        .map(|p| (p, p.need()))
         .collect();
     let rate = |need: Option<usize>, c: f64| match need {
         Some(n) => 1.0 / (n as f64 * c.max(1e-3)),
         None => 0.0,
     };
-    ranked.sort_by(|a, b| rate(b.1 .0, b.2).total_cmp(&rate(a.1 .0, a.2)));
     let mut undecided = Vec::new();
     let mut round_s = 0.0;
     // Seconds of runs the pairs taken so far are projected to need.
@@ -199,7 +197,30 @@ pub fn next_round(
     let mut waited = false;
     let mut eta_s = 0.0;
     let mut base_has = vec![false; entries];
-    for (p, (need, need_all), c) in ranked {
+    // What a pair of runs costs now: its environment's run, and the
+    // baseline's unless this round already runs that entry there (then
+    // the pair shares it, and so will the pairs after).
+    let pair_cost = |p: &PairState, base_has: &[bool]| {
+        cost(p.env, p.entry)
+            + if base_has[p.entry] {
+                0.0
+            } else {
+                cost(0, p.entry)
+            }
+    };
+    while !pending.is_empty() {
+        // The most progress per second at what each pair costs now (the
+        // first of equals, in the order given).
+        let best = (0..pending.len())
+            .rev()
+            .max_by(|&a, &b| {
+                let (pa, pb) = (pending[a], pending[b]);
+                rate(pa.1 .0, pair_cost(pa.0, &base_has))
+                    .total_cmp(&rate(pb.1 .0, pair_cost(pb.0, &base_has)))
+            })
+            .expect("pending is not empty");
+        let (p, (need, need_all)) = pending.remove(best);
+        let c = pair_cost(p, &base_has);
         let need = match need {
             Some(n) => n,
             None if p.have < PLAN_AFTER => 1,
@@ -208,12 +229,7 @@ pub fn next_round(
                 continue;
             }
         };
-        let this = cost(p.env, p.entry)
-            + if base_has[p.entry] {
-                0.0
-            } else {
-                cost(0, p.entry)
-            };
+        let this = c;
         // Why this pair does not run this round, after why it is open.
         let mut left_out = |because: String| {
             undecided.push((p.entry, p.env, format!("{}; {because}", p.why())));
@@ -754,6 +770,30 @@ mod tests {
         };
         match next_round(9, 3, &[true, true], &[young, pair(0, 4)], &cost, 200.0) {
             Step::Run { want, .. } => assert_eq!(want, vec![vec![0, 2], vec![0, 2]]),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_pair_whose_baseline_run_the_round_already_has_costs_only_its_own() {
+        let pair = |entry: usize, env: usize, need: usize| PairState {
+            entry,
+            env,
+            have: PLAN_AFTER,
+            open: vec![("m".into(), 0.05, Some(PLAN_AFTER + need))],
+        };
+        // Entry 0 costs 1 s a run, entry 1 0.95 s. Alone, entry 0 in env 1
+        // needs 9 pairs (18 s), entry 1 in env 1 10 (19 s), entry 0 in env
+        // 2 10 (20 s). Once entry 0's baseline runs this round, entry 0 in
+        // env 2 costs only its own runs (10 s) and goes before entry 1:
+        // 18 + 10 s fit in the horizon (30 s of 120), 19 more do not.
+        let cost = |_: usize, k: usize| if k == 0 { 1.0 } else { 0.95 };
+        let open = vec![pair(1, 1, 10), pair(0, 2, 10), pair(0, 1, 9)];
+        match next_round(9, 2, &[true, true, true], &open, &cost, 120.0) {
+            Step::Run { want, eta_s } => {
+                assert_eq!(want, vec![vec![0], vec![0], vec![0]]);
+                assert!((eta_s - 47.0).abs() < 1e-9, "{eta_s}");
+            }
             other => panic!("{other:?}"),
         }
     }
