@@ -2,20 +2,21 @@
 //! the next round. Every pair runs its first [`MIN_PAIRS`] rounds; after
 //! that a pair whose headline verdicts are all decided stops, and the
 //! undecided ones are ranked by expected progress per second — 1 / (the
-//! pairs its slowest undecided metric is projected to need × what a pair
-//! costs, the environment's run plus the baseline's, as measured) — and
-//! taken while the round fits in the budget left and, once a pair has
-//! [`PLAN_AFTER`] pairs, the projected needs of the pairs taken so far, this
-//! one's included, fit in it too (within [`SLACK`] times): a pair whose
-//! need does not fit beside those closer to a decision waits for the next
-//! round's plan, and when every open pair waits the comparison stops.
-//! Pairs closer to a decision also go first in time: a round takes, beside
-//! the best-ranked pair, only those whose needs together fit in a
-//! [`HORIZON`] share of the budget left, and the rest wait their turn (the
-//! shortest remaining work first, which decides the most verdicts by any
-//! moment, where running every open pair in every round spreads the time
-//! over all and decides them all late). A pair that cannot be projected (its mean sits where no
-//! amount of data decides at this noise) keeps running until
+//! pairs its nearest undecided metric is projected to need × what a pair
+//! costs: the environment's run, plus the baseline's unless the round
+//! already runs that entry there, as measured) — and taken while the round
+//! fits in the budget left and, once a pair has [`PLAN_AFTER`] pairs, the
+//! projected needs of the pairs taken so far, this one's included, fit in
+//! it too (within [`SLACK`] times): a pair whose need does not fit beside
+//! those closer to a decision waits for the next round's plan, and when
+//! every open pair waits the comparison stops. Pairs closer to a decision
+//! also go first in time: a round takes, beside the best-ranked pair, only
+//! those whose needs together fit in a [`HORIZON`] share of the budget
+//! left, and the rest wait their turn (the shortest remaining work first,
+//! which decides the most verdicts by any moment, where running every open
+//! pair in every round spreads the time over all and decides them all
+//! late). A pair that cannot be projected (its mean sits where no amount of
+//! data decides at this noise) keeps running until
 //! [`PLAN_AFTER`] pairs, then is parked. The baseline runs every entry some
 //! environment runs in that round, so every run has its pair, and the
 //! rounds keep their order (each entry in every environment back to back,
@@ -229,15 +230,14 @@ pub fn next_round(
                 continue;
             }
         };
-        let this = c;
         // Why this pair does not run this round, after why it is open.
         let mut left_out = |because: String| {
             undecided.push((p.entry, p.env, format!("{}; {because}", p.why())));
         };
-        if round_s + this > left_s {
+        if round_s + c > left_s {
             left_out(format!(
                 "~{:.0} s more than the budget has",
-                (need as f64 * c - left_s).max(this)
+                (need as f64 * c - left_s).max(c)
             ));
             continue;
         }
@@ -270,7 +270,7 @@ pub fn next_round(
             continue;
         }
         committed_s += need as f64 * c;
-        round_s += this;
+        round_s += c;
         eta_s += need_all.max(need) as f64 * c;
         base_has[p.entry] = true;
         want[p.env].push(p.entry);
