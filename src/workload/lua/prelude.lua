@@ -261,6 +261,61 @@ local function answer(self, query, ok, a, b, c, d)
                        errno, state, msg), 3)
 end
 
+-- Prepared statements run through LuaJIT's FFI, which compiles the call
+-- into the trace: the values go in an array of these (a boolean as 0 or
+-- 1, a string as its bytes, which the caller's `values` keeps alive), the
+-- answer comes back in a struct. The types are anonymous, so no name of a
+-- script's own cdef can clash with them.
+local sql_arg = real_ffi.typeof(
+   "struct { int32_t kind; double num; const char *text; size_t len; }")
+local sql_args = real_ffi.typeof("$[?]", sql_arg)
+local sql_answer = real_ffi.typeof("struct { double nfields, nrows, gen; }")
+local execute_ffi = real_ffi.cast(real_ffi.typeof(
+   "int32_t (*)(const void *, uint64_t, double, int32_t, const $ *, $ *)",
+   sql_arg, sql_answer), vp.execute_ffi)
+local ARG_NULL, ARG_NUMBER, ARG_TEXT = 0, 1, 2
+local FFI_DONE, FFI_FAILED = 0, 1
+
+-- Runs prepared statement `id` of `con` with values[1..n] and answers as
+-- `answer` does. `answer` is called in tail position (as this function is
+-- from statement_methods.execute), so the levels of its errors count from
+-- the same frames as when the API's function calls it itself. What the
+-- FFI path does not take (another kind of value, a closed connection, a
+-- string that is not UTF-8) goes to the connection's `execute` method,
+-- which runs it or raises its error.
+local function execute_prepared(con, query, id, values, n)
+   local args = con.args
+   if n > con.nargs then
+      args = sql_args(n)
+      con.args, con.nargs = args, n
+   end
+   for i = 1, n do
+      local v, a = values[i], args[i - 1]
+      local t = type(v)
+      if t == "number" then
+         a.kind, a.num = ARG_NUMBER, v
+      elseif t == "string" then
+         a.kind, a.text, a.len = ARG_TEXT, v, #v
+      elseif v == nil then
+         a.kind = ARG_NULL
+      elseif t == "boolean" then
+         a.kind, a.num = ARG_NUMBER, v and 1 or 0
+      else
+         return answer(con, query, con.conn:execute(id, unpack(values, 1, n)))
+      end
+   end
+   local out = con.out
+   local status = execute_ffi(con.slot, con.slot_id, id, n, args, out)
+   if status == FFI_DONE then
+      local rs = con.rs
+      rs.nfields, rs.nrows, rs.gen, rs.pos = out.nfields, out.nrows, out.gen, 1
+      return rs
+   elseif status == FFI_FAILED then
+      return answer(con, query, false, con.conn:last_error())
+   end
+   return answer(con, query, con.conn:execute(id, unpack(values, 1, n)))
+end
+
 function connection_methods.query(self, query)
    return answer(self, query, self.conn:query(query))
 end
@@ -374,9 +429,8 @@ function statement_methods.execute(self)
       end
       values[i] = v
    end
-   local con = self.connection
-   return answer(con, "<prepared statement>",
-                 con.conn:execute(self.id, unpack(values, 1, n)))
+   return execute_prepared(self.connection, "<prepared statement>", self.id,
+                           values, n)
 end
 
 function statement_methods.close(self)
@@ -397,7 +451,12 @@ function driver_methods.connect(self)
    local conn = vp.connect()
    local rs = setmetatable({ conn = conn, nfields = 0, nrows = 0, gen = 0,
                              pos = 1 }, result_methods)
-   return setmetatable({ conn = conn, error = 0, rs = rs }, connection_methods)
+   -- slot, slot_id, args, nargs, out: execute_prepared's.
+   local slot, slot_id = conn:ffi_handle()
+   return setmetatable({ conn = conn, error = 0, rs = rs,
+                         slot = real_ffi.cast("const void *", slot),
+                         slot_id = slot_id, args = sql_args(8), nargs = 8,
+                         out = sql_answer() }, connection_methods)
 end
 
 function driver_methods.name(self)
@@ -547,7 +606,7 @@ rawset(sysbench.db, "execute", function(stmt)
          values[i] = tostring(v)
       end
    end
-   answer(con, stmt.query, con.conn:execute(stmt.id, unpack(values, 1, n)))
+   execute_prepared(con, stmt.query, stmt.id, values, n)
    return setmetatable({ stmt = stmt }, legacy_rs)
 end)
 

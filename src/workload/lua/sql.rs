@@ -3,12 +3,18 @@
 //! statement's text with its values, counts it as sysbench does (a result
 //! with columns is a read, a statement that changed rows a write, anything
 //! else other), and hands back rows or the error's class, number, state and
-//! message, from which the Lua side raises sysbench's errors.
+//! message, from which the Lua side raises sysbench's errors. Prepared
+//! statements, every OLTP script's hot path, are executed through LuaJIT's
+//! FFI (`execute_ffi`, which compiled Lua calls like a C function), and
+//! reach the connection's state through its slot, as the userdata's methods
+//! do.
 
+use std::cell::{Cell, RefCell};
+use std::ffi::c_void;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, MutexGuard, TryLockError};
 
-use mlua::{Lua, UserData, UserDataMethods, Value as LuaValue};
+use mlua::{LightUserData, Lua, UserData, UserDataMethods, Value as LuaValue};
 
 use crate::workload::oltp::driver::{Conn, DbError, ErrorClass, Param, Rows};
 use crate::workload::oltp::Target;
@@ -69,13 +75,18 @@ impl Database {
     }
 }
 
-/// One connection of a script.
-pub struct LuaConn {
-    /// In a mutex only so that the userdata is Sync, as mlua's `send`
-    /// asks; one thread uses it (`get_mut`, no locking).
-    conn: std::sync::Mutex<Option<Box<dyn Conn>>>,
+/// A connection's state, which two ways of calling it reach: mlua's
+/// methods on [`LuaConn`] and [`execute_ffi`], the path of prepared
+/// statements that LuaJIT's FFI calls from compiled code.
+struct ConnState {
+    /// Which `LuaConn` the slot holds this for (never reused in a state):
+    /// a stale handle finds another id, or none, and is refused.
+    id: u64,
+    conn: Option<Box<dyn Conn>>,
     db: Arc<Database>,
     counters: Arc<Counters>,
+    /// The database is SQLite (`SERIAL` is rewritten).
+    sqlite: bool,
     /// The bulk load opened a transaction of its own (SQLite: one commit
     /// per table rather than per statement).
     bulk_transaction: bool,
@@ -90,29 +101,132 @@ pub struct LuaConn {
     generation: i64,
     /// Prepared statements' text by the number `prepare` gave them.
     statements: Vec<String>,
+    /// The error of the statement `execute_ffi` failed, until the Lua side
+    /// fetches it (`last_error`).
+    error: Option<DbError>,
+}
+
+impl ConnState {
+    fn conn(&mut self) -> mlua::Result<&mut Box<dyn Conn>> {
+        self.conn
+            .as_mut()
+            .ok_or_else(|| mlua::Error::runtime("the connection was closed (disconnect)"))
+    }
+}
+
+/// Where a connection's state lives, at one address for as long as its Lua
+/// state: `execute_ffi` is handed that address. Taken with `try_lock`
+/// only, never waited for: the one thread running the Lua state is the only
+/// one that takes it, and it is busy only when a call on the connection
+/// re-enters it (a Lua finalizer run by a collection inside the call),
+/// which is refused instead of aliasing the state.
+type Slot = Mutex<Option<ConnState>>;
+
+/// The slot's state when no call on it is running, `None` when one is.
+fn try_take(slot: &Slot) -> Option<MutexGuard<'_, Option<ConnState>>> {
+    match slot.try_lock() {
+        Ok(guard) => Some(guard),
+        // A panic in an earlier call (caught, and said): the state is whole
+        // enough to go on, as with any failed statement.
+        Err(TryLockError::Poisoned(p)) => Some(p.into_inner()),
+        Err(TryLockError::WouldBlock) => None,
+    }
+}
+
+/// The connection slots of one Lua state, kept in its app data. mlua drops
+/// app data after `lua_close` has run the state's last finalizers, so a
+/// slot outlives every piece of Lua code that could hand its address to
+/// `execute_ffi`. A slot no `LuaConn` holds any more is reused, with a new
+/// id.
+#[derive(Default)]
+pub struct ConnSlots {
+    slots: RefCell<Vec<Arc<Slot>>>,
+    last_id: Cell<u64>,
+}
+
+impl ConnSlots {
+    /// A free slot (none of the state's `LuaConn`s holds it), or a new one.
+    fn free_slot(&self) -> Arc<Slot> {
+        let mut slots = self.slots.borrow_mut();
+        let free = slots
+            .iter()
+            .find(|s| Arc::strong_count(s) == 1 && s.try_lock().is_ok());
+        if let Some(slot) = free {
+            return Arc::clone(slot);
+        }
+        let slot = Arc::new(Mutex::new(None));
+        slots.push(Arc::clone(&slot));
+        slot
+    }
+}
+
+/// One connection of a script, the Lua userdata: its state is in a slot of
+/// the Lua state's `ConnSlots`, emptied (the connection closed) when the
+/// userdata is collected.
+pub struct LuaConn {
+    slot: Arc<Slot>,
+    id: u64,
 }
 
 impl LuaConn {
-    pub fn open(db: Arc<Database>, counters: Arc<Counters>) -> anyhow::Result<LuaConn> {
+    pub fn open(
+        db: Arc<Database>,
+        counters: Arc<Counters>,
+        slots: &ConnSlots,
+    ) -> anyhow::Result<LuaConn> {
         let conn = db.target.connect(db.prepared, true)?;
-        Ok(LuaConn {
-            conn: std::sync::Mutex::new(Some(conn)),
+        Ok(LuaConn::with_conn(conn, db, counters, slots))
+    }
+
+    fn with_conn(
+        conn: Box<dyn Conn>,
+        db: Arc<Database>,
+        counters: Arc<Counters>,
+        slots: &ConnSlots,
+    ) -> LuaConn {
+        let id = slots.last_id.get() + 1;
+        slots.last_id.set(id);
+        let slot = slots.free_slot();
+        let state = ConnState {
+            id,
+            conn: Some(conn),
+            sqlite: db.target.sqlite_path().is_some(),
             db,
             counters,
             bulk_transaction: false,
             last: Rows::default(),
+            params: Vec::new(),
             generation: 0,
             statements: Vec::new(),
-            params: Vec::new(),
-        })
+            error: None,
+        };
+        if let Some(mut guard) = try_take(&slot) {
+            *guard = Some(state);
+        }
+        LuaConn { slot, id }
     }
 
-    fn conn(&mut self) -> mlua::Result<&mut Box<dyn Conn>> {
-        self.conn
-            .get_mut()
-            .unwrap_or_else(|p| p.into_inner())
-            .as_mut()
-            .ok_or_else(|| mlua::Error::runtime("the connection was closed (disconnect)"))
+    /// Runs `f` on the connection's state; an error when a call on it is
+    /// still running (a finalizer re-entering it).
+    fn with<R>(&self, f: impl FnOnce(&mut ConnState) -> mlua::Result<R>) -> mlua::Result<R> {
+        let mut guard = try_take(&self.slot).ok_or_else(|| {
+            mlua::Error::runtime("the connection is in use by a call that has not returned")
+        })?;
+        match guard.as_mut() {
+            Some(state) if state.id == self.id => f(state),
+            _ => Err(mlua::Error::runtime("the connection is gone")),
+        }
+    }
+}
+
+impl Drop for LuaConn {
+    fn drop(&mut self) {
+        if let Some(mut guard) = try_take(&self.slot) {
+            if guard.as_ref().is_some_and(|s| s.id == self.id) {
+                // Closes the connection now, not when the slot is reused.
+                *guard = None;
+            }
+        }
     }
 }
 
@@ -132,8 +246,7 @@ fn for_sqlite(sql: &str) -> std::borrow::Cow<'_, str> {
 fn param_of(v: LuaValue) -> mlua::Result<Param> {
     Ok(match v {
         LuaValue::Integer(n) => Param::Int(n),
-        LuaValue::Number(x) if x.fract() == 0.0 && x.abs() < 9.0e15 => Param::Int(x as i64),
-        LuaValue::Number(x) => Param::Text(x.to_string()),
+        LuaValue::Number(x) => float_param(x),
         LuaValue::Boolean(b) => Param::Int(i64::from(b)),
         LuaValue::String(s) => Param::Text(s.to_str()?.to_string()),
         LuaValue::Nil => Param::Null,
@@ -146,14 +259,46 @@ fn param_of(v: LuaValue) -> mlua::Result<Param> {
     })
 }
 
+/// A number mlua did not make an `Integer`: integral ones (-0) as integers,
+/// others as their text.
+fn float_param(x: f64) -> Param {
+    if x.fract() == 0.0 && x.abs() < 9.0e15 {
+        Param::Int(x as i64)
+    } else {
+        Param::Text(x.to_string())
+    }
+}
+
+/// A Lua number as `param_of` takes it from mlua, which makes a LuaJIT
+/// number an `Integer` when it is in i64's range and converts there and
+/// back bit for bit (so not -0), and a `Number` otherwise.
+fn number_param(x: f64) -> Param {
+    // -2^63 and 2^63, exact as doubles; NaN is in no range.
+    const MIN: f64 = i64::MIN as f64;
+    if (MIN..-MIN).contains(&x) {
+        let n = x as i64;
+        if (n as f64).to_bits() == x.to_bits() {
+            return Param::Int(n);
+        }
+    }
+    float_param(x)
+}
+
 /// A query's answer, as a tuple so that it goes onto the Lua stack without
 /// an allocation: true, nfields, nrows, the result's number, nil; or
 /// false, class, errno, state, message.
 type Answer = (LuaValue, LuaValue, LuaValue, LuaValue, LuaValue);
 
+/// What a statement that ran gave: the answer's numbers.
+struct Outcome {
+    fields: i64,
+    rows: i64,
+    generation: i64,
+}
+
 /// The error's parts as the Lua side raises them: class, errno, state,
 /// message.
-fn error_values(lua: &Lua, e: DbError) -> mlua::Result<Answer> {
+fn error_values(lua: &Lua, e: &DbError) -> mlua::Result<(LuaValue, LuaValue, LuaValue, LuaValue)> {
     let class = match e.class {
         ErrorClass::Retry => "ignorable",
         ErrorClass::Lost | ErrorClass::Fatal => "fatal",
@@ -166,7 +311,6 @@ fn error_values(lua: &Lua, e: DbError) -> mlua::Result<Answer> {
         String::new()
     };
     Ok((
-        LuaValue::Boolean(false),
         LuaValue::String(lua.create_string(class)?),
         LuaValue::Integer(errno),
         LuaValue::String(lua.create_string(&state)?),
@@ -174,17 +318,39 @@ fn error_values(lua: &Lua, e: DbError) -> mlua::Result<Answer> {
     ))
 }
 
+/// The answer `query` and `execute` give.
+fn answer(lua: &Lua, outcome: Result<Outcome, DbError>) -> mlua::Result<Answer> {
+    match outcome {
+        Ok(o) => Ok((
+            LuaValue::Boolean(true),
+            LuaValue::Integer(o.fields),
+            LuaValue::Integer(o.rows),
+            LuaValue::Integer(o.generation),
+            LuaValue::Nil,
+        )),
+        Err(e) => {
+            let (class, errno, state, message) = error_values(lua, &e)?;
+            Ok((LuaValue::Boolean(false), class, errno, state, message))
+        }
+    }
+}
+
 /// Runs a query (params None) or a prepared statement and counts it as
-/// sysbench does; the answer as `query` and `execute` describe it.
-fn run(lua: &Lua, this: &mut LuaConn, sql: &str, params: Option<&[Param]>) -> mlua::Result<Answer> {
-    let text = if this.db.target.sqlite_path().is_some() {
+/// sysbench does. The outer error: the connection was closed, and nothing
+/// ran.
+fn run(
+    this: &mut ConnState,
+    sql: &str,
+    params: Option<&[Param]>,
+) -> mlua::Result<Result<Outcome, DbError>> {
+    let text = if this.sqlite {
         for_sqlite(sql)
     } else {
         std::borrow::Cow::Borrowed(sql)
     };
     let rows = match this.conn()?.query(&text, params) {
         Ok(rows) => rows,
-        Err(e) => return error_values(lua, e),
+        Err(e) => return Ok(Err(e)),
     };
     let (kind, n) = if rows.fields > 0 {
         (1, rows.len() as u64)
@@ -198,13 +364,28 @@ fn run(lua: &Lua, this: &mut LuaConn, sql: &str, params: Option<&[Param]>) -> ml
     let fields = rows.fields as i64;
     let done = std::mem::replace(&mut this.last, rows);
     this.conn()?.recycle(done);
-    Ok((
-        LuaValue::Boolean(true),
-        LuaValue::Integer(fields),
-        LuaValue::Integer(n as i64),
-        LuaValue::Integer(this.generation),
-        LuaValue::Nil,
-    ))
+    Ok(Ok(Outcome {
+        fields,
+        rows: n as i64,
+        generation: this.generation,
+    }))
+}
+
+/// Runs prepared statement `index` (from 0) with the values in `params`.
+fn execute(this: &mut ConnState, index: usize) -> mlua::Result<Result<Outcome, DbError>> {
+    // Taken out for the call, which borrows the connection.
+    let sql = std::mem::take(&mut this.statements[index]);
+    let params = std::mem::take(&mut this.params);
+    let out = run(this, &sql, Some(&params));
+    this.statements[index] = sql;
+    this.params = params;
+    out
+}
+
+/// The index of prepared statement `n` (numbered from 1 by `prepare`).
+fn statement_index(this: &ConnState, n: f64) -> Option<usize> {
+    let len = this.statements.len();
+    (n >= 1.0 && n <= len as f64 && n.fract() == 0.0).then(|| n as usize - 1)
 }
 
 impl UserData for LuaConn {
@@ -213,92 +394,299 @@ impl UserData for LuaConn {
         // statement n (from prepare(sql)) with its values. Both answer
         //   true, nfields, nrows, the result's number (for row)
         // | false, class, errno, state, message
-        methods.add_method_mut("query", |lua, this, sql: mlua::LuaString| {
-            run(lua, this, &sql.to_str()?, None)
+        // (execute_ffi is the usual way to execute; this one takes what it
+        // leaves: values it does not take, and the errors before a
+        // statement runs, with their messages.)
+        methods.add_method("query", |lua, this, sql: mlua::LuaString| {
+            let outcome = this.with(|s| run(s, &sql.to_str()?, None))?;
+            answer(lua, outcome)
         });
-        methods.add_method_mut("prepare", |_, this, sql: mlua::LuaString| {
-            this.statements.push(sql.to_str()?.to_string());
-            Ok(this.statements.len())
+        methods.add_method("prepare", |_, this, sql: mlua::LuaString| {
+            this.with(|s| {
+                s.statements.push(sql.to_str()?.to_string());
+                Ok(s.statements.len())
+            })
         });
-        methods.add_method_mut(
+        methods.add_method(
             "execute",
             |lua, this, (n, values): (usize, mlua::Variadic<LuaValue>)| {
-                let mut params = std::mem::take(&mut this.params);
-                params.clear();
-                for v in values {
-                    params.push(param_of(v)?);
-                }
-                let i = n
-                    .checked_sub(1)
-                    .filter(|&i| i < this.statements.len())
-                    .ok_or_else(|| mlua::Error::runtime("no such prepared statement"))?;
-                // Taken out for the call, which borrows the connection.
-                let sql = std::mem::take(&mut this.statements[i]);
-                let out = run(lua, this, &sql, Some(&params));
-                this.statements[i] = sql;
-                this.params = params;
-                out
+                let outcome = this.with(|s| {
+                    s.params.clear();
+                    for v in values {
+                        s.params.push(param_of(v)?);
+                    }
+                    let i = n
+                        .checked_sub(1)
+                        .filter(|&i| i < s.statements.len())
+                        .ok_or_else(|| mlua::Error::runtime("no such prepared statement"))?;
+                    execute(s, i)
+                })?;
+                answer(lua, outcome)
             },
         );
+        // The FFI path's handle on this connection: the slot's address (as
+        // light userdata) and the connection's id.
+        methods.add_method("ffi_handle", |_, this, ()| {
+            let slot = Arc::as_ptr(&this.slot).cast_mut().cast::<c_void>();
+            Ok((LightUserData(slot), this.id))
+        });
+        // The error of the statement execute_ffi failed: class, errno,
+        // state, message.
+        methods.add_method("last_error", |lua, this, ()| {
+            let e = this
+                .with(|s| Ok(s.error.take()))?
+                .unwrap_or_else(|| DbError {
+                    class: ErrorClass::Fatal,
+                    code: String::new(),
+                    message: "the statement's error was lost (see standard error)".into(),
+                });
+            error_values(lua, &e)
+        });
         // row(result, i) -> row i (from 1) of the result numbered `result`
         // as a table, NULLs as nil; nil past the last row or when a later
         // query has replaced that result.
         methods.add_method("row", |lua, this, (generation, i): (i64, usize)| {
-            let row = match i.checked_sub(1) {
-                Some(i) if generation == this.generation => this.last.row(i),
-                _ => None,
-            };
-            let Some(row) = row else {
-                return Ok(LuaValue::Nil);
-            };
-            let r = lua.create_table_with_capacity(this.last.fields, 0)?;
-            for (j, v) in row.enumerate() {
-                if let Some(v) = v {
-                    r.raw_set(j + 1, lua.create_string(v)?)?;
+            this.with(|s| {
+                let row = match i.checked_sub(1) {
+                    Some(i) if generation == s.generation => s.last.row(i),
+                    _ => None,
+                };
+                let Some(row) = row else {
+                    return Ok(LuaValue::Nil);
+                };
+                let r = lua.create_table_with_capacity(s.last.fields, 0)?;
+                for (j, v) in row.enumerate() {
+                    if let Some(v) = v {
+                        r.raw_set(j + 1, lua.create_string(v)?)?;
+                    }
                 }
+                Ok(LuaValue::Table(r))
+            })
+        });
+        methods.add_method("rollback", |_, this, ()| {
+            this.with(|s| {
+                let conn = s.conn()?;
+                if conn.in_transaction() {
+                    conn.rollback();
+                }
+                Ok(())
+            })
+        });
+        methods.add_method("bulk_begin", |_, this, ()| {
+            this.with(|s| {
+                let one = s.db.target.dialect().load_in_one_transaction();
+                let conn = s.conn()?;
+                if one && !conn.in_transaction() {
+                    conn.begin(true).map_err(|e| {
+                        mlua::Error::runtime(format!("db_bulk_insert_init() failed: {e}"))
+                    })?;
+                    s.bulk_transaction = true;
+                }
+                Ok(())
+            })
+        });
+        methods.add_method("bulk_end", |_, this, ()| {
+            this.with(|s| {
+                if std::mem::take(&mut s.bulk_transaction) {
+                    s.conn()?.commit().map_err(|e| {
+                        mlua::Error::runtime(format!("db_bulk_insert_done() failed: {e}"))
+                    })?;
+                }
+                Ok(())
+            })
+        });
+        methods.add_method("close", |_, this, ()| {
+            this.with(|s| {
+                s.conn = None;
+                Ok(())
+            })
+        });
+        methods.add_method("reconnect", |_, this, ()| {
+            this.with(|s| {
+                s.conn = None;
+                let conn =
+                    s.db.target
+                        .connect(s.db.prepared, true)
+                        .map_err(|e| mlua::Error::runtime(format!("reconnect failed: {e:#}")))?;
+                s.conn = Some(conn);
+                Ok(())
+            })
+        });
+    }
+}
+
+/// `execute_ffi`'s address, for the prelude to call it through LuaJIT's
+/// FFI (the binary is static: `ffi.C` finds none of its symbols).
+pub fn execute_ffi_address() -> LightUserData {
+    LightUserData(execute_ffi as *const () as *mut c_void)
+}
+
+/// One value of `execute_ffi`'s arguments, as the prelude fills it.
+#[repr(C)]
+struct FfiArg {
+    /// `ARG_NULL`, `ARG_NUMBER` (a boolean as 0 or 1) or `ARG_TEXT`.
+    kind: i32,
+    num: f64,
+    /// A Lua string's bytes, alive during the call (the prelude holds the
+    /// string).
+    text: *const u8,
+    len: usize,
+}
+
+const ARG_NULL: i32 = 0;
+const ARG_NUMBER: i32 = 1;
+const ARG_TEXT: i32 = 2;
+
+/// `execute_ffi`'s answer when the statement ran: what `execute` answers
+/// after its `true`, as doubles (Lua numbers, not boxed 64-bit cdata).
+#[repr(C)]
+struct FfiAnswer {
+    nfields: f64,
+    nrows: f64,
+    generation: f64,
+}
+
+/// The statement ran; `FfiAnswer` says what it gave.
+const FFI_DONE: i32 = 0;
+/// The statement failed; `last_error` says why.
+const FFI_FAILED: i32 = 1;
+/// Nothing ran: the prelude calls `execute` instead, which runs it or says
+/// why not in its own words (a closed connection, a string that is not
+/// UTF-8, a stale handle, a call re-entering the connection).
+const FFI_ASK_LUA: i32 = 2;
+
+/// Executes prepared statement `stmt` of the connection in `slot` (with
+/// `id`, from `ffi_handle`) with the `n` values at `args`, and answers
+/// into `out`: prepared statements' hot path, which LuaJIT calls through a
+/// function pointer from compiled code with no Lua values to convert
+/// (mlua's method call showed in profiles: its argument and answer
+/// conversions, and LuaJIT stitching traces around every C call). It never
+/// calls into Lua, and never unwinds: a panic is an error answer.
+extern "C" fn execute_ffi(
+    slot: *const c_void,
+    id: u64,
+    stmt: f64,
+    n: i32,
+    args: *const FfiArg,
+    out: *mut FfiAnswer,
+) -> i32 {
+    if slot.is_null() || out.is_null() || (args.is_null() && n != 0) {
+        return FFI_ASK_LUA;
+    }
+    // SAFETY: `slot` is the address `ffi_handle` gave of an Arc'd `Slot`
+    // that the Lua state's `ConnSlots` (its app data) keeps until after
+    // `lua_close`, so it is alive whenever this state's Lua code runs; only
+    // this state's prelude has it. Only a shared reference is made: the
+    // state inside is reached through the mutex.
+    let slot = unsafe { &*slot.cast::<Slot>() };
+    let ran = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        // SAFETY: the prelude passes `n` filled values of the array it
+        // allocated for at least `n` (checked non-null above, `n` >= 0
+        // below), and `out`, its answer struct; both are alive during the
+        // call, and nothing else touches them until it returns (it runs no
+        // Lua code).
+        unsafe { execute_args(slot, id, stmt, n, args, &mut *out) }
+    }));
+    ran.unwrap_or_else(|panic| {
+        let why = panic
+            .downcast_ref::<&str>()
+            .map(|s| s.to_string())
+            .or_else(|| panic.downcast_ref::<String>().cloned())
+            .unwrap_or_default();
+        slot.clear_poison();
+        if let Some(mut guard) = try_take(slot) {
+            if let Some(state) = guard.as_mut().filter(|s| s.id == id) {
+                state.error = Some(DbError {
+                    class: ErrorClass::Fatal,
+                    code: String::new(),
+                    message: format!("internal error in virtperf (a bug): {why}"),
+                });
             }
-            Ok(LuaValue::Table(r))
-        });
-        methods.add_method_mut("rollback", |_, this, ()| {
-            let conn = this.conn()?;
-            if conn.in_transaction() {
-                conn.rollback();
+        }
+        FFI_FAILED
+    })
+}
+
+/// `execute_ffi`'s body.
+///
+/// # Safety
+/// `args` points to `n` initialized `FfiArg`s (when `n` > 0), and each
+/// `ARG_TEXT` one's `text` to `len` readable bytes, for the call.
+unsafe fn execute_args(
+    slot: &Slot,
+    id: u64,
+    stmt: f64,
+    n: i32,
+    args: *const FfiArg,
+    out: &mut FfiAnswer,
+) -> i32 {
+    let Some(mut guard) = try_take(slot) else {
+        return FFI_ASK_LUA;
+    };
+    let Some(this) = guard.as_mut().filter(|s| s.id == id) else {
+        return FFI_ASK_LUA;
+    };
+    let Ok(n) = usize::try_from(n) else {
+        return FFI_ASK_LUA;
+    };
+    let (Some(index), Some(_)) = (statement_index(this, stmt), this.conn.as_ref()) else {
+        return FFI_ASK_LUA;
+    };
+    let args = if n == 0 {
+        &[][..]
+    } else {
+        // SAFETY: the caller's contract: `n` initialized values at `args`.
+        unsafe { std::slice::from_raw_parts(args, n) }
+    };
+    let params = &mut this.params;
+    params.truncate(n);
+    for (i, arg) in args.iter().enumerate() {
+        let p = match arg.kind {
+            ARG_NULL => Param::Null,
+            ARG_NUMBER => number_param(arg.num),
+            ARG_TEXT => {
+                let bytes = if arg.len == 0 {
+                    &[][..]
+                } else if arg.text.is_null() {
+                    return FFI_ASK_LUA;
+                } else {
+                    // SAFETY: the caller's contract: `len` bytes of a Lua
+                    // string that the prelude holds during the call.
+                    unsafe { std::slice::from_raw_parts(arg.text, arg.len) }
+                };
+                let Ok(text) = std::str::from_utf8(bytes) else {
+                    return FFI_ASK_LUA;
+                };
+                // The previous execute's string, refilled.
+                if let Some(Param::Text(s)) = params.get_mut(i) {
+                    s.clear();
+                    s.push_str(text);
+                    continue;
+                }
+                Param::Text(text.to_string())
             }
-            Ok(())
-        });
-        methods.add_method_mut("bulk_begin", |_, this, ()| {
-            let one = this.db.target.dialect().load_in_one_transaction();
-            let conn = this.conn()?;
-            if one && !conn.in_transaction() {
-                conn.begin(true).map_err(|e| {
-                    mlua::Error::runtime(format!("db_bulk_insert_init() failed: {e}"))
-                })?;
-                this.bulk_transaction = true;
-            }
-            Ok(())
-        });
-        methods.add_method_mut("bulk_end", |_, this, ()| {
-            if std::mem::take(&mut this.bulk_transaction) {
-                this.conn()?.commit().map_err(|e| {
-                    mlua::Error::runtime(format!("db_bulk_insert_done() failed: {e}"))
-                })?;
-            }
-            Ok(())
-        });
-        methods.add_method_mut("close", |_, this, ()| {
-            *this.conn.get_mut().unwrap_or_else(|p| p.into_inner()) = None;
-            Ok(())
-        });
-        methods.add_method_mut("reconnect", |_, this, ()| {
-            *this.conn.get_mut().unwrap_or_else(|p| p.into_inner()) = None;
-            let conn = this
-                .db
-                .target
-                .connect(this.db.prepared, true)
-                .map_err(|e| mlua::Error::runtime(format!("reconnect failed: {e:#}")))?;
-            *this.conn.get_mut().unwrap_or_else(|p| p.into_inner()) = Some(conn);
-            Ok(())
-        });
+            _ => return FFI_ASK_LUA,
+        };
+        match params.get_mut(i) {
+            Some(slot) => *slot = p,
+            None => params.push(p),
+        }
+    }
+    match execute(this, index) {
+        Ok(Ok(o)) => {
+            *out = FfiAnswer {
+                nfields: o.fields as f64,
+                nrows: o.rows as f64,
+                generation: o.generation as f64,
+            };
+            FFI_DONE
+        }
+        Ok(Err(e)) => {
+            this.error = Some(e);
+            FFI_FAILED
+        }
+        // Closed: checked above, so not reached; `execute` says it.
+        Err(_) => FFI_ASK_LUA,
     }
 }
 
@@ -313,6 +701,217 @@ mod tests {
             "CREATE TABLE sbtest1(\n  id INTEGER,\n  k INTEGER)"
         );
         assert_eq!(for_sqlite("SELECT 'SERIAL'"), "SELECT 'SERIAL'");
+    }
+
+    #[test]
+    fn numbers_become_the_params_mlua_and_param_of_make() {
+        // execute_ffi gets the double itself; execute got mlua's Value.
+        let lua = Lua::new();
+        let identity: mlua::Function = lua.load("return function(x) return x end").eval().unwrap();
+        let p53 = 2f64.powi(53);
+        let p63 = 2f64.powi(63);
+        for x in [
+            0.0,
+            -0.0,
+            7.0,
+            -7.0,
+            0.5,
+            -2.5,
+            1e-7,
+            8.999_999_999_999_999e15,
+            9.0e15,
+            1e16,
+            p53,
+            p53 + 2.0,
+            -p53,
+            p63,
+            -p63,
+            p63 * 2.0,
+            1e300,
+            f64::MAX,
+            f64::MIN_POSITIVE,
+            f64::INFINITY,
+            f64::NEG_INFINITY,
+            f64::NAN,
+        ] {
+            let v: LuaValue = identity.call(x).unwrap();
+            assert_eq!(number_param(x), param_of(v).unwrap(), "{x:e}");
+        }
+        assert_eq!(number_param(-p63), Param::Int(i64::MIN));
+        assert_eq!(number_param(0.5), Param::Text("0.5".into()));
+    }
+
+    /// A driver that keeps what it was asked, fails "fail", panics on
+    /// "panic", and answers anything else with one row of one value.
+    struct Fake {
+        seen: Seen,
+    }
+
+    /// Each statement the fake was asked with its values.
+    type Seen = Arc<Mutex<Vec<(String, Vec<Param>)>>>;
+
+    impl Conn for Fake {
+        fn exec(&mut self, _: &str, _: &[Param]) -> Result<u64, DbError> {
+            Ok(0)
+        }
+        fn batch(&mut self, _: &str) -> Result<(), DbError> {
+            Ok(())
+        }
+        fn table_exists(&mut self, _: &str) -> Result<bool, DbError> {
+            Ok(false)
+        }
+        fn query(&mut self, sql: &str, params: Option<&[Param]>) -> Result<Rows, DbError> {
+            if sql == "panic" {
+                panic!("the fake driver panics");
+            }
+            self.seen
+                .lock()
+                .unwrap()
+                .push((sql.to_string(), params.unwrap_or(&[]).to_vec()));
+            if sql == "fail" {
+                return Err(DbError {
+                    class: ErrorClass::Retry,
+                    code: "1213".into(),
+                    message: "Deadlock found".into(),
+                });
+            }
+            let mut rows = Rows::default();
+            rows.begin_row();
+            rows.push_value(Some(b"x"));
+            rows.end_row();
+            Ok(rows)
+        }
+    }
+
+    fn arg(kind: i32, num: f64, text: &[u8]) -> FfiArg {
+        FfiArg {
+            kind,
+            num,
+            text: text.as_ptr(),
+            len: text.len(),
+        }
+    }
+
+    #[test]
+    fn the_ffi_path_runs_refuses_and_never_reaches_a_gone_connection() {
+        let slots = ConnSlots::default();
+        let db = Arc::new(Database {
+            target: Target::Sqlite {
+                path: "unused.db".into(),
+            },
+            prepared: true,
+        });
+        let counters = Arc::new(Counters::default());
+        let seen: Seen = Arc::default();
+        let fake = || -> Box<dyn Conn> {
+            Box::new(Fake {
+                seen: Arc::clone(&seen),
+            })
+        };
+        let conn = LuaConn::with_conn(fake(), Arc::clone(&db), Arc::clone(&counters), &slots);
+        conn.with(|s| {
+            s.statements
+                .extend(["SELECT ?, ?, ?, ?, ?", "fail", "panic"].map(String::from));
+            Ok(())
+        })
+        .unwrap();
+        let handle = Arc::as_ptr(&conn.slot).cast::<c_void>();
+        let answered = Cell::new([0.0; 3]);
+        let call = |id: u64, stmt: f64, args: &[FfiArg]| {
+            let mut out = FfiAnswer {
+                nfields: 0.0,
+                nrows: 0.0,
+                generation: 0.0,
+            };
+            let n = args.len() as i32;
+            let status = execute_ffi(handle, id, stmt, n, args.as_ptr(), &mut out);
+            answered.set([out.nfields, out.nrows, out.generation]);
+            status
+        };
+        let text = "h\u{e9}llo\0\u{2713}";
+        let values = [
+            arg(ARG_NUMBER, 7.0, b""),
+            arg(ARG_NUMBER, 0.5, b""),
+            arg(ARG_TEXT, 0.0, text.as_bytes()),
+            arg(ARG_NULL, 0.0, b""),
+            arg(ARG_TEXT, 0.0, b""),
+        ];
+        let id = conn.id;
+        assert_eq!(call(id, 1.0, &values), FFI_DONE);
+        let last = || seen.lock().unwrap().last().cloned().unwrap();
+        let want = vec![
+            Param::Int(7),
+            Param::Text("0.5".into()),
+            Param::Text(text.into()),
+            Param::Null,
+            Param::Text(String::new()),
+        ];
+        assert_eq!(last(), ("SELECT ?, ?, ?, ?, ?".to_string(), want));
+        assert_eq!(counters.get(), [1, 0, 0, 0, 0]);
+        // Fewer values the next time: none of the last ones is left.
+        assert_eq!(call(id, 1.0, &values[2..3]), FFI_DONE);
+        assert_eq!(last().1, [Param::Text(text.into())]);
+        assert_eq!(call(id, 1.0, &[]), FFI_DONE);
+        assert!(last().1.is_empty());
+        // The third result: one field, one row.
+        assert_eq!(answered.get(), [1.0, 1.0, 3.0]);
+
+        // A failure leaves its error for last_error; a panic is one too.
+        assert_eq!(call(id, 2.0, &[]), FFI_FAILED);
+        let error = conn.with(|s| Ok(s.error.take())).unwrap().unwrap();
+        assert_eq!(
+            (error.class, error.code.as_str()),
+            (ErrorClass::Retry, "1213")
+        );
+        assert_eq!(call(id, 3.0, &[]), FFI_FAILED);
+        let error = conn.with(|s| Ok(s.error.take())).unwrap().unwrap();
+        assert!(
+            error.message.contains("the fake driver panics"),
+            "{}",
+            error.message
+        );
+        assert_eq!(call(id, 1.0, &[]), FFI_DONE, "usable after the panic");
+
+        // Refused with nothing run: the Lua side then calls execute.
+        let ran = seen.lock().unwrap().len();
+        for stmt in [0.0, 4.0, 1.5, -1.0, f64::NAN] {
+            assert_eq!(call(id, stmt, &[]), FFI_ASK_LUA, "statement {stmt}");
+        }
+        assert_eq!(call(id, 1.0, &[arg(ARG_TEXT, 0.0, b"\xff")]), FFI_ASK_LUA);
+        assert_eq!(call(id, 1.0, &[arg(7, 0.0, b"")]), FFI_ASK_LUA);
+        assert_eq!(call(id + 1, 1.0, &[]), FFI_ASK_LUA, "another id");
+        let busy = conn.slot.lock().unwrap();
+        assert_eq!(call(id, 1.0, &[]), FFI_ASK_LUA, "in use");
+        drop(busy);
+        let mut out = FfiAnswer {
+            nfields: 0.0,
+            nrows: 0.0,
+            generation: 0.0,
+        };
+        let negative = execute_ffi(handle, id, 1.0, -1, values.as_ptr(), &mut out);
+        assert_eq!(negative, FFI_ASK_LUA);
+        conn.with(|s| {
+            s.conn = None;
+            Ok(())
+        })
+        .unwrap();
+        assert_eq!(call(id, 1.0, &[]), FFI_ASK_LUA, "closed");
+        assert_eq!(seen.lock().unwrap().len(), ran);
+
+        // Collected: the slot stays, empty, and its next connection has
+        // another id, which the old handle does not match.
+        drop(conn);
+        assert_eq!(call(id, 1.0, &[]), FFI_ASK_LUA, "collected");
+        let next = LuaConn::with_conn(fake(), db, counters, &slots);
+        assert!(Arc::ptr_eq(&next.slot, &slots.slots.borrow()[0]));
+        next.with(|s| {
+            s.statements.push("SELECT 1".into());
+            Ok(())
+        })
+        .unwrap();
+        assert_eq!(call(id, 1.0, &[]), FFI_ASK_LUA, "the old id");
+        assert_eq!(call(next.id, 1.0, &[]), FFI_DONE);
+        assert_eq!(seen.lock().unwrap().len(), ran + 1);
     }
 
     #[test]

@@ -16,7 +16,7 @@ use mlua::{Function, Lua, Table, Value as LuaValue};
 use super::options::ScriptOption;
 use super::output::Output;
 use super::rand::{self, RandConfig};
-use super::sql::{Counters, Database, LuaConn};
+use super::sql::{self, ConnSlots, Counters, Database, LuaConn};
 use crate::core::options::Values;
 use crate::engine::FastRng;
 
@@ -68,6 +68,8 @@ impl Shared {
 struct Local {
     rng: RefCell<FastRng>,
     counters: Arc<Counters>,
+    /// Where its connections' states live (dropped after `lua_close`).
+    conns: ConnSlots,
 }
 
 /// Which state: the main one (`None`) or worker `tid`'s.
@@ -81,6 +83,7 @@ pub fn new_state(shared: &Arc<Shared>, tid: Option<usize>, counters: Arc<Counter
     lua.set_app_data(Local {
         rng: RefCell::new(shared.rand().generator(rng_tid)),
         counters,
+        conns: ConnSlots::default(),
     });
     set_paths(&lua, &shared.script).map_err(|e| anyhow!("setting package.path: {e}"))?;
     let vp = api(&lua, shared, tid).map_err(|e| anyhow!("setting up the Lua API: {e}"))?;
@@ -276,11 +279,14 @@ fn api(lua: &Lua, shared: &Arc<Shared>, tid: Option<usize>) -> mlua::Result<Tabl
                 mlua::Error::runtime("connection creation failed: options not parsed yet")
             })?;
             s.db_used.store(true, Ordering::Relaxed);
-            let counters = Arc::clone(&lua.app_data_ref::<Local>().expect("local").counters);
-            LuaConn::open(db, counters)
+            let local = lua.app_data_ref::<Local>().expect("local");
+            LuaConn::open(db, Arc::clone(&local.counters), &local.conns)
                 .map_err(|e| mlua::Error::runtime(format!("connection creation failed: {e:#}")))
         })?,
     )?;
+    // Prepared statements' path through LuaJIT's FFI (the prelude's
+    // execute_prepared).
+    vp.set("execute_ffi", sql::execute_ffi_address())?;
     let s = Arc::clone(shared);
     vp.set(
         "write",
