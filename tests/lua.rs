@@ -288,7 +288,14 @@ fn bad_scripts_name_file_line_and_message_and_leave_nothing() {
         for program in [sb.clone(), assert_cmd::cargo::cargo_bin("virtperf")] {
             let out = std::process::Command::new(&program)
                 .current_dir(dir.path())
-                .args([script.as_str(), &dbflag, "--events=3", "run"])
+                // The persona's default driver is sysbench's, mysql.
+                .args([
+                    script.as_str(),
+                    "--db-driver=sqlite",
+                    &dbflag,
+                    "--events=3",
+                    "run",
+                ])
                 .output()
                 .unwrap();
             // sysbench prints its FATAL lines on standard output, and so

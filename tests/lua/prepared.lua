@@ -86,7 +86,7 @@ function event()
    put:bind_param(key)
    key:set(1)
    put:execute()
-   local ok, err = pcall(put.execute, put) local line = debug.getinfo(1, "l").currentline
+   local ok, err = pcall(function() put:execute() end) local line = debug.getinfo(1, "l").currentline
    assert(not ok and type(err) == "string", "a duplicate key is an error")
    -- Raised at the level sysbench's are: the line that called execute.
    same(err:match("prepared%.lua:(%d+): SQL error"), tostring(line), "the error's line")
@@ -105,7 +105,9 @@ function event()
    same(err.errcode, sysbench.error.RESTART_EVENT, "errcode")
    same(err.sql_errno, errno, "sql_errno")
    same(err.sql_errmsg, msg, "sql_errmsg")
-   same(err.connection, con, "connection")
+   -- A handle on the connection, as sysbench's cdata pointer.
+   same(tostring(err.connection), "<sql_connection>", "connection")
+   same(err.connection.sql_errno, con.sql_errno, "the connection's fields")
    same(con.sql_errno, errno, "con.sql_errno")
    print("ignorable errno " .. err.sql_errno .. " last_error " .. calls.last_error)
 

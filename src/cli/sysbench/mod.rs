@@ -57,6 +57,18 @@ fn read_deprecated(args: &[String]) -> Vec<String> {
     out
 }
 
+/// `args` with sysbench's default `--db-driver` (mysql) where they name
+/// none: virtperf's own default is its embedded SQLite.
+fn with_default_driver(mut args: Vec<String>) -> Vec<String> {
+    if !args
+        .iter()
+        .any(|a| name_of(a).as_deref() == Some("db-driver"))
+    {
+        args.push(format!("--db-driver={}", help::DEFAULT_DRIVER));
+    }
+    args
+}
+
 /// The request to run, with what sysbench prints before it (warnings, and
 /// the banner where the request does not print its own: a run prints it
 /// before its options), or the answer that ends the command.
@@ -142,7 +154,7 @@ pub fn front(args: &[String]) -> Result<(String, Request), Answer> {
             !a.starts_with("--test=")
                 && !name_of(a).is_some_and(|n| ["db-debug", "rand-spec-iter"].contains(&n.as_str()))
         });
-        let rest = read_deprecated(&rest);
+        let rest = with_default_driver(read_deprecated(&rest));
         if !stderr.is_empty() {
             eprint!("{stderr}");
         }
@@ -219,7 +231,11 @@ pub fn front(args: &[String]) -> Result<(String, Request), Answer> {
     let mut validate = false;
     // The options spelled with dashes for virtperf's parser (sysbench
     // takes `_` alike); refusals quote them as typed.
-    let parsed: Vec<String> = read_deprecated(args)
+    let mut given = read_deprecated(args);
+    if def.accepts("db-driver") {
+        given = with_default_driver(given);
+    }
+    let parsed: Vec<String> = given
         .iter()
         .map(|a| refusal::dashed(a))
         .filter(|a| {

@@ -180,12 +180,14 @@ impl Script {
             modules: Arc::clone(&source.modules),
             db_used: AtomicBool::new(false),
             output,
+            early_db: early_database(args),
         });
         let main = state::new_state(&shared, None, Arc::new(Counters::default()))?;
         let own = options::declared(&main, script)?;
         // sysbench checks options only against a script that declares
         // some; otherwise it leaves the unknown ones alone.
         let mut args = args.to_vec();
+        let mut extra: Vec<(String, String)> = Vec::new();
         let (mut values, words) = loop {
             match options::parse(&own, &args, script) {
                 Ok(v) => break v,
@@ -198,11 +200,20 @@ impl Script {
                     };
                     let before = args.len();
                     if let Some(name) = unknown {
+                        let mut value = None;
                         args.retain(|a| {
                             let body = a.strip_prefix("--").unwrap_or("");
-                            let n = body.split('=').next().unwrap_or(body);
-                            !a.starts_with("--") || options::kebab(n) != name
+                            let (n, v) = body.split_once('=').unwrap_or((body, ""));
+                            let named = a.starts_with("--") && options::kebab(n) == name;
+                            if named {
+                                value = Some(v.to_string());
+                            }
+                            !named
                         });
+                        // The last given wins, as in sysbench.
+                        if let Some(v) = value {
+                            extra.push((name.replace('-', "_"), v));
+                        }
                     }
                     if args.len() == before {
                         return Ok(Err(Refusal::Option(e, args)));
@@ -229,9 +240,13 @@ impl Script {
             values: values.clone(),
             db: Arc::new(db),
             rand: rand_config(Some(&values)),
+            extra,
         });
         let sysbench: Table = main.globals().get("sysbench")?;
         sysbench.raw_set("opt", options::export(&main, &own, &values)?)?;
+        if let Some(p) = shared.parsed.get() {
+            options::export_globals(&main, &p.own, &p.values, &p.extra)?;
+        }
         let cmdline: Table = sysbench.raw_get("cmdline")?;
         cmdline.raw_set("command", command.as_str())?;
         Ok(Ok(Script {
@@ -818,6 +833,35 @@ fn call<R: mlua::FromLuaMulti>(
 
 /// Passwords not given as options come from their files or environment
 /// variables, as for the OLTP tests.
+/// The database the common options in `args` name, the others left aside
+/// (the script's own are not known before it is loaded); None where they
+/// do not parse.
+fn early_database(args: &[String]) -> Option<Arc<Database>> {
+    let mut args = args.to_vec();
+    let mut values = loop {
+        match options::parse(&[], &args, "") {
+            Ok((values, _)) => break values,
+            Err(CliError::UnknownOption { name, .. }) => {
+                let before = args.len();
+                args.retain(|a| {
+                    let body = a.strip_prefix("--").unwrap_or("");
+                    let n = body.split('=').next().unwrap_or(body);
+                    !a.starts_with("--") || options::kebab(n) != name
+                });
+                if args.len() == before {
+                    return None;
+                }
+            }
+            Err(_) => return None,
+        }
+    };
+    resolve_passwords(&mut values).ok()?;
+    Some(Arc::new(Database {
+        target: Target::from_values(&values),
+        prepared: values.text("db-ps-mode") != "disable",
+    }))
+}
+
 fn resolve_passwords(values: &mut Values) -> std::result::Result<(), CliError> {
     let common = options::common();
     for (name, var) in oltp::PASSWORD_SOURCES {

@@ -248,6 +248,52 @@ pub fn export(lua: &Lua, own: &[ScriptOption], values: &Values) -> mlua::Result<
     Ok(opt)
 }
 
+/// The common options sysbench types as lists (a table in Lua).
+const LISTS: &[&str] = &[
+    "mysql-host",
+    "mysql-port",
+    "mysql-socket",
+    "mysql-ignore-errors",
+    "report-checkpoints",
+];
+
+/// sysbench 0.5's option globals: for a script that declares no options,
+/// sysbench 1.0 sets every option as a global too, named with `_` for `-`
+/// (`db_driver`, `oltp_tables_count`), the common ones as typed and the
+/// others as the text given; a name the script uses for a function is left
+/// alone, and so, unlike sysbench, is a table (`--debug` would otherwise
+/// replace Lua's `debug` library). sysbench does this once the script is
+/// loaded, before each command and each thread's `thread_init`; so does
+/// this, where a state has loaded the script and the options are parsed.
+pub fn export_globals(
+    lua: &Lua,
+    own: &[ScriptOption],
+    values: &Values,
+    extra: &[(String, String)],
+) -> mlua::Result<()> {
+    if !own.is_empty() {
+        return Ok(());
+    }
+    let globals = lua.globals();
+    let set = |name: &str, value: LuaValue| -> mlua::Result<()> {
+        if matches!(
+            globals.raw_get::<LuaValue>(name)?,
+            LuaValue::Function(_) | LuaValue::Table(_)
+        ) {
+            return Ok(());
+        }
+        globals.raw_set(name, value)
+    };
+    for spec in common() {
+        let value = value_of(lua, &spec, values, LISTS.contains(&spec.name))?;
+        set(&spec.name.replace('-', "_"), value)?;
+    }
+    for (name, text) in extra {
+        set(name, LuaValue::String(lua.create_string(text)?))?;
+    }
+    Ok(())
+}
+
 fn value_of(lua: &Lua, spec: &OptionSpec, values: &Values, list: bool) -> mlua::Result<LuaValue> {
     let name = spec.name;
     Ok(match spec.kind {

@@ -75,6 +75,21 @@ package.loaded.ffi = ffi
 
 -- Output goes through virtperf's standard output, in order with its own.
 local write = vp.write
+
+-- sysbench's log: a line the same as the one before is counted, not
+-- printed, and the count is said before the next different line.
+local last_line, repeated = nil, 0
+local function log_text(line)
+   if line == last_line then
+      repeated = repeated + 1
+      return
+   end
+   if repeated > 0 then
+      write("(last message repeated " .. repeated .. " times)\n")
+   end
+   last_line, repeated = line, 0
+   write(line)
+end
 function print(...)
    local n = select("#", ...)
    local parts = {}
@@ -225,14 +240,54 @@ function result_methods.fetch_row(self)
    return row
 end
 
+-- A connection's state, as sysbench keeps it: ready, holding a result
+-- set (after a query that returned rows), or closed.
+local READY, RESULT_SET, CLOSED = 0, 1, 2
+
+-- Failures raised as sysbench raises them: an assert in tail position,
+-- which names the line that called the API's function.
 function result_methods.free(self)
-   self.gen = 0
-   return true
+   local con = self.con
+   local ok = true
+   if con.state == CLOSED then
+      log_text("ALERT: attempt to use an already closed connection\n")
+      ok = false
+   elseif con.state ~= RESULT_SET then
+      log_text("ALERT: attempt to free an invalid result set\n")
+      ok = false
+   else
+      con.state = READY
+      self.gen = 0
+   end
+   return assert(ok, "db_free_results() failed")
 end
 
 local connection_methods = {}
 connection_methods.__index = connection_methods
 connection_methods.__tostring = function() return "<sql_connection>" end
+
+-- What an error descriptor names as its connection: sysbench's is a cdata
+-- pointer (printed "<sql_connection>" by inspect and tostring alike),
+-- so this is one too, a handle whose fields and methods are the
+-- connection's.
+local handle_con = setmetatable({}, { __mode = "v" })
+local next_handle = 0
+local con_handle = real_ffi.metatype("struct { int32_t id; }", {
+   __index = function(h, k) return handle_con[h.id][k] end,
+   __newindex = function(h, k, v) handle_con[h.id][k] = v end,
+   __tostring = function() return "<sql_connection>" end,
+})
+local function handle_of(con)
+   if type(con) == "cdata" then return con end
+   local h = rawget(con, "handle")
+   if h == nil then
+      next_handle = next_handle + 1
+      h = con_handle(next_handle)
+      handle_con[next_handle] = con
+      rawset(con, "handle", h)
+   end
+   return h
+end
 
 -- Turns the Rust side's answer into a result, or raises sysbench's errors:
 -- a table with errcode = RESTART_EVENT for an ignorable error (the event
@@ -241,12 +296,30 @@ local function answer(self, query, ok, a, b, c, d)
    if ok then
       local rs = self.rs
       rs.nfields, rs.nrows, rs.gen, rs.pos = a, b, c, 1
+      self.state = a > 0 and RESULT_SET or READY
       return rs
    end
+   self.state = READY
    local class, errno, state, msg = a, b, c, d
+   if class == "fatal" then
+      -- What sysbench's drivers log for a failed query or statement (an
+      -- ignorable error only at --verbosity=5).
+      local name = vp.db_driver
+      local prepared = query == "<prepared statement>"
+      if name == "pgsql" and prepared then
+         log_text("FATAL: PQexecPrepared() failed: 7 " .. msg .. "\n")
+      elseif name == "pgsql" then
+         log_text("FATAL: PQexec() failed: 7 " .. msg .. "\n")
+         log_text("FATAL: failed query was: " .. query .. "\n")
+      elseif name == "mysql" then
+         log_text(string.format("FATAL: %s returned error %d (%s) for query '%s'\n",
+                                prepared and "mysql_stmt_execute()" or "mysql_drv_query()",
+                                errno, msg, prepared and self.stmt_sql or query))
+      end
+   end
    self.error = class == "ignorable" and 1 or 2
    self.sql_errno, self.sql_state, self.sql_errmsg = errno, state, msg
-   local errdesc = { connection = self, query = query, sql_errno = errno,
+   local errdesc = { connection = handle_of(self), query = query, sql_errno = errno,
                      sql_state = state, sql_errmsg = msg }
    local hook = rawget(sysbench.hooks, "sql_error_ignorable")
    if class == "ignorable" or
@@ -257,8 +330,10 @@ local function answer(self, query, ok, a, b, c, d)
       errdesc.errcode = sysbench.error.RESTART_EVENT
       error(errdesc, 3)
    end
+   -- Level 2, as sysbench's check_error raises it: `answer` is called in
+   -- tail position, so this is the line that called the API's function.
    error(string.format("SQL error, errno = %d, state = '%s': %s",
-                       errno, state, msg), 3)
+                       errno, state, msg), 2)
 end
 
 -- Prepared statements run through LuaJIT's FFI, which compiles the call
@@ -278,8 +353,8 @@ local FFI_DONE, FFI_FAILED = 0, 1
 
 -- Runs prepared statement `id` of `con` with values[1..n] and answers as
 -- `answer` does. `answer` is called in tail position (as this function is
--- from statement_methods.execute), so the levels of its errors count from
--- the same frames as when the API's function calls it itself. What the
+-- from statement_methods.execute), so its errors name the line that
+-- called the API's function, as sysbench's do. What the
 -- FFI path does not take (another kind of value, a closed connection, a
 -- string that is not UTF-8) goes to the connection's `execute` method,
 -- which runs it or raises its error.
@@ -309,6 +384,7 @@ local function execute_prepared(con, query, id, values, n)
    if status == FFI_DONE then
       local rs = con.rs
       rs.nfields, rs.nrows, rs.gen, rs.pos = out.nfields, out.nrows, out.gen, 1
+      con.state = out.nfields > 0 and RESULT_SET or READY
       return rs
    elseif status == FFI_FAILED then
       return answer(con, query, false, con.conn:last_error())
@@ -316,23 +392,50 @@ local function execute_prepared(con, query, id, values, n)
    return answer(con, query, con.conn:execute(id, unpack(values, 1, n)))
 end
 
+-- sysbench's error for a call on a closed connection, raised where its
+-- check_error raises it (called in tail position, as there).
+local function api_error()
+   error("SQL API error", 3)
+end
+
 function connection_methods.query(self, query)
+   if self.state == CLOSED then
+      log_text("ALERT: attempt to use an already closed connection\n")
+      return api_error()
+   end
    return answer(self, query, self.conn:query(query))
 end
 
 function connection_methods.query_row(self, query)
-   local rs = answer(self, query, self.conn:query(query))
+   local rs = self:query(query)
    if rs.nrows == 0 or rs.nfields == 0 then return nil end
    return unpack(rs:fetch_row(), 1, rs.nfields)
 end
 
 function connection_methods.disconnect(self)
+   if self.state == CLOSED then
+      log_text("ALERT: attempt to close an already closed connection\n")
+      return true
+   end
    self.conn:close()
+   self.state = CLOSED
+   return true
 end
 
 function connection_methods.reconnect(self)
+   -- sysbench's PostgreSQL driver has no reconnect.
+   if vp.db_driver == "pgsql" then
+      log_text("ALERT: reconnect is not supported by the current driver\n")
+      return true
+   end
+   if self.state == CLOSED then
+      log_text("ALERT: attempt to close an already closed connection\n")
+      return true
+   end
    self.conn:reconnect()
+   self.state = READY
    vp.counter_inc(5)
+   return true
 end
 
 function connection_methods.check_error(self, rs)
@@ -360,7 +463,10 @@ local function bulk_flush(self)
 end
 
 function connection_methods.bulk_insert_next(self, values)
-   assert(self.bulk_prefix ~= nil, "bulk_insert_next() without bulk_insert_init()")
+   if self.bulk_prefix == nil then
+      log_text("ALERT: attempt to call bulk_insert_next() before bulk_insert_init()\n")
+      return assert(false, "db_bulk_insert_next() failed")
+   end
    local rows = self.bulk_rows
    rows[#rows + 1] = values
    self.bulk_size = self.bulk_size + #values
@@ -401,18 +507,27 @@ local statement_methods = {}
 statement_methods.__index = statement_methods
 statement_methods.__tostring = function() return "<sql_statement>" end
 
+-- A parameter as sysbench makes it: an integer kind becomes BIGINT, a
+-- floating one DOUBLE, a string one VARCHAR; until set, it is 0 or the
+-- empty string (set(nil) makes it NULL). Other kinds are refused.
 function statement_methods.bind_create(self, btype, max_len)
-   local p = setmetatable({ type = btype, max_len = max_len or 8 }, param_methods)
-   if btype == sql_type.CHAR or btype == sql_type.VARCHAR then
-      p.text = true
+   local p = setmetatable({ max_len = 8 }, param_methods)
+   if btype == sql_type.TINYINT or btype == sql_type.SMALLINT
+      or btype == sql_type.INT or btype == sql_type.BIGINT then
+      p.type, p.value = sql_type.BIGINT, 0
+   elseif btype == sql_type.FLOAT or btype == sql_type.DOUBLE then
+      p.type, p.value = sql_type.DOUBLE, 0
+   elseif btype == sql_type.CHAR or btype == sql_type.VARCHAR then
+      p.type, p.value, p.text = sql_type.VARCHAR, "", true
       p.max_len = max_len or 0
-   elseif btype == sql_type.NONE or btype == nil or btype > sql_type.VARCHAR then
+   else
       error("Unsupported argument type: " .. tostring(btype), 2)
    end
    return p
 end
 
 function statement_methods.bind_param(self, ...)
+   if select("#", ...) < 1 then return nil end
    self.params = { ... }
    self.nparams = select("#", ...)
    return 0
@@ -422,13 +537,10 @@ function statement_methods.execute(self)
    local params, values = self.params, self.values
    local n = self.nparams
    for i = 1, n do
-      local v = params[i].value
-      if v == nil then
-         error("parameter " .. i .. " of a prepared statement was not set " ..
-               "(virtperf does not bind NULL)", 2)
-      end
-      values[i] = v
+      values[i] = params[i].value
    end
+   -- For the driver's FATAL line, should it fail.
+   self.connection.stmt_sql = self.query
    return execute_prepared(self.connection, "<prepared statement>", self.id,
                            values, n)
 end
@@ -438,9 +550,13 @@ function statement_methods.close(self)
 end
 
 function connection_methods.prepare(self, query)
+   local id, why = self.conn:prepare(query)
+   if id == nil then
+      log_text("FATAL: " .. why .. "\n")
+      error("SQL API error", 2)
+   end
    return setmetatable({ connection = self, query = query, params = {},
-                         nparams = 0, values = {},
-                         id = self.conn:prepare(query) }, statement_methods)
+                         nparams = 0, values = {}, id = id }, statement_methods)
 end
 
 local driver_methods = {}
@@ -448,15 +564,22 @@ driver_methods.__index = driver_methods
 driver_methods.__tostring = function() return "<sql_driver>" end
 
 function driver_methods.connect(self)
-   local conn = vp.connect()
+   local conn, fatal = vp.connect()
+   if conn == nil then
+      -- The driver's FATAL lines, then sysbench's words.
+      log_text(fatal)
+      error("connection creation failed", 2)
+   end
    local rs = setmetatable({ conn = conn, nfields = 0, nrows = 0, gen = 0,
                              pos = 1 }, result_methods)
    -- slot, slot_id, args, nargs, out: execute_prepared's.
    local slot, slot_id = conn:ffi_handle()
-   return setmetatable({ conn = conn, error = 0, rs = rs,
-                         slot = real_ffi.cast("const void *", slot),
-                         slot_id = slot_id, args = sql_args(8), nargs = 8,
-                         out = sql_answer() }, connection_methods)
+   local con = setmetatable({ conn = conn, error = 0, rs = rs, state = READY,
+                              slot = real_ffi.cast("const void *", slot),
+                              slot_id = slot_id, args = sql_args(8), nargs = 8,
+                              out = sql_answer() }, connection_methods)
+   rs.con = con
+   return con
 end
 
 function driver_methods.name(self)
@@ -469,14 +592,20 @@ end
 local function check_driver(failure, level)
    local bad = vp.bad_driver()
    if bad ~= nil then
-      write("FATAL: invalid database driver name: '" .. bad .. "'\n")
+      log_text("FATAL: invalid database driver name: '" .. bad .. "'\n")
       error(failure, level)
    end
 end
 
+local known_drivers = { mysql = true, pgsql = true, sqlite = true }
+
 rawset(sysbench.sql, "driver", function(name)
    check_driver("failed to initialize the DB driver", 3)
    local drv = vp.driver_name()
+   if name ~= nil and not known_drivers[name] then
+      log_text("FATAL: invalid database driver name: '" .. tostring(name) .. "'\n")
+      error("failed to initialize the DB driver", 2)
+   end
    if name ~= nil and name ~= vp.db_driver then
       error("failed to initialize the DB driver: virtperf runs scripts on " ..
             "--db-driver=" .. vp.db_driver .. " only", 2)
@@ -642,6 +771,11 @@ db_execute = sysbench.db.execute
 db_close = sysbench.db.close
 db_store_results = sysbench.db.store_results
 db_free_results = sysbench.db.free_results
+-- What sysbench 1.0's compatibility layer sets for 0.5's OLTP scripts
+-- (a --mysql-table-engine given to such a script replaces the engine when
+-- the options become globals).
+mysql_table_engine = mysql_table_engine or "innodb"
+myisam_max_rows = 1000000
 
 -- Reports ---------------------------------------------------------------
 

@@ -296,6 +296,38 @@ struct Outcome {
     generation: i64,
 }
 
+/// What sysbench's driver logs when a connection cannot be made, each
+/// line a FATAL: libpq's words for a host name with no address, MySQL's
+/// client library's; otherwise the reason as virtperf gives it.
+pub fn connect_fatal(target: &Target, e: &anyhow::Error) -> String {
+    let why = format!("{e:#}");
+    const LOOKUP: &str = "failed to lookup address information: ";
+    let unknown_host = why.split_once(LOOKUP).map(|(_, rest)| {
+        rest.split(';')
+            .next()
+            .unwrap_or(rest)
+            .split(" (")
+            .next()
+            .unwrap_or(rest)
+            .to_string()
+    });
+    match (target, unknown_host) {
+        (Target::Pgsql { host, .. }, Some(reason)) => format!(
+            "FATAL: Connection to database failed: could not translate host name \"{host}\" to address: {reason}\n\n"
+        ),
+        (Target::Pgsql { .. }, None) => format!("FATAL: Connection to database failed: {why}\n\n"),
+        (Target::Mysql { host, port, .. }, Some(_)) => format!(
+            "FATAL: unable to connect to MySQL server on host '{host}', port {port}, aborting...\n\
+             FATAL: error 2005: Unknown MySQL server host '{host}' (0)\n"
+        ),
+        (Target::Mysql { host, port, .. }, None) => format!(
+            "FATAL: unable to connect to MySQL server on host '{host}', port {port}, aborting...\n\
+             FATAL: {why}\n"
+        ),
+        _ => format!("FATAL: {why}\n"),
+    }
+}
+
 /// The error's parts as the Lua side raises them: class, errno, state,
 /// message.
 fn error_values(lua: &Lua, e: &DbError) -> mlua::Result<(LuaValue, LuaValue, LuaValue, LuaValue)> {
@@ -303,12 +335,18 @@ fn error_values(lua: &Lua, e: &DbError) -> mlua::Result<(LuaValue, LuaValue, Lua
         ErrorClass::Retry => "ignorable",
         ErrorClass::Lost | ErrorClass::Fatal => "fatal",
     };
-    let digits: String = e.code.chars().filter(|c| c.is_ascii_digit()).collect();
-    let errno: i64 = digits.parse().unwrap_or(0);
-    let state = if e.code.len() == 5 && e.code.chars().all(|c| c.is_ascii_alphanumeric()) {
-        e.code.clone()
+    // A SQLSTATE (PostgreSQL's code, five characters) is the state, and
+    // the errno is 0, as sysbench's PostgreSQL driver says; a MySQL errno
+    // (up to four digits for a client) is the errno.
+    let sqlstate = e.code.len() == 5 && e.code.chars().all(|c| c.is_ascii_alphanumeric());
+    let (errno, state) = if sqlstate {
+        (0, e.code.clone())
+    } else if let Some((errno, state)) = e.code.split_once(':') {
+        // MySQL's errno and SQLSTATE.
+        (errno.parse().unwrap_or(0), state.to_string())
     } else {
-        String::new()
+        let digits: String = e.code.chars().filter(|c| c.is_ascii_digit()).collect();
+        (digits.parse().unwrap_or(0), String::new())
     };
     Ok((
         LuaValue::String(lua.create_string(class)?),
@@ -401,10 +439,18 @@ impl UserData for LuaConn {
             let outcome = this.with(|s| run(s, &sql.to_str()?, None))?;
             answer(lua, outcome)
         });
+        // The statement's number, or nothing and the driver's words for
+        // why it could not be prepared.
         methods.add_method("prepare", |_, this, sql: mlua::LuaString| {
             this.with(|s| {
-                s.statements.push(sql.to_str()?.to_string());
-                Ok(s.statements.len())
+                let sql = sql.to_str()?.to_string();
+                if let Some(conn) = s.conn.as_mut() {
+                    if let Err(why) = conn.prepare(&sql) {
+                        return Ok((None, Some(why)));
+                    }
+                }
+                s.statements.push(sql);
+                Ok((Some(s.statements.len()), None))
             })
         });
         methods.add_method(

@@ -48,6 +48,10 @@ pub struct Shared {
     pub db_used: AtomicBool,
     /// Where the script's own output (`print`, `io.write`) goes.
     pub output: Output,
+    /// The database as the common options given say, read before the
+    /// script is loaded: its top level may connect, as in sysbench, whose
+    /// driver options are parsed before it loads a script.
+    pub early_db: Option<Arc<Database>>,
 }
 
 /// The parsed command line.
@@ -56,6 +60,10 @@ pub struct Parsed {
     pub values: Values,
     pub db: Arc<Database>,
     pub rand: RandConfig,
+    /// Options a script that declares none was given beyond the common
+    /// ones (`--oltp-tables-count=8`), by sysbench's name (`oltp_tables_count`)
+    /// with their text: sysbench 0.5's scripts read them as globals.
+    pub extra: Vec<(String, String)>,
 }
 
 impl Shared {
@@ -106,6 +114,10 @@ pub fn new_state(shared: &Arc<Shared>, tid: Option<usize>, counters: Arc<Counter
         .set_name(format!("@{}", shared.script))
         .exec()
         .map_err(|e| anyhow!("{}", message(&e)))?;
+    if let Some(p) = shared.parsed.get() {
+        super::options::export_globals(&lua, &p.own, &p.values, &p.extra)
+            .map_err(|e| anyhow!("exporting the options as globals: {e}"))?;
+    }
     Ok(lua)
 }
 
@@ -249,7 +261,9 @@ fn api(lua: &Lua, shared: &Arc<Shared>, tid: Option<usize>) -> mlua::Result<Tabl
     let db_driver = shared
         .parsed
         .get()
-        .map_or("sqlite", |p| p.db.target.dialect().name());
+        .map(|p| &p.db)
+        .or(shared.early_db.as_ref())
+        .map_or("sqlite", |db| db.target.dialect().name());
     vp.set("db_driver", db_driver)?;
     // Asked when a script asks for the driver: the main state is made
     // before the options are parsed.
@@ -268,20 +282,35 @@ fn api(lua: &Lua, shared: &Arc<Shared>, tid: Option<usize>) -> mlua::Result<Tabl
     vp.set(
         "driver_name",
         lua.create_function(move |_, ()| {
-            Ok(s.parsed.get().map_or("pgsql", |p| p.db.script_name()))
+            Ok(s.parsed
+                .get()
+                .map(|p| &p.db)
+                .or(s.early_db.as_ref())
+                .map_or("pgsql", |db| db.script_name()))
         })?,
     )?;
     let s = Arc::clone(shared);
     vp.set(
         "connect",
         lua.create_function(move |lua, ()| {
-            let db = s.parsed.get().map(|p| Arc::clone(&p.db)).ok_or_else(|| {
-                mlua::Error::runtime("connection creation failed: options not parsed yet")
-            })?;
+            let db = s
+                .parsed
+                .get()
+                .map(|p| Arc::clone(&p.db))
+                .or_else(|| s.early_db.clone())
+                .ok_or_else(|| {
+                    mlua::Error::runtime("connection creation failed: options not parsed yet")
+                })?;
             s.db_used.store(true, Ordering::Relaxed);
             let local = lua.app_data_ref::<Local>().expect("local");
-            LuaConn::open(db, Arc::clone(&local.counters), &local.conns)
-                .map_err(|e| mlua::Error::runtime(format!("connection creation failed: {e:#}")))
+            let target = db.target.clone();
+            // A connection, or nothing and the driver's FATAL lines.
+            Ok(
+                match LuaConn::open(db, Arc::clone(&local.counters), &local.conns) {
+                    Ok(conn) => (Some(conn), None),
+                    Err(e) => (None, Some(sql::connect_fatal(&target, &e))),
+                },
+            )
         })?,
     )?;
     // Prepared statements' path through LuaJIT's FFI (the prelude's

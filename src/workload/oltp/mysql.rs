@@ -234,7 +234,13 @@ pub(super) fn classify(e: mysql::Error) -> DbError {
             } else {
                 ErrorClass::Fatal
             },
-            code: m.code.to_string(),
+            // The errno, and the SQLSTATE after a colon where the server
+            // sent one (scripts' sql_errno and sql_state).
+            code: if m.state.is_empty() {
+                m.code.to_string()
+            } else {
+                format!("{}:{}", m.code, m.state)
+            },
             message: m.message,
         },
         mysql::Error::IoError(io) => DbError {
@@ -323,6 +329,22 @@ fn collect<P: mysql::prelude::Protocol>(
 }
 
 impl Conn for My {
+    /// sysbench's MySQL driver prepares every statement on the server at
+    /// once (with --db-ps-mode=auto); its error then comes from `prepare`,
+    /// in its words.
+    fn prepare(&mut self, sql: &str) -> Result<(), String> {
+        if !self.prepared {
+            return Ok(());
+        }
+        self.statement(sql).map(|_| ()).map_err(|e| {
+            let (errno, _) = e.code.split_once(':').unwrap_or((&e.code, ""));
+            format!(
+                "mysql_stmt_prepare() failed\nFATAL: MySQL error: {errno} \"{}\"",
+                e.message
+            )
+        })
+    }
+
     fn query(&mut self, sql: &str, params: Option<&[Param]>) -> Result<Rows, DbError> {
         // A plain query goes as text, as mysql_real_query sends sysbench's
         // con:query; a prepared statement's, prepared once.

@@ -412,12 +412,15 @@ fn server_error(packet: &[u8]) -> mysql::MySqlError {
         .get(1..3)
         .map_or(0, |c| u16::from_le_bytes([c[0], c[1]]));
     let rest = packet.get(3..).unwrap_or_default();
-    let message = match rest.first() {
-        Some(b'#') => rest.get(6..).unwrap_or_default(),
-        _ => rest,
+    let (state, message) = match rest.first() {
+        Some(b'#') => (
+            rest.get(1..6).unwrap_or_default(),
+            rest.get(6..).unwrap_or_default(),
+        ),
+        _ => (&[][..], rest),
     };
     mysql::MySqlError {
-        state: String::new(),
+        state: String::from_utf8_lossy(state).into_owned(),
         message: String::from_utf8_lossy(message).into_owned(),
         code,
     }

@@ -70,6 +70,9 @@ pub struct Pg {
     /// An answer handed back (`recycle`), whose buffers the next kept one
     /// fills.
     spare: Rows,
+    /// The character position (from 1) the server's last error pointed at
+    /// in its statement, if it pointed.
+    error_position: Option<usize>,
 }
 
 /// What the server said for one request, up to its ReadyForQuery.
@@ -136,6 +139,43 @@ fn server_error(body: &ErrorResponseBody) -> DbError {
     }
 }
 
+/// The ErrorResponse's position field ('P'): a character count from 1.
+fn error_position(body: &ErrorResponseBody) -> Option<usize> {
+    let mut fields = body.fields();
+    while let Ok(Some(f)) = fields.next() {
+        if f.type_() == b'P' {
+            return std::str::from_utf8(f.value_bytes()).ok()?.parse().ok();
+        }
+    }
+    None
+}
+
+/// An error as libpq's PQerrorMessage words it: the severity, two spaces,
+/// the message, and where the server pointed, the statement's line with a
+/// caret under the character (as libpq's reportErrorPosition, for a line
+/// that fits; libpq trims longer ones around the caret).
+pub fn libpq_message(message: &str, sql: &str, position: Option<usize>) -> String {
+    let mut out = format!("ERROR:  {message}\n");
+    let Some(pos) = position.filter(|&p| p >= 1) else {
+        return out;
+    };
+    let mut seen = 0;
+    for (n, line) in sql.split('\n').enumerate() {
+        let chars = line.chars().count();
+        if pos <= seen + chars + 1 {
+            let prefix = format!("LINE {}: ", n + 1);
+            let column = pos - seen - 1;
+            out.push_str(&format!(
+                "{prefix}{line}\n{}^\n",
+                " ".repeat(prefix.len() + column)
+            ));
+            return out;
+        }
+        seen += chars + 1;
+    }
+    out
+}
+
 fn broken(what: &str) -> io::Error {
     io::Error::new(io::ErrorKind::InvalidData, what.to_string())
 }
@@ -165,6 +205,7 @@ impl Pg {
             statements: TextMap::default(),
             wait: CONNECT_TIMEOUT,
             spare: Rows::default(),
+            error_position: None,
         };
         match pg.login(user, password, db, auth) {
             Ok(()) => {}
@@ -370,6 +411,7 @@ impl Pg {
                 // the rest of the request up to Sync.
                 Message::ErrorResponse(body) if out.error.is_none() => {
                     out.error = Some(server_error(&body));
+                    self.error_position = error_position(&body);
                 }
                 Message::ReadyForQuery(_) => return Ok(out),
                 _ => {}
@@ -493,6 +535,20 @@ impl Pg {
 }
 
 impl Conn for Pg {
+    /// sysbench's PostgreSQL driver prepares a statement without
+    /// parameters at once (one with parameters waits for their types, at
+    /// the first bind): its error then comes from `prepare`, worded as
+    /// libpq's.
+    fn prepare(&mut self, sql: &str) -> Result<(), String> {
+        if !self.prepared || sql.contains('?') {
+            return Ok(());
+        }
+        self.statement(sql, &[]).map(|_| ()).map_err(|e| {
+            let why = libpq_message(&e.message, sql, self.error_position);
+            format!("PQprepare() failed: {why}")
+        })
+    }
+
     fn recycle(&mut self, rows: Rows) {
         self.spare = rows;
     }
