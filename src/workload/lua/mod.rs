@@ -38,8 +38,8 @@ use crate::core::signals;
 use crate::core::time::now_rfc3339_ms;
 use crate::engine::{self, EngineOptions, Worker};
 use crate::sys::{fingerprint, monitor};
+use crate::workload::oltp;
 use crate::workload::oltp::rand::{Dist, Unique};
-use crate::workload::oltp::{self, Target};
 use crate::workload::{metric_from, Executed, Measurement, MetricDef};
 
 use sql::{Counters, Database};
@@ -198,25 +198,9 @@ impl Script {
                         }
                         _ => None,
                     };
-                    let before = args.len();
-                    if let Some(name) = unknown {
-                        let mut value = None;
-                        args.retain(|a| {
-                            let body = a.strip_prefix("--").unwrap_or("");
-                            let (n, v) = body.split_once('=').unwrap_or((body, ""));
-                            let named = a.starts_with("--") && options::kebab(n) == name;
-                            if named {
-                                value = Some(v.to_string());
-                            }
-                            !named
-                        });
-                        // The last given wins, as in sysbench.
-                        if let Some(v) = value {
-                            extra.push((name.replace('-', "_"), v));
-                        }
-                    }
-                    if args.len() == before {
-                        return Ok(Err(Refusal::Option(e, args)));
+                    match unknown.and_then(|name| Some((take_option(&mut args, &name)?, name))) {
+                        Some((value, name)) => extra.push((name.replace('-', "_"), value)),
+                        None => return Ok(Err(Refusal::Option(e, args))),
                     }
                 }
             }
@@ -231,10 +215,7 @@ impl Script {
             [one] => one.clone(),
             [_, extra, ..] => return Ok(Err(Refusal::Extra(extra.clone()))),
         };
-        let db = Database {
-            target: Target::from_values(&values),
-            prepared: values.text("db-ps-mode") != "disable",
-        };
+        let db = Database::from_values(&values);
         let _ = shared.parsed.set(state::Parsed {
             own: own.clone(),
             values: values.clone(),
@@ -842,24 +823,32 @@ fn early_database(args: &[String]) -> Option<Arc<Database>> {
         match options::parse(&[], &args, "") {
             Ok((values, _)) => break values,
             Err(CliError::UnknownOption { name, .. }) => {
-                let before = args.len();
-                args.retain(|a| {
-                    let body = a.strip_prefix("--").unwrap_or("");
-                    let n = body.split('=').next().unwrap_or(body);
-                    !a.starts_with("--") || options::kebab(n) != name
-                });
-                if args.len() == before {
-                    return None;
-                }
+                take_option(&mut args, &name)?;
             }
             Err(_) => return None,
         }
     };
     resolve_passwords(&mut values).ok()?;
-    Some(Arc::new(Database {
-        target: Target::from_values(&values),
-        prepared: values.text("db-ps-mode") != "disable",
-    }))
+    Some(Arc::new(Database::from_values(&values)))
+}
+
+/// Takes every `--name[=value]` (either spelling) out of `args`: the last
+/// one's value (empty without one; the last given wins, as in sysbench),
+/// or None when `args` had none.
+fn take_option(args: &mut Vec<String>, name: &str) -> Option<String> {
+    let mut value = None;
+    args.retain(|a| {
+        let Some(body) = a.strip_prefix("--") else {
+            return true;
+        };
+        let (n, v) = body.split_once('=').unwrap_or((body, ""));
+        let named = options::kebab(n) == name;
+        if named {
+            value = Some(v.to_string());
+        }
+        !named
+    });
+    value
 }
 
 fn resolve_passwords(values: &mut Values) -> std::result::Result<(), CliError> {

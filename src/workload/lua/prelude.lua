@@ -358,7 +358,7 @@ local FFI_DONE, FFI_FAILED = 0, 1
 -- FFI path does not take (another kind of value, a closed connection, a
 -- string that is not UTF-8) goes to the connection's `execute` method,
 -- which runs it or raises its error.
-local function execute_prepared(con, query, id, values, n)
+local function execute_prepared(con, query, id, values, n, sql)
    local args = con.args
    if n > con.nargs then
       args = sql_args(n)
@@ -376,6 +376,7 @@ local function execute_prepared(con, query, id, values, n)
       elseif t == "boolean" then
          a.kind, a.num = ARG_NUMBER, v and 1 or 0
       else
+         con.stmt_sql = sql
          return answer(con, query, con.conn:execute(id, unpack(values, 1, n)))
       end
    end
@@ -386,10 +387,24 @@ local function execute_prepared(con, query, id, values, n)
       rs.nfields, rs.nrows, rs.gen, rs.pos = out.nfields, out.nrows, out.gen, 1
       con.state = out.nfields > 0 and RESULT_SET or READY
       return rs
-   elseif status == FFI_FAILED then
+   end
+   -- Off the FFI path: the statement's text for the driver's FATAL line,
+   -- should it fail.
+   con.stmt_sql = sql
+   if status == FFI_FAILED then
       return answer(con, query, false, con.conn:last_error())
    end
    return answer(con, query, con.conn:execute(id, unpack(values, 1, n)))
+end
+
+-- The statement's number on the connection, or nil having logged the
+-- driver's FATAL line for a statement the server refused at once.
+local function server_prepare(con, query)
+   local id, why = con.conn:prepare(query)
+   if id == nil then
+      log_text("FATAL: " .. why .. "\n")
+   end
+   return id
 end
 
 -- sysbench's error for a call on a closed connection, raised where its
@@ -539,10 +554,8 @@ function statement_methods.execute(self)
    for i = 1, n do
       values[i] = params[i].value
    end
-   -- For the driver's FATAL line, should it fail.
-   self.connection.stmt_sql = self.query
    return execute_prepared(self.connection, "<prepared statement>", self.id,
-                           values, n)
+                           values, n, self.query)
 end
 
 function statement_methods.close(self)
@@ -550,9 +563,8 @@ function statement_methods.close(self)
 end
 
 function connection_methods.prepare(self, query)
-   local id, why = self.conn:prepare(query)
+   local id = server_prepare(self, query)
    if id == nil then
-      log_text("FATAL: " .. why .. "\n")
       error("SQL API error", 2)
    end
    return setmetatable({ connection = self, query = query, params = {},
@@ -689,8 +701,12 @@ rawset(sysbench.db, "prepare", function(query)
       error(string.format("bad argument #1 to 'db_prepare' (string expected, got %s)",
                           type(query)), 2)
    end
-   return setmetatable({ con = con, query = tostring(query),
-                         id = con.conn:prepare(tostring(query)), binds = {},
+   local id = server_prepare(con, tostring(query))
+   if id == nil then
+      -- sysbench's luaL_error from C: no place.
+      error("db_prepare() failed", 0)
+   end
+   return setmetatable({ con = con, query = tostring(query), id = id, binds = {},
                          values = {} }, legacy_stmt)
 end)
 
@@ -735,7 +751,7 @@ rawset(sysbench.db, "execute", function(stmt)
          values[i] = tostring(v)
       end
    end
-   execute_prepared(con, stmt.query, stmt.id, values, n)
+   execute_prepared(con, stmt.query, stmt.id, values, n, stmt.query)
    return setmetatable({ stmt = stmt }, legacy_rs)
 end)
 

@@ -64,6 +64,14 @@ pub struct Database {
 }
 
 impl Database {
+    /// Where `--db-driver` and its options point, and `--db-ps-mode`.
+    pub fn from_values(values: &crate::core::options::Values) -> Database {
+        Database {
+            target: Target::from_values(values),
+            prepared: values.text("db-ps-mode") != "disable",
+        }
+    }
+
     /// The name `drv:name()` gives. SQLite answers "pgsql": sysbench's
     /// oltp_common.lua knows only mysql and pgsql, and PostgreSQL's words
     /// are the ones SQLite takes (`SERIAL` becomes SQLite's rowid, below).

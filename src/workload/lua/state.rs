@@ -67,6 +67,12 @@ pub struct Parsed {
 }
 
 impl Shared {
+    /// The database the options say: as parsed, or as read before the
+    /// script was loaded.
+    fn database(&self) -> Option<&Arc<Database>> {
+        self.parsed.get().map(|p| &p.db).or(self.early_db.as_ref())
+    }
+
     fn rand(&self) -> &RandConfig {
         self.parsed.get().map_or(&self.before, |p| &p.rand)
     }
@@ -259,10 +265,7 @@ fn api(lua: &Lua, shared: &Arc<Shared>, tid: Option<usize>) -> mlua::Result<Tabl
         vp.set("opt", super::options::export(lua, &p.own, &p.values)?)?;
     }
     let db_driver = shared
-        .parsed
-        .get()
-        .map(|p| &p.db)
-        .or(shared.early_db.as_ref())
+        .database()
         .map_or("sqlite", |db| db.target.dialect().name());
     vp.set("db_driver", db_driver)?;
     // Asked when a script asks for the driver: the main state is made
@@ -281,34 +284,23 @@ fn api(lua: &Lua, shared: &Arc<Shared>, tid: Option<usize>) -> mlua::Result<Tabl
     let s = Arc::clone(shared);
     vp.set(
         "driver_name",
-        lua.create_function(move |_, ()| {
-            Ok(s.parsed
-                .get()
-                .map(|p| &p.db)
-                .or(s.early_db.as_ref())
-                .map_or("pgsql", |db| db.script_name()))
-        })?,
+        lua.create_function(move |_, ()| Ok(s.database().map_or("pgsql", |db| db.script_name())))?,
     )?;
     let s = Arc::clone(shared);
     vp.set(
         "connect",
         lua.create_function(move |lua, ()| {
-            let db = s
-                .parsed
-                .get()
-                .map(|p| Arc::clone(&p.db))
-                .or_else(|| s.early_db.clone())
-                .ok_or_else(|| {
-                    mlua::Error::runtime("connection creation failed: options not parsed yet")
-                })?;
+            let db = s.database().map(Arc::clone).ok_or_else(|| {
+                mlua::Error::runtime("connection creation failed: options not parsed yet")
+            })?;
             s.db_used.store(true, Ordering::Relaxed);
             let local = lua.app_data_ref::<Local>().expect("local");
-            let target = db.target.clone();
+            let asked = Arc::clone(&db);
             // A connection, or nothing and the driver's FATAL lines.
             Ok(
                 match LuaConn::open(db, Arc::clone(&local.counters), &local.conns) {
                     Ok(conn) => (Some(conn), None),
-                    Err(e) => (None, Some(sql::connect_fatal(&target, &e))),
+                    Err(e) => (None, Some(sql::connect_fatal(&asked.target, &e))),
                 },
             )
         })?,
