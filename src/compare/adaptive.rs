@@ -8,8 +8,10 @@
 //! fits in the budget left and, once a pair has [`PLAN_AFTER`] pairs, the
 //! projected needs of the pairs taken so far, this one's included, fit in
 //! it too (within [`SLACK`] times): a pair whose need does not fit beside
-//! those closer to a decision waits for the next round's plan, and when
-//! every open pair waits the comparison stops. Pairs closer to a decision
+//! those closer to a decision waits for the next round's plan, as does one
+//! whose next decision would cost more runs than one verdict is worth in
+//! this comparison ([`WORTH`]), and when every open pair waits the
+//! comparison stops. Pairs closer to a decision
 //! also go first in time: a round takes, beside the best-ranked pair, only
 //! those whose needs together fit in a [`HORIZON`] share of the budget
 //! left, and the rest wait their turn (the shortest remaining work first,
@@ -52,6 +54,21 @@ pub const HORIZON: f64 = 0.25;
 /// pairs and 70 s before it waited); the simulations' outlier case keeps
 /// its 95%.
 const SLACK: f64 = 1.0;
+
+/// What one more decided verdict is worth, in the budget's share per
+/// headline row: a pair (after [`PLAN_AFTER`] pairs) whose next decision is
+/// projected to take more than `WORTH × budget / rows` seconds of runs
+/// waits, and when every open pair waits the comparison stops early. At
+/// the default 10 minutes and the quick suite's 102 rows that is about 30 s
+/// of runs for one more row (1% of the summary): the last minutes of a
+/// default comparison went to pairs at 8–15% noise that took that long
+/// and more for one verdict, often without reaching it, while the user
+/// waited for all the others. Default comparisons on a 2-vCPU EPYC VM
+/// (2026-11-28): at 10× the share, 8:55 wall and 93 of 102 rows decided;
+/// at 5×, 7:43 and 93. Where one pair has the budget to itself (the
+/// simulations below, a one-entry `compare`), a verdict is worth the
+/// whole budget and this never binds.
+pub const WORTH: f64 = 5.0;
 
 /// Where one (entry, environment) pair stands.
 #[derive(Debug, Clone, PartialEq)]
@@ -137,6 +154,11 @@ pub fn pair_states_judged(
         .collect()
 }
 
+/// [`WORTH`] times the budget's share of each of `rows` headline rows.
+pub fn worth_s(budget_s: f64, rows: usize) -> f64 {
+    WORTH * budget_s / rows.max(1) as f64
+}
+
 /// What the next round is.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Step {
@@ -152,7 +174,8 @@ pub enum Step {
 
 /// Plans round `round`. `active` are the environments still running
 /// (index 0 is the baseline and always active); `cost(env, entry)` is a run's
-/// measured seconds; `left_s` what the budget has left.
+/// measured seconds; `left_s` what the budget has left, `worth_s` the most
+/// seconds of runs one more decision is worth ([`worth_s`]).
 pub fn next_round(
     round: usize,
     entries: usize,
@@ -160,6 +183,7 @@ pub fn next_round(
     open: &[PairState],
     cost: &dyn Fn(usize, usize) -> f64,
     left_s: f64,
+    worth_s: f64,
 ) -> Step {
     let n_envs = active.len();
     let mut want = vec![Vec::new(); n_envs];
@@ -196,6 +220,7 @@ pub fn next_round(
     // than the pairs after them.
     let mut queued_s = 0.0;
     let mut waited = false;
+    let mut not_worth = false;
     let mut eta_s = 0.0;
     let mut base_has = vec![false; entries];
     // What a pair of runs costs now: its environment's run, and the
@@ -234,6 +259,18 @@ pub fn next_round(
         let mut left_out = |because: String| {
             undecided.push((p.entry, p.env, format!("{}; {because}", p.why())));
         };
+        // A decision that costs more than it is worth in this comparison
+        // waits, as one that does not fit in the budget does.
+        if p.have >= PLAN_AFTER && need as f64 * c > worth_s {
+            waited = true;
+            not_worth = true;
+            left_out(format!(
+                "its next decision is projected to take {need} more pairs (~{:.0} s), more than one verdict is worth here ({:.0} s: {WORTH:.0}× the budget's share per headline row)",
+                need as f64 * c,
+                worth_s
+            ));
+            continue;
+        }
         if round_s + c > left_s {
             left_out(format!(
                 "~{:.0} s more than the budget has",
@@ -284,6 +321,12 @@ pub fn next_round(
         } else if open.iter().all(|p| active[p.env] && p.need().0.is_none()) {
             format!(
                 "stopped after {round} rounds: {} pairs cannot be decided at their noise",
+                undecided.len()
+            )
+        } else if waited && not_worth && left_s >= 10.0 {
+            format!(
+                "stopped after {round} rounds with {:.0} s of --budget left: the {} undecided pairs of entry and environment are projected to need more runs than a verdict is worth in this comparison (or than the budget has left)",
+                left_s,
                 undecided.len()
             )
         } else if waited && left_s >= 10.0 {
@@ -364,8 +407,10 @@ mod tests {
         for round in 0.. {
             let verdicts = seq.judge();
             let open = pair_states_judged(seq.rows(), &verdicts, &envs);
-            let left = (2 * max_pairs) as f64 - 2.0 * round as f64;
-            match next_round(round, 1, &[true, true], &open, &cost, left) {
+            let budget = (2 * max_pairs) as f64;
+            let left = budget - 2.0 * round as f64;
+            let worth = worth_s(budget, shift.len());
+            match next_round(round, 1, &[true, true], &open, &cost, left, worth) {
                 Step::Run { want, .. } => {
                     assert_eq!(want[0], want[1], "the baseline runs what the env runs");
                     for (i, s) in shift.iter().enumerate() {
@@ -550,6 +595,7 @@ mod tests {
                 &open,
                 &cost,
                 pairs_budget - spent,
+                worth_s(pairs_budget, 2 * entries * 3),
             ) {
                 Step::Run { want, .. } => {
                     for &k in &want[0] {
@@ -657,7 +703,15 @@ mod tests {
             open: vec![("m".into(), 0.05, Some(9))],
         }];
         let cost = |_: usize, _: usize| 1.0;
-        match next_round(4, 2, &[true, true, true], &open, &cost, 100.0) {
+        match next_round(
+            4,
+            2,
+            &[true, true, true],
+            &open,
+            &cost,
+            100.0,
+            f64::INFINITY,
+        ) {
             Step::Run { want, eta_s } => {
                 assert_eq!(want, vec![vec![1], vec![], vec![1]]);
                 assert_eq!(eta_s, 10.0);
@@ -665,22 +719,80 @@ mod tests {
             other => panic!("{other:?}"),
         }
         // Before 3 pairs everything runs.
-        match next_round(1, 2, &[true, false, true], &[], &cost, 100.0) {
+        match next_round(1, 2, &[true, false, true], &[], &cost, 100.0, f64::INFINITY) {
             Step::Run { want, .. } => assert_eq!(want, vec![vec![0, 1], vec![], vec![0, 1]]),
             other => panic!("{other:?}"),
         }
         // Nothing open: decided.
         assert!(matches!(
-            next_round(4, 2, &[true, true, true], &[], &cost, 100.0),
+            next_round(4, 2, &[true, true, true], &[], &cost, 100.0, f64::INFINITY),
             Step::Stop { ref why, .. } if why.contains("decided")
         ));
         // Out of budget: stopped, and the pair says why.
-        match next_round(4, 2, &[true, true, true], &open, &cost, 1.0) {
+        match next_round(4, 2, &[true, true, true], &open, &cost, 1.0, f64::INFINITY) {
             Step::Stop { why, undecided } => {
                 assert!(why.contains("--budget"), "{why}");
                 assert_eq!(undecided.len(), 1);
                 assert!(undecided[0].2.contains("noise 5.0%"), "{undecided:?}");
             }
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_decision_that_costs_more_than_it_is_worth_waits_and_stops_the_comparison() {
+        let pair = |entry: usize, need: usize| PairState {
+            entry,
+            env: 1,
+            have: PLAN_AFTER,
+            open: vec![(format!("m{entry}"), 0.08, Some(need))],
+        };
+        let cost = |_: usize, _: usize| 1.0;
+        // 1200 s and 100 rows: one more verdict is worth 60 s, 30 pairs.
+        let worth = worth_s(1200.0, 100);
+        assert_eq!(worth, 12.0 * WORTH);
+        // Entry 0 is 20 pairs (40 s) from a decision and runs; entry 1 is
+        // 40 (80 s) away and waits, though the budget has room for both.
+        let open = vec![pair(0, PLAN_AFTER + 20), pair(1, PLAN_AFTER + 40)];
+        match next_round(9, 2, &[true, true], &open, &cost, 500.0, worth) {
+            Step::Run { want, .. } => assert_eq!(want, vec![vec![0], vec![0]]),
+            other => panic!("{other:?}"),
+        }
+        // Entry 1 alone: the comparison stops with its budget left, and
+        // says why, for the pair and for the whole.
+        match next_round(10, 2, &[true, true], &open[1..], &cost, 500.0, worth) {
+            Step::Stop { why, undecided } => {
+                assert!(why.contains("500 s of --budget left"), "{why}");
+                assert!(why.contains("more runs than a verdict is worth"), "{why}");
+                assert_eq!(undecided.len(), 1);
+                assert!(
+                    undecided[0].2.contains("40 more pairs (~80 s)")
+                        && undecided[0].2.contains("noise 8.0%"),
+                    "{undecided:?}"
+                );
+            }
+            other => panic!("{other:?}"),
+        }
+        // With the budget to itself (one row), the same pair runs.
+        match next_round(
+            10,
+            2,
+            &[true, true],
+            &open[1..],
+            &cost,
+            500.0,
+            worth_s(600.0, 1),
+        ) {
+            Step::Run { want, .. } => assert_eq!(want, vec![vec![1], vec![1]]),
+            other => panic!("{other:?}"),
+        }
+        // Before PLAN_AFTER pairs a projection is too rough to make it wait.
+        let young = PairState {
+            have: 4,
+            ..pair(1, 200)
+        };
+        match next_round(4, 2, &[true, true], &[young], &cost, 500.0, worth) {
+            Step::Run { want, .. } => assert_eq!(want, vec![vec![1], vec![1]]),
             other => panic!("{other:?}"),
         }
     }
@@ -696,7 +808,7 @@ mod tests {
         // Each pair of runs costs 2 s; 100 s left.
         let cost = |_: usize, _: usize| 1.0;
         let open = vec![pair(0, 30), pair(1, 29), pair(2, 200)];
-        match next_round(6, 3, &[true, true], &open, &cost, 100.0) {
+        match next_round(6, 3, &[true, true], &open, &cost, 100.0, f64::INFINITY) {
             // Entry 1 (23 more pairs, 46 s) and 0 (24, 48 s) fit in 100 s
             // together; entry 2 (194 pairs, 388 s) does not, and waits. Of
             // the two that fit, entry 0 waits for entry 1 (46 + 48 s is
@@ -709,13 +821,21 @@ mod tests {
             other => panic!("{other:?}"),
         }
         // With 400 s left, both fit in its quarter and run together.
-        match next_round(6, 3, &[true, true], &open[..2], &cost, 400.0) {
+        match next_round(6, 3, &[true, true], &open[..2], &cost, 400.0, f64::INFINITY) {
             Step::Run { want, .. } => assert_eq!(want, vec![vec![0, 1], vec![0, 1]]),
             other => panic!("{other:?}"),
         }
         // Entries 0 and 1 decided: entry 2 alone still does not fit, and
         // the comparison stops with budget left, saying so.
-        match next_round(7, 3, &[true, true], &[pair(2, 200)], &cost, 100.0) {
+        match next_round(
+            7,
+            3,
+            &[true, true],
+            &[pair(2, 200)],
+            &cost,
+            100.0,
+            f64::INFINITY,
+        ) {
             Step::Stop { why, undecided } => {
                 assert!(
                     why.contains("after 7 rounds with 100 s of --budget left"),
@@ -730,7 +850,15 @@ mod tests {
             other => panic!("{other:?}"),
         }
         // With the budget for it left it runs again.
-        match next_round(7, 3, &[true, true], &[pair(2, 200)], &cost, 400.0) {
+        match next_round(
+            7,
+            3,
+            &[true, true],
+            &[pair(2, 200)],
+            &cost,
+            400.0,
+            f64::INFINITY,
+        ) {
             Step::Run { want, .. } => assert_eq!(want, vec![vec![2], vec![2]]),
             other => panic!("{other:?}"),
         }
@@ -749,7 +877,7 @@ mod tests {
         };
         let cost = |_: usize, _: usize| 1.0;
         let open = vec![pair(2, 40), pair(0, 4), pair(1, 10)];
-        match next_round(9, 3, &[true, true], &open, &cost, 200.0) {
+        match next_round(9, 3, &[true, true], &open, &cost, 200.0, f64::INFINITY) {
             Step::Run { want, eta_s } => {
                 // 8 + 20 s fit in 50 s, entry 2's 80 s more do not: it waits,
                 // though the budget has room for it, and the ETA counts it.
@@ -759,7 +887,15 @@ mod tests {
             other => panic!("{other:?}"),
         }
         // Once the two are decided it runs, alone beyond the horizon.
-        match next_round(20, 3, &[true, true], &open[..1], &cost, 120.0) {
+        match next_round(
+            20,
+            3,
+            &[true, true],
+            &open[..1],
+            &cost,
+            120.0,
+            f64::INFINITY,
+        ) {
             Step::Run { want, .. } => assert_eq!(want, vec![vec![2], vec![2]]),
             other => panic!("{other:?}"),
         }
@@ -768,7 +904,15 @@ mod tests {
             have: MIN_PAIRS + 1,
             ..pair(2, 40)
         };
-        match next_round(9, 3, &[true, true], &[young, pair(0, 4)], &cost, 200.0) {
+        match next_round(
+            9,
+            3,
+            &[true, true],
+            &[young, pair(0, 4)],
+            &cost,
+            200.0,
+            f64::INFINITY,
+        ) {
             Step::Run { want, .. } => assert_eq!(want, vec![vec![0, 2], vec![0, 2]]),
             other => panic!("{other:?}"),
         }
@@ -789,7 +933,15 @@ mod tests {
         // 18 + 10 s fit in the horizon (30 s of 120), 19 more do not.
         let cost = |_: usize, k: usize| if k == 0 { 1.0 } else { 0.95 };
         let open = vec![pair(1, 1, 10), pair(0, 2, 10), pair(0, 1, 9)];
-        match next_round(9, 2, &[true, true, true], &open, &cost, 120.0) {
+        match next_round(
+            9,
+            2,
+            &[true, true, true],
+            &open,
+            &cost,
+            120.0,
+            f64::INFINITY,
+        ) {
             Step::Run { want, eta_s } => {
                 assert_eq!(want, vec![vec![0], vec![0], vec![0]]);
                 assert!((eta_s - 47.0).abs() < 1e-9, "{eta_s}");
@@ -816,7 +968,7 @@ mod tests {
         ];
         // Entry 0 costs 10 s a run, entry 1 costs 1 s; 5 s left.
         let cost = |_: usize, k: usize| if k == 0 { 10.0 } else { 1.0 };
-        match next_round(3, 2, &[true, true], &open, &cost, 5.0) {
+        match next_round(3, 2, &[true, true], &open, &cost, 5.0, f64::INFINITY) {
             Step::Run { want, .. } => assert_eq!(want, vec![vec![1], vec![1]]),
             other => panic!("{other:?}"),
         }

@@ -235,8 +235,18 @@ impl Schedule<'_> {
         let open = adaptive::pair_states(&rows, &labels, &self.settings);
         let active: Vec<bool> = st.failed.iter().map(|f| !f).collect();
         let cost = |env: usize, entry: usize| st.eta.cost(&labels[env], entry);
-        let left = self.budget.as_secs_f64() - started.elapsed().as_secs_f64();
-        match adaptive::next_round(round, self.suite.entries.len(), &active, &open, &cost, left) {
+        let budget = self.budget.as_secs_f64();
+        let left = budget - started.elapsed().as_secs_f64();
+        let worth = adaptive::worth_s(budget, rows.len());
+        match adaptive::next_round(
+            round,
+            self.suite.entries.len(),
+            &active,
+            &open,
+            &cost,
+            left,
+            worth,
+        ) {
             adaptive::Step::Run { want, eta_s } => {
                 st.eta_s = Some(eta_s);
                 Ok(Some(want))

@@ -76,8 +76,8 @@ pub const DEF: WorkloadDef = WorkloadDef {
     engine: engine::ALL,
     needs: Needs::NONE,
     metrics: &[
-        // In STREAM mode mib_per_sec is the triad figure, so the headline is
-        // one measurement whichever mode ran.
+        // In STREAM mode mib_per_sec is the triad's best rate, STREAM's own
+        // figure, so the headline is one measurement whichever mode ran.
         MetricDef::new("mib_per_sec", "MiB/s", true, true, None),
         MetricDef::new("ops_per_sec", "ops/s", true, false, None),
         MetricDef::new("stream_*", "MiB/s", true, false, None),
@@ -692,13 +692,30 @@ impl StreamTest {
                 "MiB/s",
                 true,
             ));
+            m.metrics.push(Metric::new(
+                &format!("stream_{}_best_mib_per_sec", k.name()),
+                best,
+                "MiB/s",
+                true,
+            ));
             details.insert(
                 k.name().to_string(),
                 serde_json::json!({"avg_mib_per_sec": avg, "best_mib_per_sec": best}),
             );
             text.push_str(&format!("{:<8}{avg:>16.1}{best:>16.1}\n", k.name()));
         }
-        let triad = m.metrics[3].value;
+        // The headline is the triad's best rate, as STREAM reports ("Best
+        // Rate MB/s"): what the memory gives when nothing else takes it.
+        // The mean over the run's passes follows whatever shares the
+        // memory bus then (neighbours on a shared host): side by side, 9
+        // rounds of host, Docker and Podman on a 2-vCPU EPYC VM, the paired
+        // noise of the mean was 8.1% (Docker) and 12.9% (Podman), of the
+        // best 3.1% and 5.8%.
+        let triad = m
+            .metrics
+            .iter()
+            .find(|x| x.name == "stream_triad_best_mib_per_sec")
+            .map_or(0.0, |x| x.value);
         m.metrics
             .insert(0, Metric::new("mib_per_sec", triad, "MiB/s", true));
         details.insert("array_bytes".into(), serde_json::json!(self.len * 8));

@@ -21,23 +21,33 @@
 //! per operation), and the modes of its pass results ([`modes`]): when the
 //! host ran in two states, e.g. "415 cyc 60% / 600 cyc 40%".
 //!
-//! **Headline.** `<op>_ns` and `<op>_cycles` are the 10%-trimmed mean of the
-//! pass results. Why not the median: under a 60/40 mixture of two states the
-//! median sits on the fast mode, under 40/60 on the slow one, so a small
-//! change in how long the host stayed slow moves it by the whole gap between
-//! the modes (415 ↔ 600: the back-to-back runs of issue 16). The trimmed mean
-//! moves in proportion to the shares, so the same change moves it a little;
-//! trimming a tenth at each end keeps a few wild passes (a compile stealing
-//! the CPU for a whole slice) out of it, as the median would. It is read
-//! as "the mean cost over this run's mixture of host states", and the modes
-//! beside it say whether there was a mixture; `compare` can flag an
-//! operation whose `multimodal` is true as it flags a noisy run.
+//! **Headline.** `<op>_ns` and `<op>_cycles` are the 5th percentile of the
+//! operation's batches: what it costs when the host does not slow it. The
+//! noise of a shared VM is one-sided, a delay added to some batches, and it
+//! comes as a mixture of states whose shares change from run to run (on a
+//! 2-vCPU EPYC VM, getpid took 138 ns in the fast state and about 190 in the
+//! slow one, on the host and in Docker alike, with the slow share anywhere
+//! between 0 and 80% of a run). A mean of the pass results (this headline
+//! until 2026-11) moves with the shares, which belong to the moment, not to
+//! the environment: in 20 runs each of host, Docker and Podman side by side,
+//! the paired noise of that mean was 7.4% (root mean square over the 28
+//! rows; getpid 9.7%, page_fault 7.4%), of the 5th percentile 3.7% (getpid
+//! 0.7%, page_fault 0.6%, pipe_echo 8.4% against 13.7%), while the minimum
+//! was at the mercy of one lucky batch (pipe_echo 23%). So does Chen and
+//! Revels' "Robust benchmarking in noisy environments" (2016) argue for
+//! microbenchmarks, where every source of noise only adds time. Under the
+//! 5th percentile the effects stayed where the mean put them (Docker's
+//! getpid +25% against +28%, open_close 19× both). `mean_ns` keeps the
+//! 10%-trimmed mean of the pass results, the mean cost over this run's
+//! mixture, and the modes beside it say whether there was one; `compare`
+//! can flag an operation whose `multimodal` is true as it flags a noisy run.
 //!
 //! **Result document.** `details.<op>` for each measured operation:
 //! ```text
 //! { "what": str, "batch": int, "count": int (batches), "passes": int (pass results),
-//!   "headline_cycles", "median_cycles", "p99_cycles", "geomean_cycles", "min_cycles": float,
-//!   "headline_ns", "median_ns", "p99_ns", "geomean_ns", "min_ns": float,
+//!   "headline_cycles", "median_cycles", "p99_cycles", "geomean_cycles", "min_cycles",
+//!   "mean_cycles": float,
+//!   "headline_ns", "median_ns", "p99_ns", "geomean_ns", "min_ns", "mean_ns": float,
 //!   "multimodal": bool,
 //!   "modes": [ {"cycles": float, "ns": float, "share": float 0..1}, ... ] }
 //! ```
@@ -168,16 +178,19 @@ pub const MAX_COUNT_PASSES: u64 = 100;
 const MAX_SAMPLES: f64 = 1_000_000.0;
 /// Untimed warm-up per operation, which also measures what a batch costs.
 const WARMUP: Duration = Duration::from_millis(5);
-/// An operation's headline, ticks per operation: the trimmed mean of its
-/// pass results, but never below what the timer resolves, one tick over a
+/// An operation's headline, ticks per operation: the [`HEADLINE_QUANTILE`]
+/// of its batches (see the module doc), but never below what the timer resolves, one tick over a
 /// batch. Under QEMU's TCG an emulated CPUID cost less than the timed empty
 /// pair varies, every sample netted to 0, and a headline of 0 made the
 /// comparison's row "not comparable" (there is no ratio to 0).
-fn headline_ticks(pass_results: &[f64], batch: u64) -> f64 {
-    trimmed_mean(pass_results, TRIM).max(1.0 / batch.max(1) as f64)
+fn headline_ticks(samples: &[f64], batch: u64) -> f64 {
+    quantile(samples, HEADLINE_QUANTILE).max(1.0 / batch.max(1) as f64)
 }
 
-/// Share of the pass results trimmed from each end for the headline.
+/// The share of an operation's batches at or below its headline.
+const HEADLINE_QUANTILE: f64 = 0.05;
+
+/// Share of the pass results trimmed from each end for `mean_ns`.
 const TRIM: f64 = 0.10;
 
 pub struct MicroopsWorkload {
@@ -271,6 +284,17 @@ pub fn summarize(samples: &[f64]) -> OpSummary {
         geomean,
         min: s[0],
         count: n,
+    }
+}
+
+/// The `q` quantile of `values` (the lower of two neighbours; the lowest
+/// value at q = 0); 0 for none.
+pub fn quantile(values: &[f64], q: f64) -> f64 {
+    let mut s = values.to_vec();
+    s.sort_by(f64::total_cmp);
+    match s.len() {
+        0 => 0.0,
+        n => s[((n as f64 * q).floor() as usize).min(n - 1)],
     }
 }
 
@@ -452,7 +476,8 @@ impl Workload for MicroopsWorkload {
         let mut any_multimodal = false;
         for s in &series {
             let sum = summarize(&s.samples);
-            let headline = headline_ticks(&s.pass_results, s.batch);
+            let headline = headline_ticks(&s.samples, s.batch);
+            let mean = trimmed_mean(&s.pass_results, TRIM);
             let found = modes::modes(&s.pass_results);
             let multimodal = modes::is_multimodal(&found);
             any_multimodal |= multimodal;
@@ -484,9 +509,11 @@ impl Workload for MicroopsWorkload {
                     "headline_cycles": cyc(headline),
                     "median_cycles": cyc(sum.median), "p99_cycles": cyc(sum.p99),
                     "geomean_cycles": cyc(sum.geomean), "min_cycles": cyc(sum.min),
+                    "mean_cycles": cyc(mean),
                     "headline_ns": ns(headline),
                     "median_ns": ns(sum.median), "p99_ns": ns(sum.p99),
                     "geomean_ns": ns(sum.geomean), "min_ns": ns(sum.min),
+                    "mean_ns": ns(mean),
                     "multimodal": multimodal,
                     "modes": found.iter().map(|x| serde_json::json!({
                         "cycles": cyc(x.value), "ns": ns(x.value), "share": x.share,
@@ -510,9 +537,9 @@ impl Workload for MicroopsWorkload {
             ));
         }
         text.push_str(&format!(
-            "\ncycles per operation; * headline: the {:.0}%-trimmed mean of the pass results (<op>_cycles, <op>_ns); \
-             median and p99 are over all batches\n",
-            TRIM * 100.0
+            "\ncycles per operation; * headline: the {:.0}th percentile of the batches, the cost when the host does \
+             not slow the operation (<op>_cycles, <op>_ns); median and p99 are over all batches\n",
+            HEADLINE_QUANTILE * 100.0
         ));
         if any_multimodal {
             text.push_str(
@@ -582,24 +609,30 @@ mod tests {
     }
 
     #[test]
-    fn the_headline_follows_the_shares_of_a_mixture() {
-        // 60/40 against 40/60: the median jumps from one mode to the other,
-        // the trimmed mean moves by a fraction of the gap.
+    fn the_headline_is_the_fast_state_whatever_its_share() {
+        // Batches in a fast (415) and a slow (600) state: whether the host
+        // spent 60% or 10% of the run fast, the headline is the fast cost;
+        // the median jumps between the modes and the trimmed mean follows
+        // the shares.
         let mix = |fast: usize| {
             let mut v = vec![415.0; fast];
             v.extend(vec![600.0; 100 - fast]);
             v
         };
-        let (a, b) = (mix(60), mix(40));
-        assert_eq!(median(&a), 415.0);
-        assert_eq!(median(&b), 600.0);
+        let (a, b) = (mix(60), mix(10));
+        assert_eq!(headline_ticks(&a, 100), 415.0);
+        assert_eq!(headline_ticks(&b, 100), 415.0);
+        assert_eq!((median(&a), median(&b)), (415.0, 600.0));
         let (ta, tb) = (trimmed_mean(&a, TRIM), trimmed_mean(&b, TRIM));
-        assert!(ta > 415.0 && tb < 600.0 && ta < tb, "{ta} {tb}");
-        assert!(tb - ta < 0.3 * (600.0 - 415.0), "{ta} {tb}");
-        // A few wild passes are trimmed away.
-        let mut wild = vec![415.0; 95];
-        wild.extend([5000.0; 5]);
-        assert_eq!(trimmed_mean(&wild, TRIM), 415.0);
+        assert!(tb - ta > 0.4 * (600.0 - 415.0), "{ta} {tb}");
+        // One lucky batch does not move it, as it moves the minimum.
+        let mut lucky = mix(50);
+        lucky[0] = 200.0;
+        assert_eq!(headline_ticks(&lucky, 100), 415.0);
+        // Below 5% the fast state is too rare to be the run's figure.
+        assert_eq!(headline_ticks(&mix(3), 100), 600.0);
+        assert_eq!(quantile(&[], 0.05), 0.0);
+        assert_eq!(quantile(&[3.0, 1.0, 2.0], 0.0), 1.0);
     }
 
     #[test]
