@@ -207,6 +207,9 @@ impl Opened {
         on_result: &mut OnResult,
         obs: &dyn Observer,
     ) -> Result<Vec<InstanceOutcome>> {
+        if jobs.iter().any(|j| j.def.needs.network.is_some()) {
+            wait_for_conntrack_room(&env.spec().label, obs)?;
+        }
         let outcome = self.run_jobs(env, round, jobs, on_result, obs);
         if let Err(e) = &outcome {
             let stopped = e
@@ -327,6 +330,13 @@ impl Opened {
                 // The job is over: its host server, if any, stops now.
                 net.stop_for(want);
                 let mut outcome = outcome_of(msg, want, job, &s.label)?;
+                // A network run that failed while the kernel dropped new
+                // connections says so.
+                if let (Err(message), true) = (&mut outcome, job.def.needs.network.is_some()) {
+                    if let Some(why) = crate::sys::conntrack::full_now() {
+                        message.push_str(&format!(" ({why})"));
+                    }
+                }
                 // What only the host knows: how long the instance took to
                 // be ready, the network path, other processes' load.
                 if let Ok(doc) = &mut outcome {
@@ -456,6 +466,36 @@ fn check_hello(label: &str, first: Message, obs: &dyn Observer) -> Result<()> {
             "note: {label} runs a different virtperf build (sha256 {}…) than this one ({}…)",
             short(&sha256),
             short(&own_sha)
+        ));
+    }
+    Ok(())
+}
+
+/// Before a network run: waits until the kernel's connection-tracking
+/// table has room (sys::conntrack), telling the user why the wait.
+fn wait_for_conntrack_room(label: &str, obs: &dyn Observer) -> Result<()> {
+    use crate::sys::conntrack;
+    let limit = conntrack::time_wait() + Duration::from_secs(10);
+    let waited = conntrack::wait_for_room(
+        conntrack::usage,
+        limit,
+        Duration::from_millis(500),
+        |count, max| {
+            obs.note(&format!(
+                "{label}: waiting for room in the kernel's connection-tracking table before a \
+                 network run ({count} of {max} entries in use; closed connections leave it \
+                 after {} s, at most {} s)",
+                conntrack::time_wait().as_secs(),
+                limit.as_secs()
+            ))
+        },
+        crate::core::signals::check,
+    )?;
+    if let conntrack::Waited::GaveUp(count, max) = waited {
+        obs.note(&format!(
+            "{label}: the connection-tracking table is still {count} of {max} entries after {} s; \
+             running anyway (new connections may be dropped)",
+            limit.as_secs()
         ));
     }
     Ok(())

@@ -1,10 +1,12 @@
 //! What the machine says about itself: the environment fingerprint taken
 //! where a run happens, the CPU-time monitors sampled around a run, and the
-//! owner tags that let a run sweep what a killed one left behind, and the
-//! file system under a workload's files.
+//! owner tags that let a run sweep what a killed one left behind, the
+//! file system under a workload's files, and the kernel's tables a run fills
+//! (dirty pages, connection tracking).
 
 pub mod affinity;
 pub mod bounded;
+pub mod conntrack;
 pub mod fingerprint;
 pub mod malloc;
 pub mod monitor;
