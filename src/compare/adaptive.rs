@@ -358,6 +358,29 @@ mod tests {
     use crate::analysis::sequential::Sequences;
     use crate::engine::rng::FastRng;
 
+    /// A pair in env `env` with [`PLAN_AFTER`] pairs and one undecided
+    /// metric (`m<entry>`) at `noise`, projected to be decided at `need`.
+    fn planned(entry: usize, env: usize, noise: f64, need: usize) -> PairState {
+        PairState {
+            entry,
+            env,
+            have: PLAN_AFTER,
+            open: vec![(format!("m{entry}"), noise, Some(need))],
+        }
+    }
+
+    /// [`next_round`] where no decision costs more than it is worth.
+    fn plan(
+        round: usize,
+        entries: usize,
+        active: &[bool],
+        open: &[PairState],
+        cost: &dyn Fn(usize, usize) -> f64,
+        left_s: f64,
+    ) -> Step {
+        next_round(round, entries, active, open, cost, left_s, f64::INFINITY)
+    }
+
     fn normal(rng: &mut FastRng) -> f64 {
         let (a, b): (f64, f64) = (rng.unit().max(1e-300), rng.unit());
         (-2.0 * a.ln()).sqrt() * (std::f64::consts::TAU * b).cos()
@@ -703,15 +726,7 @@ mod tests {
             open: vec![("m".into(), 0.05, Some(9))],
         }];
         let cost = |_: usize, _: usize| 1.0;
-        match next_round(
-            4,
-            2,
-            &[true, true, true],
-            &open,
-            &cost,
-            100.0,
-            f64::INFINITY,
-        ) {
+        match plan(4, 2, &[true, true, true], &open, &cost, 100.0) {
             Step::Run { want, eta_s } => {
                 assert_eq!(want, vec![vec![1], vec![], vec![1]]);
                 assert_eq!(eta_s, 10.0);
@@ -719,17 +734,17 @@ mod tests {
             other => panic!("{other:?}"),
         }
         // Before 3 pairs everything runs.
-        match next_round(1, 2, &[true, false, true], &[], &cost, 100.0, f64::INFINITY) {
+        match plan(1, 2, &[true, false, true], &[], &cost, 100.0) {
             Step::Run { want, .. } => assert_eq!(want, vec![vec![0, 1], vec![], vec![0, 1]]),
             other => panic!("{other:?}"),
         }
         // Nothing open: decided.
         assert!(matches!(
-            next_round(4, 2, &[true, true, true], &[], &cost, 100.0, f64::INFINITY),
+            plan(4, 2, &[true, true, true], &[], &cost, 100.0),
             Step::Stop { ref why, .. } if why.contains("decided")
         ));
         // Out of budget: stopped, and the pair says why.
-        match next_round(4, 2, &[true, true, true], &open, &cost, 1.0, f64::INFINITY) {
+        match plan(4, 2, &[true, true, true], &open, &cost, 1.0) {
             Step::Stop { why, undecided } => {
                 assert!(why.contains("--budget"), "{why}");
                 assert_eq!(undecided.len(), 1);
@@ -741,12 +756,7 @@ mod tests {
 
     #[test]
     fn a_decision_that_costs_more_than_it_is_worth_waits_and_stops_the_comparison() {
-        let pair = |entry: usize, need: usize| PairState {
-            entry,
-            env: 1,
-            have: PLAN_AFTER,
-            open: vec![(format!("m{entry}"), 0.08, Some(need))],
-        };
+        let pair = |entry: usize, need: usize| planned(entry, 1, 0.08, need);
         let cost = |_: usize, _: usize| 1.0;
         // 1200 s and 100 rows: one more verdict is worth 60 s, 30 pairs.
         let worth = worth_s(1200.0, 100);
@@ -799,16 +809,11 @@ mod tests {
 
     #[test]
     fn a_pair_whose_need_does_not_fit_beside_closer_ones_waits_and_alone_stops_the_run() {
-        let pair = |entry: usize, need: usize| PairState {
-            entry,
-            env: 1,
-            have: PLAN_AFTER,
-            open: vec![(format!("m{entry}"), 0.05, Some(need))],
-        };
+        let pair = |entry: usize, need: usize| planned(entry, 1, 0.05, need);
         // Each pair of runs costs 2 s; 100 s left.
         let cost = |_: usize, _: usize| 1.0;
         let open = vec![pair(0, 30), pair(1, 29), pair(2, 200)];
-        match next_round(6, 3, &[true, true], &open, &cost, 100.0, f64::INFINITY) {
+        match plan(6, 3, &[true, true], &open, &cost, 100.0) {
             // Entry 1 (23 more pairs, 46 s) and 0 (24, 48 s) fit in 100 s
             // together; entry 2 (194 pairs, 388 s) does not, and waits. Of
             // the two that fit, entry 0 waits for entry 1 (46 + 48 s is
@@ -821,21 +826,13 @@ mod tests {
             other => panic!("{other:?}"),
         }
         // With 400 s left, both fit in its quarter and run together.
-        match next_round(6, 3, &[true, true], &open[..2], &cost, 400.0, f64::INFINITY) {
+        match plan(6, 3, &[true, true], &open[..2], &cost, 400.0) {
             Step::Run { want, .. } => assert_eq!(want, vec![vec![0, 1], vec![0, 1]]),
             other => panic!("{other:?}"),
         }
         // Entries 0 and 1 decided: entry 2 alone still does not fit, and
         // the comparison stops with budget left, saying so.
-        match next_round(
-            7,
-            3,
-            &[true, true],
-            &[pair(2, 200)],
-            &cost,
-            100.0,
-            f64::INFINITY,
-        ) {
+        match plan(7, 3, &[true, true], &[pair(2, 200)], &cost, 100.0) {
             Step::Stop { why, undecided } => {
                 assert!(
                     why.contains("after 7 rounds with 100 s of --budget left"),
@@ -850,15 +847,7 @@ mod tests {
             other => panic!("{other:?}"),
         }
         // With the budget for it left it runs again.
-        match next_round(
-            7,
-            3,
-            &[true, true],
-            &[pair(2, 200)],
-            &cost,
-            400.0,
-            f64::INFINITY,
-        ) {
+        match plan(7, 3, &[true, true], &[pair(2, 200)], &cost, 400.0) {
             Step::Run { want, .. } => assert_eq!(want, vec![vec![2], vec![2]]),
             other => panic!("{other:?}"),
         }
@@ -869,15 +858,10 @@ mod tests {
         // Three pairs after PLAN_AFTER, each 2 s a pair: entry 0 needs 4
         // more (8 s), entry 1 10 more (20 s), entry 2 40 more (80 s); 200 s
         // left, so the horizon is 50 s.
-        let pair = |entry: usize, need: usize| PairState {
-            entry,
-            env: 1,
-            have: PLAN_AFTER,
-            open: vec![(format!("m{entry}"), 0.05, Some(PLAN_AFTER + need))],
-        };
+        let pair = |entry: usize, need: usize| planned(entry, 1, 0.05, PLAN_AFTER + need);
         let cost = |_: usize, _: usize| 1.0;
         let open = vec![pair(2, 40), pair(0, 4), pair(1, 10)];
-        match next_round(9, 3, &[true, true], &open, &cost, 200.0, f64::INFINITY) {
+        match plan(9, 3, &[true, true], &open, &cost, 200.0) {
             Step::Run { want, eta_s } => {
                 // 8 + 20 s fit in 50 s, entry 2's 80 s more do not: it waits,
                 // though the budget has room for it, and the ETA counts it.
@@ -887,15 +871,7 @@ mod tests {
             other => panic!("{other:?}"),
         }
         // Once the two are decided it runs, alone beyond the horizon.
-        match next_round(
-            20,
-            3,
-            &[true, true],
-            &open[..1],
-            &cost,
-            120.0,
-            f64::INFINITY,
-        ) {
+        match plan(20, 3, &[true, true], &open[..1], &cost, 120.0) {
             Step::Run { want, .. } => assert_eq!(want, vec![vec![2], vec![2]]),
             other => panic!("{other:?}"),
         }
@@ -904,15 +880,7 @@ mod tests {
             have: MIN_PAIRS + 1,
             ..pair(2, 40)
         };
-        match next_round(
-            9,
-            3,
-            &[true, true],
-            &[young, pair(0, 4)],
-            &cost,
-            200.0,
-            f64::INFINITY,
-        ) {
+        match plan(9, 3, &[true, true], &[young, pair(0, 4)], &cost, 200.0) {
             Step::Run { want, .. } => assert_eq!(want, vec![vec![0, 2], vec![0, 2]]),
             other => panic!("{other:?}"),
         }
@@ -920,12 +888,8 @@ mod tests {
 
     #[test]
     fn a_pair_whose_baseline_run_the_round_already_has_costs_only_its_own() {
-        let pair = |entry: usize, env: usize, need: usize| PairState {
-            entry,
-            env,
-            have: PLAN_AFTER,
-            open: vec![("m".into(), 0.05, Some(PLAN_AFTER + need))],
-        };
+        let pair =
+            |entry: usize, env: usize, need: usize| planned(entry, env, 0.05, PLAN_AFTER + need);
         // Entry 0 costs 1 s a run, entry 1 0.95 s. Alone, entry 0 in env 1
         // needs 9 pairs (18 s), entry 1 in env 1 10 (19 s), entry 0 in env
         // 2 10 (20 s). Once entry 0's baseline runs this round, entry 0 in
@@ -933,15 +897,7 @@ mod tests {
         // 18 + 10 s fit in the horizon (30 s of 120), 19 more do not.
         let cost = |_: usize, k: usize| if k == 0 { 1.0 } else { 0.95 };
         let open = vec![pair(1, 1, 10), pair(0, 2, 10), pair(0, 1, 9)];
-        match next_round(
-            9,
-            2,
-            &[true, true, true],
-            &open,
-            &cost,
-            120.0,
-            f64::INFINITY,
-        ) {
+        match plan(9, 2, &[true, true, true], &open, &cost, 120.0) {
             Step::Run { want, eta_s } => {
                 assert_eq!(want, vec![vec![0], vec![0], vec![0]]);
                 assert!((eta_s - 47.0).abs() < 1e-9, "{eta_s}");
@@ -968,7 +924,7 @@ mod tests {
         ];
         // Entry 0 costs 10 s a run, entry 1 costs 1 s; 5 s left.
         let cost = |_: usize, k: usize| if k == 0 { 10.0 } else { 1.0 };
-        match next_round(3, 2, &[true, true], &open, &cost, 5.0, f64::INFINITY) {
+        match plan(3, 2, &[true, true], &open, &cost, 5.0) {
             Step::Run { want, .. } => assert_eq!(want, vec![vec![1], vec![1]]),
             other => panic!("{other:?}"),
         }

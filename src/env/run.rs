@@ -475,7 +475,8 @@ fn check_hello(label: &str, first: Message, obs: &dyn Observer) -> Result<()> {
 /// table has room (sys::conntrack), telling the user why the wait.
 fn wait_for_conntrack_room(label: &str, obs: &dyn Observer) -> Result<()> {
     use crate::sys::conntrack;
-    let limit = conntrack::time_wait() + Duration::from_secs(10);
+    let time_wait = conntrack::time_wait();
+    let limit = time_wait + Duration::from_secs(10);
     let waited = conntrack::wait_for_room(
         conntrack::usage,
         limit,
@@ -485,7 +486,7 @@ fn wait_for_conntrack_room(label: &str, obs: &dyn Observer) -> Result<()> {
                 "{label}: waiting for room in the kernel's connection-tracking table before a \
                  network run ({count} of {max} entries in use; closed connections leave it \
                  after {} s, at most {} s)",
-                conntrack::time_wait().as_secs(),
+                time_wait.as_secs(),
                 limit.as_secs()
             ))
         },

@@ -179,12 +179,12 @@ const MAX_SAMPLES: f64 = 1_000_000.0;
 /// Untimed warm-up per operation, which also measures what a batch costs.
 const WARMUP: Duration = Duration::from_millis(5);
 /// An operation's headline, ticks per operation: the [`HEADLINE_QUANTILE`]
-/// of its batches (see the module doc), but never below what the timer resolves, one tick over a
+/// of its batches (`low`, from [`summarize`]; see the module doc), but never below what the timer resolves, one tick over a
 /// batch. Under QEMU's TCG an emulated CPUID cost less than the timed empty
 /// pair varies, every sample netted to 0, and a headline of 0 made the
 /// comparison's row "not comparable" (there is no ratio to 0).
-fn headline_ticks(samples: &[f64], batch: u64) -> f64 {
-    quantile(samples, HEADLINE_QUANTILE).max(1.0 / batch.max(1) as f64)
+fn headline_ticks(low: f64, batch: u64) -> f64 {
+    low.max(1.0 / batch.max(1) as f64)
 }
 
 /// The share of an operation's batches at or below its headline.
@@ -263,6 +263,8 @@ pub fn batches_in_pass(total: u64, passes: u64, k: u64) -> u64 {
 /// Summary of one operation's samples (ticks per operation).
 #[derive(Debug, Clone, PartialEq)]
 pub struct OpSummary {
+    /// The [`HEADLINE_QUANTILE`] of the samples.
+    pub low: f64,
     pub median: f64,
     pub p99: f64,
     pub geomean: f64,
@@ -279,6 +281,7 @@ pub fn summarize(samples: &[f64]) -> OpSummary {
     // tick so the geometric mean stays defined.
     let geomean = (s.iter().map(|x| x.max(1.0).ln()).sum::<f64>() / n as f64).exp();
     OpSummary {
+        low: sorted_quantile(&s, HEADLINE_QUANTILE),
         median: sorted_median(&s),
         p99,
         geomean,
@@ -287,14 +290,12 @@ pub fn summarize(samples: &[f64]) -> OpSummary {
     }
 }
 
-/// The `q` quantile of `values` (the lower of two neighbours; the lowest
-/// value at q = 0); 0 for none.
-pub fn quantile(values: &[f64], q: f64) -> f64 {
-    let mut s = values.to_vec();
-    s.sort_by(f64::total_cmp);
-    match s.len() {
+/// The `q` quantile of the ascending `sorted` (the lower of two
+/// neighbours, a value the timer gave; the lowest at q = 0); 0 for none.
+pub fn sorted_quantile(sorted: &[f64], q: f64) -> f64 {
+    match sorted.len() {
         0 => 0.0,
-        n => s[((n as f64 * q).floor() as usize).min(n - 1)],
+        n => sorted[((n as f64 * q).floor() as usize).min(n - 1)],
     }
 }
 
@@ -476,7 +477,7 @@ impl Workload for MicroopsWorkload {
         let mut any_multimodal = false;
         for s in &series {
             let sum = summarize(&s.samples);
-            let headline = headline_ticks(&s.samples, s.batch);
+            let headline = headline_ticks(sum.low, s.batch);
             let mean = trimmed_mean(&s.pass_results, TRIM);
             let found = modes::modes(&s.pass_results);
             let multimodal = modes::is_multimodal(&found);
@@ -620,19 +621,19 @@ mod tests {
             v
         };
         let (a, b) = (mix(60), mix(10));
-        assert_eq!(headline_ticks(&a, 100), 415.0);
-        assert_eq!(headline_ticks(&b, 100), 415.0);
+        assert_eq!(headline_ticks(summarize(&a).low, 100), 415.0);
+        assert_eq!(headline_ticks(summarize(&b).low, 100), 415.0);
         assert_eq!((median(&a), median(&b)), (415.0, 600.0));
         let (ta, tb) = (trimmed_mean(&a, TRIM), trimmed_mean(&b, TRIM));
         assert!(tb - ta > 0.4 * (600.0 - 415.0), "{ta} {tb}");
         // One lucky batch does not move it, as it moves the minimum.
         let mut lucky = mix(50);
         lucky[0] = 200.0;
-        assert_eq!(headline_ticks(&lucky, 100), 415.0);
+        assert_eq!(headline_ticks(summarize(&lucky).low, 100), 415.0);
         // Below 5% the fast state is too rare to be the run's figure.
-        assert_eq!(headline_ticks(&mix(3), 100), 600.0);
-        assert_eq!(quantile(&[], 0.05), 0.0);
-        assert_eq!(quantile(&[3.0, 1.0, 2.0], 0.0), 1.0);
+        assert_eq!(headline_ticks(summarize(&mix(3)).low, 100), 600.0);
+        assert_eq!(sorted_quantile(&[], 0.05), 0.0);
+        assert_eq!(sorted_quantile(&[1.0, 2.0, 3.0], 0.0), 1.0);
     }
 
     #[test]
@@ -673,9 +674,9 @@ mod tests {
 
     #[test]
     fn a_headline_below_the_timers_resolution_is_the_resolution_not_zero() {
-        assert_eq!(headline_ticks(&[0.0; 8], 20), 0.05);
-        assert_eq!(headline_ticks(&[0.0, 0.0, 0.0], 0), 1.0);
-        assert_eq!(headline_ticks(&[30.0; 8], 20), 30.0);
+        assert_eq!(headline_ticks(summarize(&[0.0; 8]).low, 20), 0.05);
+        assert_eq!(headline_ticks(summarize(&[0.0, 0.0, 0.0]).low, 0), 1.0);
+        assert_eq!(headline_ticks(summarize(&[30.0; 8]).low, 20), 30.0);
     }
 
     #[test]
