@@ -89,7 +89,11 @@ impl Store {
         std::fs::create_dir_all(dir)
             .with_context(|| format!("--out {}: cannot create the directory", dir.display()))?;
         let path = dir.join("results.db");
-        let conn = Connection::open(&path)
+        // A path, never a URI: a directory named `file:x` is that directory.
+        let flags = rusqlite::OpenFlags::SQLITE_OPEN_READ_WRITE
+            | rusqlite::OpenFlags::SQLITE_OPEN_CREATE
+            | rusqlite::OpenFlags::SQLITE_OPEN_NO_MUTEX;
+        let conn = Connection::open_with_flags(&path, flags)
             .with_context(|| format!("opening the results store {}", path.display()))?;
         conn.execute_batch(SCHEMA)?;
         conn.pragma_update(None, "journal_mode", "WAL")?;
@@ -126,13 +130,14 @@ impl Store {
                 std::fs::copy(from, copy.path().join(name))
                     .with_context(|| format!("copying {}", from.display()))?;
             }
-            let flags = OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_URI;
+            let flags = OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX;
             let conn = Connection::open_with_flags(copy.path().join("results.db"), flags)
                 .with_context(|| format!("opening the results store {}", path.display()))?;
             (conn, Some(copy))
         } else {
+            // `immutable` is said only in a URI: the path goes in escaped.
             let flags = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_URI;
-            let uri = format!("file:{}?immutable=1", path.display());
+            let uri = format!("{}?immutable=1", file_uri(&path)?);
             let conn = Connection::open_with_flags(uri, flags)
                 .with_context(|| format!("opening the results store {}", path.display()))?;
             (conn, None)
@@ -381,9 +386,62 @@ impl Store {
     }
 }
 
+/// `path` as an SQLite URI (`file:///abs/path`, RFC 3986 and SQLite's
+/// "URI filenames"): made absolute, and every byte but the unreserved ones
+/// and `/` percent-encoded, so a directory named `st%41`, `st?x` or `st#y`
+/// is that directory and not another, a query or a fragment.
+fn file_uri(path: &Path) -> Result<String> {
+    use std::os::unix::ffi::OsStrExt;
+    let abs = std::path::absolute(path)
+        .with_context(|| format!("finding where {} is", path.display()))?;
+    let mut uri = String::from("file://");
+    for &b in abs.as_os_str().as_bytes() {
+        if b.is_ascii_alphanumeric() || b"/-._~".contains(&b) {
+            uri.push(b as char);
+        } else {
+            uri.push_str(&format!("%{b:02X}"));
+        }
+    }
+    Ok(uri)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn store_paths_are_paths_whatever_their_characters() {
+        // Issue 53, item 12: the path went into a URI unescaped: 'st%41'
+        // read stA/results.db, 'st?x' and 'st#y' did not open, and
+        // 'file:z' was taken for a URI.
+        let root = tempfile::tempdir().unwrap();
+        let other = root.path().join("stA");
+        Store::open(&other)
+            .unwrap()
+            .begin("t", "the-other-store", "host", &["host".into()], &[])
+            .unwrap();
+        for name in ["st%41", "st?x", "st#y", "file:z", "st%2Fy", "s t"] {
+            let dir = root.path().join(name);
+            {
+                let s = Store::open(&dir).unwrap();
+                s.begin("t", name, "host", &["host".into()], &[]).unwrap();
+            }
+            assert!(dir.join("results.db").is_file(), "{name}");
+            // Checkpointed (no WAL): the immutable, URI-opened read.
+            let r = Store::open_read_only(&dir).unwrap_or_else(|e| panic!("{name}: {e:#}"));
+            assert_eq!(r.latest().unwrap().unwrap().suite, name);
+        }
+        // A relative path (report's usual form) is made absolute.
+        let rel = file_uri(Path::new("st%41")).unwrap();
+        assert!(
+            rel.starts_with("file:///") && rel.ends_with("/st%2541"),
+            "{rel}"
+        );
+        assert_eq!(
+            file_uri(Path::new("/a b/%?#")).unwrap(),
+            "file:///a%20b/%25%3F%23"
+        );
+    }
 
     #[test]
     fn a_stored_result_that_does_not_parse_is_not_done() {
