@@ -11,6 +11,7 @@ use crate::core::observer::{Observer, Terminal};
 use crate::core::result::{ResultDoc, StartAt};
 use crate::core::signals;
 use crate::core::start_at;
+use crate::core::text;
 use crate::env;
 use crate::workload;
 
@@ -143,20 +144,9 @@ fn in_envs(inv: &Invocation, start: Option<StartAt>) -> Result<()> {
             (true, false) => env::combine_group(&label, &docs),
         };
         for doc in docs.iter().chain(combined.iter()) {
-            if inv.json {
-                println!("{}", serde_json::to_string(doc)?);
-            } else {
-                let banner = format!(
-                    "virtperf {} (environment: {}, hypervisor: {})",
-                    doc.env.virtperf_version, doc.env.name, doc.env.hypervisor
-                );
-                print!(
-                    "{}",
-                    summary::render(doc, &banner, &metrics_text(doc), inv.percentile())
-                );
-                if let Some(w) = summary::noise_warning(doc) {
-                    eprintln!("{}: {w}", doc.env.name);
-                }
+            print!("{}", shown(doc, inv.json, inv.percentile())?);
+            if let Some(w) = summary::noise_warning(doc).filter(|_| !inv.json) {
+                eprintln!("{}: {}", text::one_line(&doc.env.name, 80), w);
             }
         }
     }
@@ -165,6 +155,22 @@ fn in_envs(inv: &Invocation, start: Option<StartAt>) -> Result<()> {
     } else {
         anyhow::bail!("failed in: {}", failed.join(", "))
     }
+}
+
+/// What is printed of a document that came back from an agent: its JSON
+/// line, or sysbench-style text. Every string in it is the guest's: made
+/// terminal-safe here, where it is written ([`text::output`]).
+fn shown(doc: &ResultDoc, json: bool, percentile: f64) -> Result<String> {
+    if json {
+        let line = format!("{}\n", serde_json::to_string(doc)?);
+        return Ok(text::output(&line, text::Form::Json).into_owned());
+    }
+    let banner = format!(
+        "virtperf {} (environment: {}, hypervisor: {})",
+        doc.env.virtperf_version, doc.env.name, doc.env.hypervisor
+    );
+    let out = summary::render(doc, &banner, &metrics_text(doc), percentile);
+    Ok(text::output(&out, text::Form::Text).into_owned())
 }
 
 /// The headline figures of a document that came back from an agent.
@@ -177,4 +183,40 @@ fn metrics_text(doc: &ResultDoc) -> String {
         ));
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::core::result::Metric;
+
+    #[test]
+    fn a_guests_strings_reach_the_terminal_escaped() {
+        // Issue 53, item 6: a guest's metric names, units, version and
+        // hypervisor were printed raw in the single-run text.
+        let evil = "\x1b]0;owned\x07\x1b[2J\r\u{9b}1m\u{202e}";
+        let mut doc = ResultDoc::new(
+            "cpu",
+            &format!("env{evil}"),
+            vec![Metric::new(
+                &format!("eps{evil}"),
+                1.0,
+                &format!("u{evil}"),
+                true,
+            )],
+        );
+        doc.env.virtperf_version = format!("9{evil}");
+        doc.env.hypervisor = format!("KVM{evil}");
+        for json in [false, true] {
+            let out = shown(&doc, json, 95.0).unwrap();
+            assert!(out.contains("eps") && out.contains("KVM"), "{out}");
+            assert!(
+                !out.chars()
+                    .any(|c| (c.is_control() && c != '\n') || c == '\u{202e}'),
+                "json {json}: {out:?}"
+            );
+        }
+        let back: ResultDoc = serde_json::from_str(&shown(&doc, true, 95.0).unwrap()).unwrap();
+        assert_eq!(back, doc, "the JSON line still says what the guest said");
+    }
 }

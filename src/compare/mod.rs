@@ -16,6 +16,7 @@ use anyhow::{anyhow, bail, Context, Result};
 use crate::core::observer::{Observer, Terminal};
 use crate::core::options::CliError;
 use crate::core::signals;
+use crate::core::text;
 use crate::env;
 use crate::report;
 use crate::store::Store;
@@ -125,7 +126,11 @@ pub fn main(args: CompareArgs, old_args: ArgvParser) -> Result<()> {
     let html = args.out.join(format!("comparison-{id}.html"));
     std::fs::write(&html, report::html().render(&analysis, args.view))
         .with_context(|| format!("writing {}", html.display()))?;
-    print!("{}", args.format.render(&analysis, args.view));
+    let report = args.format.render(&analysis, args.view);
+    print!(
+        "{}",
+        text::output(&report, text::Form::of(args.format.name()))
+    );
     observer.note(&format!("report written to {}", html.display()));
     if let Some(dir) = &args.figures {
         let n = report::write_figures(&report::model::document(&analysis, args.view), dir)?;

@@ -5,6 +5,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{anyhow, Context, Result};
 
 use crate::core::options::{self, CliError, OptKind, OptionSpec};
+use crate::core::text::Form;
 use crate::report::{self, Exporter, Fleet, HostAnalysis, View};
 use crate::store::Store;
 
@@ -128,11 +129,11 @@ pub fn report_main(args: &ReportArgs) -> Result<()> {
         }
         args.format.render_fleet(&fleet, args.view)
     };
+    let text = crate::core::text::output(&text, Form::of(args.format.name()));
     match &args.out {
         None => print!("{text}"),
-        Some(path) => {
-            std::fs::write(path, text).with_context(|| format!("--out {}", path.display()))?
-        }
+        Some(path) => std::fs::write(path, text.as_bytes())
+            .with_context(|| format!("--out {}", path.display()))?,
     }
     Ok(())
 }

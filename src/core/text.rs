@@ -16,6 +16,58 @@ pub fn one_line(text: &str, max: usize) -> String {
     bounded(text, max, true)
 }
 
+/// What a text written out is, for [`output`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Form {
+    /// Terminal text, markdown, CSV, HTML: ours but for what they quote.
+    Text,
+    /// JSON, whose strings take `\uXXXX` escapes.
+    Json,
+}
+
+impl Form {
+    /// The form of a report format named `format` (`--format`).
+    pub fn of(format: &str) -> Form {
+        if format == "json" {
+            Form::Json
+        } else {
+            Form::Text
+        }
+    }
+}
+
+/// `text` as it may be written where a terminal can show it (standard
+/// output, a file given to `--out`): the one gate every report, run text
+/// and import line passes, whatever the format, so a string from a guest,
+/// an imported file or a store (a metric's name or unit, a version, a
+/// hypervisor signature, an error) never reaches a terminal as control
+/// characters. Every C0 control but newline and tab (the layout is ours),
+/// DEL, every C1 control (U+0080..U+009F, CSI among them) and the Unicode
+/// direction overrides are escaped: `\u{1b}` in text, `\u001b` in JSON
+/// (where they can only stand inside a string). Text without any is
+/// returned as it is.
+pub fn output(text: &str, form: Form) -> std::borrow::Cow<'_, str> {
+    let unsafe_char = |c: char| (c.is_control() && c != '\n' && c != '\t') || is_bidi_control(c);
+    if !text.chars().any(unsafe_char) {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    match form {
+        Form::Text => std::borrow::Cow::Owned(bounded(text, usize::MAX, false)),
+        Form::Json => {
+            let mut out = String::with_capacity(text.len() + 16);
+            for c in text.chars() {
+                if unsafe_char(c) {
+                    // Every such character is in the Basic Multilingual Plane.
+                    out.push_str(&format!("\\u{:04x}", c as u32));
+                } else {
+                    out.push(c);
+                }
+            }
+            std::borrow::Cow::Owned(out)
+        }
+    }
+}
+
 /// What ends a text [`terminal_safe`] cut.
 const CUT: &str = "… (cut)";
 
@@ -175,6 +227,37 @@ mod tests {
         assert!(safe.contains("\\u{1b}]0;owned\\u{7}"), "{safe}");
         assert!(safe.contains("\nnext\tcol"));
         assert!(!one_line(hostile, 1000).contains('\n'));
+    }
+
+    #[test]
+    fn output_escapes_every_control_but_the_layout_in_every_form() {
+        // Issue 53, item 6: a guest's metric names, units, version and
+        // hypervisor reached the terminal raw in run text and CSV.
+        let hostile = "a\x1b]0;owned\x07\x1b[2J\r\u{9b}31m\u{85}\u{7f}\u{202e}b\nc\td";
+        let text = output(hostile, Form::Text);
+        assert!(
+            !text
+                .chars()
+                .any(|c| c.is_control() && c != '\n' && c != '\t'),
+            "{text:?}"
+        );
+        assert!(!text.contains('\u{202e}'));
+        assert!(text.contains("\\u{1b}]0;owned\\u{7}") && text.contains("\\u{9b}31m"));
+        assert!(text.ends_with("b\nc\td"), "{text:?}");
+        // JSON: still JSON, the same string once parsed, nothing raw.
+        let json = serde_json::to_string(&serde_json::json!({ "name": hostile })).unwrap();
+        let safe = output(&json, Form::Json);
+        assert!(
+            !safe.chars().any(|c| c.is_control() || c == '\u{202e}'),
+            "{safe}"
+        );
+        let back: serde_json::Value = serde_json::from_str(&safe).unwrap();
+        assert_eq!(back["name"], hostile);
+        // Nothing to escape: the text itself, not a copy.
+        assert!(matches!(
+            output("plain\n\tü ✓", Form::Text),
+            std::borrow::Cow::Borrowed(_)
+        ));
     }
 
     #[test]
