@@ -175,8 +175,10 @@ fn sysbench_text_of_each_test_is_imported_as_printed() {
     assert!(close(lat.min, after(&cpu, "min:")));
     assert!(close(lat.avg, after(&cpu, "avg:")));
     assert!(close(lat.max, after(&cpu, "max:")));
-    assert!(close(lat.p95, after(&cpu, "95th percentile:")));
-    assert!(close(lat.sum, after(&cpu, "sum:")));
+    assert!(close(lat.p95.unwrap(), after(&cpu, "95th percentile:")));
+    assert!(close(lat.sum.unwrap(), after(&cpu, "sum:")));
+    // Issue 56: what the log does not print is absent, not 0.
+    assert_eq!((lat.p50, lat.p99, lat.p999), (None, None, None));
     let f = c.fairness.as_ref().unwrap();
     assert!(close(f.events_avg, after(&cpu, "events (avg/stddev):")));
     let from = c.env.imported.as_ref().unwrap();
@@ -247,7 +249,10 @@ fn sysbench_0_4_text_is_imported() {
     let c = from_file(&runs, "sysbench-0.4-cpu.txt");
     assert_eq!(c.params["cpu_max_prime"], 20000);
     assert!(close(metric(c, "events_per_sec"), 10000.0 / 35.4331));
-    assert_eq!(c.latency_ms.as_ref().unwrap().p95, 3.60);
+    let lat = c.latency_ms.as_ref().unwrap();
+    assert_eq!(lat.p95, Some(3.60));
+    // 0.4 prints no sum and one percentile: the rest is absent, not 0.
+    assert_eq!((lat.p50, lat.p99, lat.sum), (None, None, None));
     assert_eq!(c.env.imported.as_ref().unwrap().version, "0.4.12");
     let f = from_file(&runs, "sysbench-0.4-fileio.txt");
     assert_eq!(f.params["file_extra_flags"], "direct");
@@ -766,4 +771,122 @@ fn report_sets_imported_runs_beside_measured_ones_of_the_same_entry() {
         "{table}"
     );
     assert!(table.contains("sysbench-1.0.20  events_per_sec"), "{table}");
+}
+
+/// Runs `virtperf import` of `file` into `store`, killed if it takes more
+/// than 10 s: (exit code, stderr, how long it took).
+fn import_bounded(store: &Path, file: &Path) -> (Option<i32>, String, Duration) {
+    let t = Instant::now();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_virtperf"))
+        .args(["import", "--env", "x", "--out"])
+        .arg(store)
+        .arg(file)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let done = common::wait_until(Duration::from_secs(10), || {
+        child.try_wait().unwrap().is_some()
+    });
+    if !done {
+        let _ = child.kill();
+    }
+    let out = child.wait_with_output().unwrap();
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+        t.elapsed(),
+    )
+}
+
+#[test]
+fn a_fifo_or_a_device_is_refused_at_once() {
+    // Issue 53, item 11: importing a FIFO blocked in open(2) for minutes,
+    // deaf to SIGTERM and the first SIGINT.
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("cpu.log");
+    let made = Command::new("mkfifo").arg(&fifo).status().unwrap();
+    assert!(made.success());
+    let store = dir.path().join("store");
+    let (code, err, took) = import_bounded(&store, &fifo);
+    assert!(took < Duration::from_secs(5), "{took:?}: {err}");
+    assert_eq!(code, Some(2), "{err}");
+    assert!(
+        err.contains("is a FIFO, not a regular file: give the log file"),
+        "{err}"
+    );
+    assert!(!store.exists(), "nothing made for a refused call");
+    for (path, what) in [
+        (Path::new("/dev/null"), "a device"),
+        (dir.path(), "a directory"),
+    ] {
+        let (code, err, _) = import_bounded(&store, path);
+        assert_eq!(code, Some(2), "{err}");
+        assert!(
+            err.contains(&format!("is {what}, not a regular file")),
+            "{err}"
+        );
+    }
+}
+
+#[test]
+fn figures_no_run_can_have_are_refused_naming_the_field() {
+    // Issue 53, item 10: 'events per second: -1234.56' and fio's
+    // 'iops: -300' were stored, and reported with an interval of -inf..inf.
+    let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/import");
+    let dir = tempfile::tempdir().unwrap();
+    let good = std::fs::read_to_string(fixtures.join("sysbench-0.4-cpu.txt")).unwrap();
+    let store = dir.path().join("store");
+    let fio = r#"{"fio version":"fio-3.33","jobs":[{"jobname":"neg","groupid":0,"error":0,
+        "job options":{"rw":"randread"},"job_runtime":1000,
+        "read":{"iops":-300,"bw_bytes":1024,"total_ios":10}}]}"#;
+    let per_request = good
+        .lines()
+        .find(|l| l.contains("min:"))
+        .expect("a min: line in the fixture");
+    for (name, text, says) in [
+        (
+            "neg.log",
+            good.replacen(
+                per_request,
+                "         min:                                  -3.41ms",
+                1,
+            ),
+            "a finite figure of at least 0 for the latency",
+        ),
+        (
+            "neg.json",
+            fio.to_string(),
+            "a number of at least 0 at read.iops in job 'neg', found '-300'",
+        ),
+    ] {
+        let file = dir.path().join(name);
+        std::fs::write(&file, text).unwrap();
+        let (code, err, _) = import_bounded(&store, &file);
+        assert_eq!(code, Some(2), "{name}: {err}");
+        assert!(err.contains(name) && err.contains(says), "{name}: {err}");
+        assert!(!store.exists(), "{name}: nothing stored");
+    }
+}
+
+#[test]
+fn an_imported_files_strings_reach_the_terminal_escaped() {
+    // Issue 53, item 6: an imported file's tool version was printed raw.
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("evil.json");
+    std::fs::write(
+        &file,
+        r#"{"fio version":"fio-3.33\u001b]0;owned\u0007\u001b[2J\r\u009b31m\u202e","jobs":[{"jobname":"j\u001b[2J","groupid":0,"error":0,
+        "job options":{"rw":"randread"},"job_runtime":1000,
+        "read":{"iops":10.0,"bw_bytes":40960,"total_ios":10}}]}"#,
+    )
+    .unwrap();
+    let printed = import(&dir.path().join("store"), "x", &[file], &[]);
+    assert!(printed.contains("fio 3.33\\u{1b}]0;owned"), "{printed}");
+    assert!(
+        !printed
+            .chars()
+            .any(|c| (c.is_control() && c != '\n') || c == '\u{202e}'),
+        "{printed:?}"
+    );
 }

@@ -8,6 +8,12 @@ use serde::{Deserialize, Serialize};
 
 pub const SCHEMA: &str = "virtperf.result/1";
 
+/// The most metrics one run's document may have. The largest a workload
+/// makes is a few hundred (microops' every operation, netperf's omni
+/// output imported); a guest that sends more is refused, so that no
+/// document can make every report slow.
+pub const MAX_METRICS: usize = 1024;
+
 /// One named figure of a run. The unit is separate from the name.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Metric {
@@ -28,22 +34,44 @@ impl Metric {
     }
 }
 
-/// Per-event latency in milliseconds.
+/// Per-event latency in milliseconds. A measured run has every figure; an
+/// imported one has what its file gives, and a figure the file does not
+/// give is null, never 0 (a sysbench log prints one percentile, fio no
+/// sum). Stores written before these were optional read as they were.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Latency {
     pub min: f64,
     pub avg: f64,
     pub max: f64,
-    pub p50: f64,
-    pub p95: f64,
-    pub p99: f64,
-    pub p999: f64,
+    #[serde(default)]
+    pub p50: Option<f64>,
+    #[serde(default)]
+    pub p95: Option<f64>,
+    #[serde(default)]
+    pub p99: Option<f64>,
+    #[serde(default)]
+    pub p999: Option<f64>,
     /// The percentile chosen with `--percentile`, and its value.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub selected: Option<(f64, f64)>,
     /// Sum of all event latencies, as sysbench prints it.
     #[serde(default)]
-    pub sum: f64,
+    pub sum: Option<f64>,
+}
+
+impl Latency {
+    /// Every figure it has, for checks that each is a finite, non-negative
+    /// number.
+    pub fn figures(&self) -> Vec<f64> {
+        let mut out = vec![self.min, self.avg, self.max];
+        out.extend(
+            [self.p50, self.p95, self.p99, self.p999, self.sum]
+                .into_iter()
+                .flatten(),
+        );
+        out.extend(self.selected.map(|s| s.1));
+        out
+    }
 }
 
 /// How evenly the threads shared the work, as sysbench prints it.

@@ -13,7 +13,11 @@ pub fn new_histogram() -> Histogram {
 /// user picked for the text summary.
 pub fn summarize(h: &Histogram, percentile: f64) -> Latency {
     if h.is_empty() {
-        return Latency::default();
+        // No event: no percentile exists; their sum is 0, as sysbench says.
+        return Latency {
+            sum: Some(0.0),
+            ..Latency::default()
+        };
     }
     let ms = |ns: u64| ns as f64 / 1e6;
     let q = |p: f64| ms(h.value_at_quantile(p));
@@ -21,11 +25,11 @@ pub fn summarize(h: &Histogram, percentile: f64) -> Latency {
         min: ms(h.min()),
         avg: h.mean() / 1e6,
         max: ms(h.max()),
-        p50: q(0.50),
-        p95: q(0.95),
-        p99: q(0.99),
-        p999: q(0.999),
+        p50: Some(q(0.50)),
+        p95: Some(q(0.95)),
+        p99: Some(q(0.99)),
+        p999: Some(q(0.999)),
         selected: Some((percentile, q(percentile / 100.0))),
-        sum: h.mean() * h.len() as f64 / 1e6,
+        sum: Some(h.mean() * h.len() as f64 / 1e6),
     }
 }

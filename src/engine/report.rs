@@ -18,15 +18,25 @@ pub fn general(
         "\nGeneral statistics:\n    total time:                          {duration_s:.4}s\n    total number of events:              {events}\n"
     );
     if let Some(l) = latency {
-        let (p, pv) = l.selected.unwrap_or((percentile, l.p95));
+        let (p, pv) = match l.selected {
+            Some((p, v)) => (p, Some(v)),
+            None => (percentile, l.p95),
+        };
         let pct = if p == 0.0 {
             "         percentile stats:               disabled\n".to_string()
         } else {
-            format!("         {}th percentile: {pv:>27.2}\n", trim_float(p))
+            format!(
+                "         {}th percentile: {:>27}\n",
+                trim_float(p),
+                figure(pv)
+            )
         };
         out.push_str(&format!(
-            "\nLatency (ms):\n         min: {:>39.2}\n         avg: {:>39.2}\n         max: {:>39.2}\n{pct}         sum: {:>39.2}\n",
-            l.min, l.avg, l.max, l.sum
+            "\nLatency (ms):\n         min: {:>39.2}\n         avg: {:>39.2}\n         max: {:>39.2}\n{pct}         sum: {:>39}\n",
+            l.min,
+            l.avg,
+            l.max,
+            figure(l.sum)
         ));
     }
     if let Some(f) = fairness {
@@ -61,6 +71,12 @@ pub fn per_thread(threads: &[super::ThreadStats]) -> String {
     out
 }
 
+/// A figure to two decimals, or "unknown" where the source gave none (an
+/// imported log's missing percentile), never 0.
+fn figure(x: Option<f64>) -> String {
+    x.map_or_else(|| "unknown".into(), |x| format!("{x:.2}"))
+}
+
 fn trim_float(x: f64) -> String {
     if x.fract() == 0.0 {
         format!("{x:.0}")
@@ -87,5 +103,39 @@ mod tests {
             ..Latency::default()
         };
         assert!(general(1.0, 3, Some(&l), None, 99.0).contains("         99th percentile: "));
+    }
+
+    #[test]
+    fn a_figure_not_given_reads_unknown_not_zero() {
+        let l = Latency {
+            min: 1.0,
+            avg: 2.0,
+            max: 3.0,
+            ..Latency::default()
+        };
+        let text = general(1.0, 3, Some(&l), None, 95.0);
+        assert!(
+            text.contains("95th percentile:                     unknown\n"),
+            "{text}"
+        );
+        assert!(
+            text.contains("sum:                                 unknown\n"),
+            "{text}"
+        );
+        assert!(!text.contains("0.00"), "{text}");
+        let l = Latency {
+            p95: Some(2.5),
+            sum: Some(6.0),
+            ..l
+        };
+        let text = general(1.0, 3, Some(&l), None, 95.0);
+        assert!(
+            text.contains("95th percentile:                        2.50\n"),
+            "{text}"
+        );
+        assert!(
+            text.contains("sum:                                    6.00\n"),
+            "{text}"
+        );
     }
 }

@@ -657,6 +657,13 @@ fn refuse_result(
             text::one_line(&doc.env.name, 80)
         ));
     }
+    if doc.metrics.len() > crate::core::result::MAX_METRICS {
+        return Some(format!(
+            "a result of {} metrics (at most {} are taken)",
+            doc.metrics.len(),
+            crate::core::result::MAX_METRICS
+        ));
+    }
     let bad = |x: f64| !x.is_finite() || x < 0.0;
     if bad(doc.duration_s) {
         return Some(format!("a duration of {} s", doc.duration_s));
@@ -669,10 +676,7 @@ fn refuse_result(
         ));
     }
     if let Some(l) = &doc.latency_ms {
-        if [l.min, l.avg, l.max, l.p50, l.p95, l.p99, l.p999, l.sum]
-            .into_iter()
-            .any(bad)
-        {
+        if l.figures().into_iter().any(bad) {
             return Some("a latency that is not a finite, non-negative number".into());
         }
     }

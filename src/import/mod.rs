@@ -23,7 +23,8 @@ use serde_json::{Map, Value};
 
 use crate::core::options::{self, CliError, OptKind, OptionSpec};
 use crate::core::result::{EnvInfo, ImportedFrom, ResultDoc, SCHEMA};
-use crate::store::Store;
+use crate::core::text;
+use crate::store::{RunRow, Store};
 use crate::workload::import::{Imported, MAX_FILE_BYTES};
 use crate::workload::Job;
 
@@ -145,17 +146,34 @@ pub fn parse(args: &[String]) -> Result<ImportArgs, CliError> {
     })
 }
 
-/// A file's text, bounded.
+/// A file's text, bounded. Only a regular file is read: it is opened
+/// without blocking (a FIFO's open(2) would wait for a writer for as long
+/// as there is none, deaf to Ctrl-C) and refused when fstat says it is a
+/// FIFO, a device, a socket or a directory.
 fn read_bounded(path: &Path) -> Result<String, CliError> {
+    use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
     let name = path.display();
-    let file = std::fs::File::open(path)
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY)
+        .open(path)
         .map_err(|e| CliError::Usage(format!("import: {name}: cannot open it ({e})")))?;
     let meta = file
         .metadata()
         .map_err(|e| CliError::Usage(format!("import: {name}: {e}")))?;
     if !meta.is_file() {
+        let t = meta.file_type();
+        let what = if t.is_fifo() {
+            "a FIFO"
+        } else if t.is_dir() {
+            "a directory"
+        } else if t.is_socket() {
+            "a socket"
+        } else {
+            "a device"
+        };
         return Err(CliError::Usage(format!(
-            "import: {name} is not a regular file: give a log file"
+            "import: {name} is {what}, not a regular file: give the log file the tool wrote (save a stream to a file first)"
         )));
     }
     let mut bytes = Vec::new();
@@ -211,13 +229,19 @@ fn prepare(path: &Path, args: &ImportArgs) -> Result<Vec<Prepared>, CliError> {
             None,
         ),
     };
-    let runs = (format.parse)(&text, sub).map_err(|r| {
-        CliError::Usage(format!(
-            "import: {name} ({} format): {}",
-            format.kind,
-            crate::core::text::terminal_safe(&r.to_string(), 400)
-        ))
-    })?;
+    let runs = (format.parse)(&text, sub)
+        .and_then(|runs| {
+            // A figure its format cannot hold refuses the file.
+            runs.iter().try_for_each(Imported::check)?;
+            Ok(runs)
+        })
+        .map_err(|r| {
+            CliError::Usage(format!(
+                "import: {name} ({} format): {}",
+                format.kind,
+                crate::core::text::terminal_safe(&r.to_string(), 400)
+            ))
+        })?;
     let file = path
         .file_name()
         .map(|f| f.to_string_lossy().into_owned())
@@ -308,7 +332,8 @@ pub fn main(args: &ImportArgs) -> Result<()> {
     let store = Store::open(&args.out)?;
     let lines = store.in_transaction(|store| write(store, args, &prepared))?;
     for l in lines {
-        println!("{l}");
+        // The file's version, names and figures' names are its own.
+        println!("{}", text::output(&l, text::Form::Text));
     }
     Ok(())
 }
@@ -349,25 +374,7 @@ fn write(store: &Store, args: &ImportArgs, prepared: &[Prepared]) -> Result<Vec<
         ))
         .into());
     }
-    let mut entries: Vec<Entry> = Vec::new();
-    let mut rounds: BTreeMap<usize, usize> = BTreeMap::new();
-    for r in &runs {
-        if r.env == *env {
-            *rounds.entry(r.entry).or_default() += 1;
-        }
-        if entries.iter().any(|e| e.index == r.entry) {
-            continue;
-        }
-        if let Some(d) = &r.doc {
-            entries.push(Entry {
-                index: r.entry,
-                label: r.label.clone(),
-                workload: d.workload.clone(),
-                params: d.params.clone(),
-            });
-        }
-    }
-    entries.sort_by_key(|e| e.index);
+    let (mut entries, mut rounds) = entries_of(&runs, env);
     let mut out = Vec::new();
     if new {
         out.push(format!(
@@ -407,23 +414,7 @@ fn write(store: &Store, args: &ImportArgs, prepared: &[Prepared]) -> Result<Vec<
             .as_ref()
             .map(|i| i.describe())
             .unwrap_or_default();
-        let figures = p
-            .doc
-            .metrics
-            .iter()
-            .filter(|m| crate::analysis::is_headline(&p.doc.workload, &m.name))
-            .map(|m| format!("{} {} {}", m.name, fmt(m.value), m.unit))
-            .collect::<Vec<_>>()
-            .join(", ");
-        // A log whose headline figures the tool could not give (bonnie++'s
-        // '+++++' for a pass too fast to time) still has its others.
-        let figures = match (figures.is_empty(), p.doc.metrics.len()) {
-            (false, _) => figures,
-            (true, n) => format!(
-                "no headline figure in the file, {n} other{} (--detail)",
-                if n == 1 { "" } else { "s" }
-            ),
-        };
+        let figures = headline_figures(&p.doc);
         out.push(format!(
             "{}: {from}, {} run {} of entry #{index} '{label}'{} in comparison #{id}: {figures}",
             p.file,
@@ -433,6 +424,51 @@ fn write(store: &Store, args: &ImportArgs, prepared: &[Prepared]) -> Result<Vec<
         ));
     }
     Ok(out)
+}
+
+/// The entries of a comparison's runs, as each one's first run shows it,
+/// in order, and how many runs `env` has in each.
+fn entries_of(runs: &[RunRow], env: &str) -> (Vec<Entry>, BTreeMap<usize, usize>) {
+    let mut entries: Vec<Entry> = Vec::new();
+    let mut rounds: BTreeMap<usize, usize> = BTreeMap::new();
+    for r in runs {
+        if r.env == env {
+            *rounds.entry(r.entry).or_default() += 1;
+        }
+        if entries.iter().any(|e| e.index == r.entry) {
+            continue;
+        }
+        if let Some(d) = &r.doc {
+            entries.push(Entry {
+                index: r.entry,
+                label: r.label.clone(),
+                workload: d.workload.clone(),
+                params: d.params.clone(),
+            });
+        }
+    }
+    entries.sort_by_key(|e| e.index);
+    (entries, rounds)
+}
+
+/// An imported run's headline figures, as its line says them.
+fn headline_figures(doc: &ResultDoc) -> String {
+    let figures = doc
+        .metrics
+        .iter()
+        .filter(|m| crate::analysis::is_headline(&doc.workload, &m.name))
+        .map(|m| format!("{} {} {}", m.name, fmt(m.value), m.unit))
+        .collect::<Vec<_>>()
+        .join(", ");
+    // A log whose headline figures the tool could not give (bonnie++'s
+    // '+++++' for a pass too fast to time) still has its others.
+    match (figures.is_empty(), doc.metrics.len()) {
+        (false, _) => figures,
+        (true, n) => format!(
+            "no headline figure in the file, {n} other{} (--detail)",
+            if n == 1 { "" } else { "s" }
+        ),
+    }
 }
 
 /// The suite name of a comparison `import` started (a store with no

@@ -62,7 +62,7 @@ pub const SYSBENCH_IMPORT: SysbenchTestImport = SysbenchTestImport {
         };
         let mut imp = log.imported(&DEF);
         imp.option("cpu-max-prime", limit);
-        let eps = match log.number("events per second:") {
+        let eps = match log.number("events per second:")? {
             Some(x) => x,
             None => log.events_per_sec(),
         };

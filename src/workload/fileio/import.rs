@@ -14,7 +14,7 @@ use super::DEF;
 use crate::core::result::Latency;
 use crate::core::units::Bytes;
 use crate::workload::import::sysbench::{SysbenchLog, SysbenchTestImport};
-use crate::workload::import::{self, json_number, leading_number, Format, Imported, Refusal};
+use crate::workload::import::{self, leading_number, Format, Imported, Refusal};
 
 /// sysbench's fileio test: 1.0's `File operations:` and `Throughput:`
 /// blocks, 0.4's `Operations performed:  R Read, W Write, O Other = T
@@ -86,59 +86,12 @@ fn read_sysbench(
         }
     }
     if mode == "rndrw" {
-        if let Some(r) = log.number("Read/Write ratio for combined random IO test:") {
+        if let Some(r) = log.number("Read/Write ratio for combined random IO test:")? {
             imp.option("file-rw-ratio", r);
         }
     }
-    let secs = log.total_time_s;
     if log.old {
-        // "Operations performed:  4348 Read, 2898 Write, 9216 Other = 16462 Total"
-        let (n, ops) = log
-            .after("Operations performed:")
-            .ok_or_else(|| log.missing("a line 'Operations performed:  R Read, W Write, ...'"))?;
-        let count = |word: &str| -> Result<f64, Refusal> {
-            ops.split(',')
-                .find_map(|part| {
-                    let (x, rest) = leading_number(part)?;
-                    rest.trim().starts_with(word).then_some(x)
-                })
-                .ok_or_else(|| Refusal::new(n, format!("'N {word}' in the operations line"), ops))
-        };
-        imp.declared("reads_per_sec", count("Read")? / secs);
-        imp.declared("writes_per_sec", count("Write")? / secs);
-        imp.declared("fsyncs_per_sec", count("Other")? / secs);
-        // "Read 67.938Mb  Written 45.281Mb  Total transferred 113.22Mb  (1.8869Mb/sec)"
-        let (n, moved) = log
-            .after("Read ")
-            .ok_or_else(|| log.missing("a line 'Read XMb  Written YMb  Total transferred ...'"))?;
-        let amount = |text: &str| -> Option<f64> {
-            let (x, unit) = leading_number(text)?;
-            let unit = unit.split_whitespace().next().unwrap_or("");
-            let scale = match unit.to_ascii_lowercase().as_str() {
-                "b" => 1.0 / 1048576.0,
-                "kb" => 1.0 / 1024.0,
-                "mb" => 1.0,
-                "gb" => 1024.0,
-                "tb" => 1048576.0,
-                _ => return None,
-            };
-            Some(x * scale)
-        };
-        let read = amount(moved).ok_or_else(|| Refusal::new(n, "'Read N<unit>'", moved))?;
-        let written = moved
-            .split_once("Written")
-            .and_then(|(_, w)| amount(w))
-            .ok_or_else(|| Refusal::new(n, "'Written N<unit>'", moved))?;
-        imp.declared("read_mib_per_sec", read / secs);
-        imp.declared("written_mib_per_sec", written / secs);
-        if let Some(rps) = log
-            .lines
-            .iter()
-            .find_map(|(_, l)| l.trim().strip_suffix("Requests/sec executed"))
-            .and_then(|r| leading_number(r))
-        {
-            imp.own("requests_per_sec", rps.0, "requests/s", true);
-        }
+        figures_04(&mut imp, log)?;
     } else {
         for (key, metric) in [
             ("reads/s:", "reads_per_sec"),
@@ -151,6 +104,61 @@ fn read_sysbench(
         }
     }
     Ok(imp)
+}
+
+/// 0.4's figures: `Operations performed:  R Read, W Write, O Other = T
+/// Total` and `Read XMb  Written YMb  Total transferred ...`, over the
+/// run's time.
+fn figures_04(imp: &mut Imported, log: &SysbenchLog) -> Result<(), Refusal> {
+    let secs = log.total_time_s;
+    // "Operations performed:  4348 Read, 2898 Write, 9216 Other = 16462 Total"
+    let (n, ops) = log
+        .after("Operations performed:")
+        .ok_or_else(|| log.missing("a line 'Operations performed:  R Read, W Write, ...'"))?;
+    let count = |word: &str| -> Result<f64, Refusal> {
+        ops.split(',')
+            .find_map(|part| {
+                let (x, rest) = leading_number(part)?;
+                rest.trim().starts_with(word).then_some(x)
+            })
+            .ok_or_else(|| Refusal::new(n, format!("'N {word}' in the operations line"), ops))
+    };
+    imp.declared("reads_per_sec", count("Read")? / secs);
+    imp.declared("writes_per_sec", count("Write")? / secs);
+    imp.declared("fsyncs_per_sec", count("Other")? / secs);
+    // "Read 67.938Mb  Written 45.281Mb  Total transferred 113.22Mb  (1.8869Mb/sec)"
+    let (n, moved) = log
+        .after("Read ")
+        .ok_or_else(|| log.missing("a line 'Read XMb  Written YMb  Total transferred ...'"))?;
+    let amount = |text: &str| -> Option<f64> {
+        let (x, unit) = leading_number(text)?;
+        let unit = unit.split_whitespace().next().unwrap_or("");
+        let scale = match unit.to_ascii_lowercase().as_str() {
+            "b" => 1.0 / 1048576.0,
+            "kb" => 1.0 / 1024.0,
+            "mb" => 1.0,
+            "gb" => 1024.0,
+            "tb" => 1048576.0,
+            _ => return None,
+        };
+        Some(x * scale)
+    };
+    let read = amount(moved).ok_or_else(|| Refusal::new(n, "'Read N<unit>'", moved))?;
+    let written = moved
+        .split_once("Written")
+        .and_then(|(_, w)| amount(w))
+        .ok_or_else(|| Refusal::new(n, "'Written N<unit>'", moved))?;
+    imp.declared("read_mib_per_sec", read / secs);
+    imp.declared("written_mib_per_sec", written / secs);
+    if let Some(rps) = log
+        .lines
+        .iter()
+        .find_map(|(_, l)| l.trim().strip_suffix("Requests/sec executed"))
+        .and_then(|r| leading_number(r))
+    {
+        imp.own("requests_per_sec", rps.0, "requests/s", true);
+    }
+    Ok(())
 }
 
 /// A size as sysbench prints it ("16KiB", "48Mb", "6Gb") as an option value.
@@ -262,9 +270,122 @@ fn fio_group(
             "",
         ));
     }
-    let opt = |n: &str| fio_option(first, global, n);
+    if first.get("read").is_none() && first.get("write").is_none() {
+        return Err(Refusal::new(
+            0,
+            format!("\"read\" and \"write\" figures in job '{name}'"),
+            "",
+        ));
+    }
     let mut imp = Imported::new(&DEF, "fio", version.trim_start_matches("fio-"));
     imp.host = host.to_string();
+    fio_options(&mut imp, |n| fio_option(first, global, n), members.len());
+    let figures = Figures {
+        members,
+        job: &name,
+    };
+    // Rates add up over the group's jobs; a figure no job gives is absent.
+    let runtime_ms = figures.max(&["job_runtime"])?;
+    let reads = figures.sum(&["read", "total_ios"])?;
+    let writes = figures.sum(&["write", "total_ios"])?;
+    for (metric, path, scale) in [
+        ("reads_per_sec", ["read", "iops"], 1.0),
+        ("writes_per_sec", ["write", "iops"], 1.0),
+        ("read_mib_per_sec", ["read", "bw_bytes"], 1048576.0),
+        ("written_mib_per_sec", ["write", "bw_bytes"], 1048576.0),
+    ] {
+        if let Some(x) = figures.sum(&path)? {
+            imp.declared(metric, x / scale);
+        }
+    }
+    let syncs = figures.sum(&["sync", "total_ios"])?.unwrap_or_default();
+    let runtime_ms = runtime_ms.unwrap_or_default();
+    if syncs > 0.0 && runtime_ms > 0.0 {
+        imp.declared("fsyncs_per_sec", syncs / (runtime_ms / 1000.0));
+    }
+    imp.duration_s = runtime_ms / 1000.0;
+    let (reads, writes) = (reads.unwrap_or_default(), writes.unwrap_or_default());
+    imp.events = (reads + writes).min(u64::MAX as f64) as u64;
+    let lone = Figures {
+        members: &members[..1],
+        job: &name,
+    };
+    for dir in ["read", "write"] {
+        if lone.sum(&[dir, "total_ios"])?.unwrap_or_default() <= 0.0 {
+            continue;
+        }
+        if let Some(mean) = lone.sum(&[dir, "lat_ns", "mean"])? {
+            imp.own(&format!("{dir}_lat_mean_ms"), mean / 1e6, "ms", false);
+        }
+        for (key, label) in PERCENTILES {
+            if let Some(ns) = lone.sum(&[dir, "clat_ns", "percentile", key])? {
+                imp.own(&format!("{dir}_clat_{label}_ms"), ns / 1e6, "ms", false);
+            }
+        }
+    }
+    // The run's latency: the direction with more I/O, from the first job.
+    imp.latency = fio_latency(&lone, if writes > reads { "write" } else { "read" })?;
+    for (key, metric) in [("usr_cpu", "cpu_usr_pct"), ("sys_cpu", "cpu_sys_pct")] {
+        if let Some(u) = lone.sum(&[key])? {
+            imp.own(metric, u, "%", false);
+        }
+    }
+    imp.details = serde_json::json!({
+        "jobname": name,
+        "jobs": members.len(),
+        "job_options": first.get("job options").cloned().unwrap_or_default(),
+    });
+    Ok(imp)
+}
+
+/// A group's jobs' figures, each checked: a figure fio gives is a number
+/// no rate, count, time or size can be below 0 of; one that is not is
+/// refused, naming the job and its place in the document.
+struct Figures<'a> {
+    members: &'a [&'a serde_json::Value],
+    job: &'a str,
+}
+
+impl Figures<'_> {
+    /// Every job's figure at `path` (those that have one).
+    fn each(&self, path: &[&str]) -> Result<Vec<f64>, Refusal> {
+        let mut out = Vec::new();
+        for j in self.members {
+            let Some(v) = path.iter().try_fold(*j, |at, k| at.get(k)) else {
+                continue;
+            };
+            match v.as_f64().filter(|x| x.is_finite() && *x >= 0.0) {
+                Some(x) => out.push(x),
+                None => {
+                    return Err(Refusal::new(
+                        0,
+                        format!(
+                            "a number of at least 0 at {} in job '{}'",
+                            path.join("."),
+                            self.job
+                        ),
+                        &v.to_string(),
+                    ))
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    /// Their sum, or None where no job gives the figure (never 0).
+    fn sum(&self, path: &[&str]) -> Result<Option<f64>, Refusal> {
+        let xs = self.each(path)?;
+        Ok((!xs.is_empty()).then(|| xs.iter().sum()))
+    }
+
+    fn max(&self, path: &[&str]) -> Result<Option<f64>, Refusal> {
+        Ok(self.each(path)?.into_iter().reduce(f64::max))
+    }
+}
+
+/// The file test mode (or fio's own `rw`) and the other options that
+/// choose the entry, from the group's first job's options (`opt`).
+fn fio_options<'a>(imp: &mut Imported, opt: impl Fn(&str) -> Option<&'a str>, jobs: usize) {
     let rw = opt("rw").or_else(|| opt("readwrite")).unwrap_or("read");
     let mode = match rw {
         "read" => Some("seqrd"),
@@ -296,11 +417,10 @@ fn fio_group(
     let numjobs = opt("numjobs")
         .and_then(|n| n.parse::<u64>().ok())
         .unwrap_or(1)
-        .max(members.len() as u64)
+        .max(jobs as u64)
         .clamp(1, 100_000);
     imp.option("threads", numjobs);
-    let engine = opt("ioengine").unwrap_or("psync");
-    let io_mode = match engine {
+    let io_mode = match opt("ioengine").unwrap_or("psync") {
         "libaio" | "io_uring" | "posixaio" | "windowsaio" | "solarisaio" => "async",
         "mmap" => "mmap",
         _ => "sync",
@@ -333,83 +453,36 @@ fn fio_group(
             .unwrap_or(0);
         imp.option("file-fsync-freq", every);
     }
-    // Rates add up over the group's jobs; latency from the first.
-    let sum = |path: &[&str]| -> f64 {
-        members
-            .iter()
-            .filter_map(|j| json_number(j, path))
-            .sum::<f64>()
+}
+
+/// The run's latency from direction `dir` of the first job: min, mean and
+/// max of `lat_ns` (all three, or no latency), the percentiles of
+/// `clat_ns` fio printed; fio prints no sum (null, never 0).
+fn fio_latency(first: &Figures, dir: &str) -> Result<Option<Latency>, Refusal> {
+    let ms = |path: &[&str]| -> Result<Option<f64>, Refusal> {
+        let mut at = vec![dir];
+        at.extend_from_slice(path);
+        Ok(first.sum(&at)?.map(|ns| ns / 1e6))
     };
-    let runtime_ms = members
-        .iter()
-        .filter_map(|j| json_number(j, &["job_runtime"]))
-        .fold(0.0, f64::max);
-    let reads = sum(&["read", "total_ios"]);
-    let writes = sum(&["write", "total_ios"]);
-    if first.get("read").is_none() && first.get("write").is_none() {
-        return Err(Refusal::new(
-            0,
-            format!("\"read\" and \"write\" figures in job '{name}'"),
-            "",
-        ));
-    }
-    imp.declared("reads_per_sec", sum(&["read", "iops"]));
-    imp.declared("writes_per_sec", sum(&["write", "iops"]));
-    imp.declared("read_mib_per_sec", sum(&["read", "bw_bytes"]) / 1048576.0);
-    imp.declared(
-        "written_mib_per_sec",
-        sum(&["write", "bw_bytes"]) / 1048576.0,
-    );
-    let syncs = sum(&["sync", "total_ios"]);
-    if syncs > 0.0 && runtime_ms > 0.0 {
-        imp.declared("fsyncs_per_sec", syncs / (runtime_ms / 1000.0));
-    }
-    imp.duration_s = runtime_ms / 1000.0;
-    imp.events = (reads + writes).min(u64::MAX as f64) as u64;
-    for dir in ["read", "write"] {
-        let Some(d) = first.get(dir) else { continue };
-        if json_number(d, &["total_ios"]).unwrap_or(0.0) <= 0.0 {
-            continue;
-        }
-        if let Some(mean) = json_number(d, &["lat_ns", "mean"]) {
-            imp.own(&format!("{dir}_lat_mean_ms"), mean / 1e6, "ms", false);
-        }
-        for (key, label) in PERCENTILES {
-            if let Some(ns) = json_number(d, &["clat_ns", "percentile", key]) {
-                imp.own(&format!("{dir}_clat_{label}_ms"), ns / 1e6, "ms", false);
-            }
-        }
-    }
-    // The run's latency: the direction with more I/O.
-    let main = if writes > reads { "write" } else { "read" };
-    if let Some(d) = first.get(main) {
-        let ms = |path: &[&str]| json_number(d, path).map(|ns| ns / 1e6).unwrap_or(0.0);
-        if json_number(d, &["lat_ns", "max"]).is_some() {
-            imp.latency = Some(Latency {
-                min: ms(&["lat_ns", "min"]),
-                avg: ms(&["lat_ns", "mean"]),
-                max: ms(&["lat_ns", "max"]),
-                p50: ms(&["clat_ns", "percentile", "50.000000"]),
-                p95: ms(&["clat_ns", "percentile", "95.000000"]),
-                p99: ms(&["clat_ns", "percentile", "99.000000"]),
-                p999: ms(&["clat_ns", "percentile", "99.900000"]),
-                selected: None,
-                sum: 0.0,
-            });
-        }
-    }
-    if let Some(u) = json_number(first, &["usr_cpu"]) {
-        imp.own("cpu_usr_pct", u, "%", false);
-    }
-    if let Some(s) = json_number(first, &["sys_cpu"]) {
-        imp.own("cpu_sys_pct", s, "%", false);
-    }
-    imp.details = serde_json::json!({
-        "jobname": name,
-        "jobs": members.len(),
-        "job_options": first.get("job options").cloned().unwrap_or_default(),
-    });
-    Ok(imp)
+    let (Some(min), Some(avg), Some(max)) = (
+        ms(&["lat_ns", "min"])?,
+        ms(&["lat_ns", "mean"])?,
+        ms(&["lat_ns", "max"])?,
+    ) else {
+        return Ok(None);
+    };
+    let pct = |key: &str| ms(&["clat_ns", "percentile", key]);
+    Ok(Some(Latency {
+        min,
+        avg,
+        max,
+        p50: pct("50.000000")?,
+        p95: pct("95.000000")?,
+        p99: pct("99.000000")?,
+        p999: pct("99.900000")?,
+        selected: None,
+        sum: None,
+    }))
 }
 
 const PERCENTILES: &[(&str, &str)] = &[
@@ -451,5 +524,37 @@ mod tests {
         assert_eq!(b.params[0], ("fio_rw".to_string(), "rw".into()));
         let err = parse_fio("{\"fio version\": \"fio-3\", \"jobs\": []}", None).unwrap_err();
         assert!(err.expected.contains("jobs"), "{err}");
+    }
+
+    #[test]
+    fn a_figure_fio_does_not_give_is_absent_and_a_negative_one_refused() {
+        // Issue 56: absent sums and percentiles were stored as 0. A read
+        // job without a "write" section and without percentiles.
+        let doc = r#"{"fio version":"fio-3.33","jobs":[{"jobname":"r","groupid":0,"error":0,
+            "job options":{"rw":"randread"},"job_runtime":1000,
+            "read":{"iops":50.0,"bw_bytes":204800,"total_ios":50,
+              "lat_ns":{"min":1000,"max":2000000,"mean":300000}}}]}"#;
+        let r = &parse_fio(doc, None).unwrap()[0];
+        let names: Vec<&str> = r.metrics.iter().map(|m| m.name.as_str()).collect();
+        assert!(names.contains(&"reads_per_sec"), "{names:?}");
+        assert!(
+            !names.contains(&"writes_per_sec") && !names.contains(&"written_mib_per_sec"),
+            "no write figures in the file, none stored: {names:?}"
+        );
+        let lat = r.latency.as_ref().unwrap();
+        assert_eq!((lat.min, lat.avg, lat.max), (0.001, 0.3, 2.0));
+        assert_eq!((lat.p50, lat.p99, lat.sum), (None, None, None));
+        // Issue 53, item 10: a negative rate was stored (and reported with
+        // an interval of -inf..inf).
+        let bad = doc.replace("\"iops\":50.0", "\"iops\":-300");
+        let err = parse_fio(&bad, None).unwrap_err();
+        assert!(
+            err.to_string()
+                .contains("a number of at least 0 at read.iops in job 'r', found '-300'"),
+            "{err}"
+        );
+        let bad = doc.replace("\"total_ios\":50", "\"total_ios\":\"many\"");
+        let err = parse_fio(&bad, None).unwrap_err();
+        assert!(err.to_string().contains("read.total_ios"), "{err}");
     }
 }

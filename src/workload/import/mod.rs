@@ -84,6 +84,9 @@ pub struct Imported {
     pub host: String,
     /// What the file says beyond metrics (the tool's own parameters).
     pub details: serde_json::Value,
+    /// The first figure the file gave that no run can have (negative, not
+    /// finite), with its name: the run is refused ([`Imported::check`]).
+    unfit: Option<(String, f64)>,
 }
 
 impl Imported {
@@ -101,6 +104,7 @@ impl Imported {
             version: version.to_string(),
             host: String::new(),
             details: serde_json::Value::Null,
+            unfit: None,
         }
     }
 
@@ -111,7 +115,7 @@ impl Imported {
 
     /// A metric the workload declares (its unit and direction from there).
     pub fn declared(&mut self, name: &str, value: f64) -> &mut Imported {
-        if value.is_finite() {
+        if self.fit(name, value) {
             self.metrics
                 .push(crate::workload::metric_from(self.def.metrics, name, value));
         }
@@ -120,10 +124,62 @@ impl Imported {
 
     /// One of the tool's own figures, under its own name.
     pub fn own(&mut self, name: &str, value: f64, unit: &str, higher_is_better: bool) {
-        if value.is_finite() && !self.metrics.iter().any(|m| m.name == name) {
+        if self.fit(name, value) && !self.metrics.iter().any(|m| m.name == name) {
             self.metrics
                 .push(Metric::new(name, value, unit, higher_is_better));
         }
+    }
+
+    /// Whether `value` is a figure a run can have: every figure an import
+    /// stores (rates, counts, sizes, times, shares) is finite and not
+    /// negative, as a measured run's are. The first that is not is kept
+    /// for [`Imported::check`].
+    fn fit(&mut self, name: &str, value: f64) -> bool {
+        let fit = value.is_finite() && value >= 0.0;
+        if !fit && self.unfit.is_none() {
+            self.unfit = Some((name.to_string(), value));
+        }
+        fit
+    }
+
+    /// Refuses a run with a figure its format cannot hold (a negative rate,
+    /// NaN, infinity), naming it: stored, it would be reported with an
+    /// interval of −inf..inf. Measured runs are held to the same.
+    pub fn check(&self) -> Result<(), Refusal> {
+        let unfit = |what: &str, x: f64| {
+            Refusal::new(
+                0,
+                format!("a finite figure of at least 0 for {what} (no run has another)"),
+                &x.to_string(),
+            )
+        };
+        if let Some((name, x)) = &self.unfit {
+            return Err(unfit(name, *x));
+        }
+        let bad = |x: f64| !x.is_finite() || x < 0.0;
+        if bad(self.duration_s) {
+            return Err(unfit("the run's duration", self.duration_s));
+        }
+        if let Some(x) = self
+            .latency
+            .iter()
+            .flat_map(|l| l.figures())
+            .find(|x| bad(*x))
+        {
+            return Err(unfit("the latency", x));
+        }
+        let fairness = self.fairness.iter().flat_map(|f| {
+            [
+                f.events_avg,
+                f.events_stddev,
+                f.exec_time_avg,
+                f.exec_time_stddev,
+            ]
+        });
+        if let Some(x) = fairness.into_iter().find(|x| bad(*x)) {
+            return Err(unfit("the threads' fairness", x));
+        }
+        Ok(())
     }
 }
 
@@ -230,6 +286,34 @@ mod tests {
         // Also found by it: a document cut short is refused at its last line.
         let err = json("{\n\"a\": [1,\n", "x").unwrap_err();
         assert_eq!(err.line, 2);
+    }
+
+    #[test]
+    fn a_figure_no_run_can_have_refuses_the_run_naming_it() {
+        // Issue 53, item 10: negative figures were stored.
+        let def = &crate::workload::cpu::DEF;
+        let mut imp = Imported::new(def, "sysbench", "1.0.20");
+        imp.duration_s = 1.0;
+        imp.declared("events_per_sec", 10.0);
+        assert_eq!(imp.check(), Ok(()));
+        imp.declared("events_per_sec", -1234.56);
+        imp.own("total_time_s", f64::NAN, "s", false);
+        let err = imp.check().unwrap_err().to_string();
+        assert!(
+            err.contains("for events_per_sec") && err.contains("found '-1234.56'"),
+            "{err}"
+        );
+        assert_eq!(imp.metrics.len(), 1, "the unfit figure is not kept");
+        let mut imp = Imported::new(def, "sysbench", "1.0.20");
+        imp.own("x", f64::INFINITY, "", true);
+        assert!(imp.check().unwrap_err().to_string().contains("for x"));
+        let mut imp = Imported::new(def, "sysbench", "1.0.20");
+        imp.duration_s = 1.0;
+        imp.latency = Some(Latency {
+            max: -3.0,
+            ..Latency::default()
+        });
+        assert!(imp.check().unwrap_err().to_string().contains("latency"));
     }
 
     #[test]

@@ -77,22 +77,27 @@ impl<'a> SysbenchLog<'a> {
         self.after(key).is_some()
     }
 
-    /// The number leading the rest of `key`'s line.
-    pub fn number(&self, key: &str) -> Option<f64> {
+    /// The number leading the rest of `key`'s line; None without such a
+    /// line. Every figure sysbench prints is finite and at least 0: one
+    /// that is not (`events per second: -1234.56`, `nan`) is refused with
+    /// its line.
+    pub fn number(&self, key: &str) -> Result<Option<f64>, Refusal> {
         self.after(key)
-            .and_then(|(_, r)| leading_number(r))
-            .map(|(x, _)| x)
+            .map(|(n, rest)| {
+                leading_number(rest)
+                    .map(|(x, _)| x)
+                    .filter(|x| *x >= 0.0)
+                    .ok_or_else(|| {
+                        Refusal::new(n, format!("a number of at least 0 after '{key}'"), rest)
+                    })
+            })
+            .transpose()
     }
 
     /// [`number`](Self::number), or a refusal naming the line it expected.
     pub fn required(&self, key: &str) -> Result<f64, Refusal> {
-        match self.after(key) {
-            Some((n, rest)) => leading_number(rest)
-                .map(|(x, _)| x)
-                .filter(|x| *x >= 0.0)
-                .ok_or_else(|| Refusal::new(n, format!("a number after '{key}'"), rest)),
-            None => Err(self.missing(&format!("a line '{key} ...'"))),
-        }
+        self.number(key)?
+            .ok_or_else(|| self.missing(&format!("a line '{key} ...'")))
     }
 
     /// A refusal for something that is not in the file at all.
@@ -196,42 +201,8 @@ pub fn parse(
     let events = log.required("total number of events:")?;
     log.events = events.min(u64::MAX as f64) as u64;
     log.latency = latency(&log);
-    if let (Some((_, e)), Some((_, t))) = (
-        log.after("events (avg/stddev):"),
-        log.after("execution time (avg/stddev):"),
-    ) {
-        if let (Some(e), Some(t)) = (pair(e), pair(t)) {
-            log.fairness = Some(Fairness {
-                events_avg: e.0,
-                events_stddev: e.1,
-                exec_time_avg: t.0,
-                exec_time_stddev: t.1,
-            });
-        }
-    }
-    let forced = match sub {
-        None => None,
-        Some(name) => Some(
-            tests
-                .iter()
-                .flat_map(|t| t.defs.iter().map(move |d| (*t, *d)))
-                .find(|(_, d)| d.name == name)
-                .ok_or_else(|| {
-                    Refusal::new(
-                        0,
-                        format!(
-                            "--kind sysbench:TEST with TEST one of {}",
-                            tests
-                                .iter()
-                                .flat_map(|t| t.defs.iter().map(|d| d.name))
-                                .collect::<Vec<_>>()
-                                .join(", ")
-                        ),
-                        name,
-                    )
-                })?,
-        ),
-    };
+    log.fairness = fairness(&log);
+    let forced = sub.map(|name| forced(tests, name)).transpose()?;
     let run = match forced {
         Some((test, def)) => (test.read)(&log, Some(def))?,
         None => {
@@ -243,6 +214,41 @@ pub fn parse(
         }
     };
     Ok(vec![run])
+}
+
+/// The `Threads fairness:` lines, when both are there.
+fn fairness(log: &SysbenchLog) -> Option<Fairness> {
+    let (_, e) = log.after("events (avg/stddev):")?;
+    let (_, t) = log.after("execution time (avg/stddev):")?;
+    let (e, t) = (pair(e)?, pair(t)?);
+    Some(Fairness {
+        events_avg: e.0,
+        events_stddev: e.1,
+        exec_time_avg: t.0,
+        exec_time_stddev: t.1,
+    })
+}
+
+/// The test `--kind sysbench:NAME` names, with its reader.
+fn forced<'t>(
+    tests: &[&'t SysbenchTestImport],
+    name: &str,
+) -> Result<(&'t SysbenchTestImport, &'static WorkloadDef), Refusal> {
+    tests
+        .iter()
+        .flat_map(|t| t.defs.iter().map(move |d| (*t, *d)))
+        .find(|(_, d)| d.name == name)
+        .ok_or_else(|| {
+            let names: Vec<&str> = tests
+                .iter()
+                .flat_map(|t| t.defs.iter().map(|d| d.name))
+                .collect();
+            Refusal::new(
+                0,
+                format!("--kind sysbench:TEST with TEST one of {}", names.join(", ")),
+                name,
+            )
+        })
 }
 
 /// 1.0's `Latency (ms):` block or 0.4's `per-request statistics:`.
@@ -258,11 +264,13 @@ fn latency(log: &SysbenchLog) -> Option<Latency> {
             .take(8)
             .find_map(|(_, l)| l.trim().strip_prefix(key).and_then(|r| ms(r.trim())))
     };
+    // Only what the log prints: one percentile, and a sum in 1.0 (0.4
+    // prints none); the others are absent, never 0.
     let mut lat = Latency {
         min: field("min:")?,
         avg: field("avg:")?,
         max: field("max:")?,
-        sum: field("sum:").unwrap_or(0.0),
+        sum: field("sum:"),
         ..Latency::default()
     };
     // "95th percentile:" (1.0) or "approx.  95 percentile:" (0.4).
@@ -274,12 +282,15 @@ fn latency(log: &SysbenchLog) -> Option<Latency> {
     });
     if let Some((p, v)) = pct {
         lat.selected = Some((p, v));
-        if p == 95.0 {
-            lat.p95 = v;
-        } else if p == 99.0 {
-            lat.p99 = v;
-        } else if p == 50.0 {
-            lat.p50 = v;
+        let slot = match p {
+            50.0 => Some(&mut lat.p50),
+            95.0 => Some(&mut lat.p95),
+            99.0 => Some(&mut lat.p99),
+            99.9 => Some(&mut lat.p999),
+            _ => None,
+        };
+        if let Some(slot) = slot {
+            *slot = Some(v);
         }
     }
     Some(lat)
@@ -301,13 +312,35 @@ mod tests {
         assert_eq!(r.duration_s, 10.0012);
         let lat = r.latency.as_ref().unwrap();
         assert_eq!(
-            (lat.min, lat.avg, lat.max, lat.p95),
-            (2.41, 2.46, 9.18, 2.52)
+            (lat.min, lat.avg, lat.max, lat.p95, lat.sum),
+            (2.41, 2.46, 9.18, Some(2.52), Some(19990.12))
         );
         assert_eq!(lat.selected, Some((95.0, 2.52)));
+        // Issue 56: the percentiles the log does not print are absent, not 0.
+        assert_eq!((lat.p50, lat.p99, lat.p999), (None, None, None));
+        let json = serde_json::to_value(lat).unwrap();
+        assert!(json["p50"].is_null() && json["p99"].is_null(), "{json}");
         assert_eq!(r.fairness.as_ref().unwrap().events_stddev, 3.0);
         assert!(r.options.contains(&("threads".into(), "2".into())));
         assert!(super::detect_10(CPU_10) && !super::detect_04(CPU_10));
+    }
+
+    #[test]
+    fn a_negative_or_unreadable_figure_is_refused_with_its_line() {
+        // Issue 53, item 10: 'events per second: -1234.56' was stored.
+        for bad in ["-1234.56", "nan", "-inf"] {
+            let log = CPU_10.replace("812.50", bad);
+            let err = (SYSBENCH.parse)(&log, None).unwrap_err();
+            assert_eq!(err.line, 11, "{bad}: {err}");
+            assert!(
+                err.expected
+                    .contains("a number of at least 0 after 'events per second:'"),
+                "{err}"
+            );
+        }
+        let log = CPU_10.replace("2.41", "-2.41");
+        let imp = &(SYSBENCH.parse)(&log, None).unwrap()[0];
+        assert!(imp.check().unwrap_err().to_string().contains("latency"));
     }
 
     #[test]

@@ -543,11 +543,12 @@ impl Script {
             ]);
             m.text = sql_statistics(outcome, [reads, writes, other, errors, reconnects]);
         }
-        m.metrics.extend([
-            metric("latency_avg_ms", lat.avg),
-            metric("latency_p95_ms", lat.p95),
-            metric("latency_p99_ms", lat.p99),
-        ]);
+        m.metrics.push(metric("latency_avg_ms", lat.avg));
+        // No percentile of no event.
+        m.metrics
+            .extend(lat.p95.map(|v| metric("latency_p95_ms", v)));
+        m.metrics
+            .extend(lat.p99.map(|v| metric("latency_p99_ms", v)));
         let per_trx = if outcome.events > 0 {
             queries as f64 / outcome.events as f64
         } else {
@@ -619,14 +620,15 @@ impl Script {
             0,
             secs,
             secs,
-            lat.selected.map_or(lat.p95, |s| s.1) / 1e3,
+            lat.selected.map(|s| s.1).or(lat.p95).unwrap_or_default() / 1e3,
             outcome.events,
             counts,
         )?;
         stat.set("latency_min", lat.min / 1e3)?;
         stat.set("latency_max", lat.max / 1e3)?;
         stat.set("latency_avg", lat.avg / 1e3)?;
-        stat.set("latency_sum", lat.sum / 1e3)?;
+        // A measured run always has its sum (0 for no event).
+        stat.set("latency_sum", lat.sum.unwrap_or_default() / 1e3)?;
         call::<()>(&hook, stat, "report_cumulative")?;
         Ok(true)
     }

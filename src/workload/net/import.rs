@@ -90,32 +90,7 @@ fn parse_iperf3(text: &str, _sub: Option<&str>) -> Result<Vec<Imported>, Refusal
             }
             imp.duration_s = received("seconds").unwrap_or(0.0);
         }
-        "UDP" => {
-            imp.option("net-test", "udp_stream");
-            imp.option("net-streams", streams);
-            if let Some(rate) = json_number(test, &["target_bitrate"]).filter(|r| *r > 0.0) {
-                imp.option("net-udp-rate", rate / 1e6);
-            }
-            let bps = received("bits_per_second").ok_or_else(|| {
-                Refusal::new(0, "end.sum_received.bits_per_second in iperf3's JSON", "")
-            })?;
-            imp.declared("udp_stream_mbit_per_sec", bps / 1e6);
-            if let Some(loss) = received("lost_percent") {
-                imp.declared("udp_stream_loss_pct", loss);
-            }
-            if let Some(sent) =
-                json_number(end, &["sum_sent", "bits_per_second"]).filter(|b| *b > 0.0)
-            {
-                imp.declared("udp_stream_send_mbit_per_sec", sent / 1e6);
-            }
-            if let Some(j) = received("jitter_ms") {
-                imp.own("jitter_ms", j, "ms", false);
-            }
-            if let Some(p) = received("lost_packets") {
-                imp.own("lost_packets", p, "datagrams", false);
-            }
-            imp.duration_s = received("seconds").unwrap_or(0.0);
-        }
+        "UDP" => iperf3_udp(&mut imp, end, test, streams)?,
         other => {
             return Err(Refusal::new(
                 0,
@@ -128,10 +103,8 @@ fn parse_iperf3(text: &str, _sub: Option<&str>) -> Result<Vec<Imported>, Refusal
         if let Some(h) = json_number(cpu, &["host_total"]) {
             imp.declared("cpu_local_pct", h);
         }
-        if !server {
-            if let Some(r) = json_number(cpu, &["remote_total"]) {
-                imp.declared("cpu_remote_pct", r);
-            }
+        if let Some(r) = json_number(cpu, &["remote_total"]).filter(|_| !server) {
+            imp.declared("cpu_remote_pct", r);
         }
     }
     imp.details = serde_json::json!({
@@ -139,6 +112,41 @@ fn parse_iperf3(text: &str, _sub: Option<&str>) -> Result<Vec<Imported>, Refusal
         "test_start": test.clone(),
     });
     Ok(vec![imp])
+}
+
+/// A UDP test's figures from iperf3's `end` (the receiver's sums, `sum`
+/// on a server's side).
+fn iperf3_udp(
+    imp: &mut Imported,
+    end: &serde_json::Value,
+    test: &serde_json::Value,
+    streams: f64,
+) -> Result<(), Refusal> {
+    let received = |key: &str| {
+        json_number(end, &["sum_received", key]).or_else(|| json_number(end, &["sum", key]))
+    };
+    imp.option("net-test", "udp_stream");
+    imp.option("net-streams", streams);
+    if let Some(rate) = json_number(test, &["target_bitrate"]).filter(|r| *r > 0.0) {
+        imp.option("net-udp-rate", rate / 1e6);
+    }
+    let bps = received("bits_per_second")
+        .ok_or_else(|| Refusal::new(0, "end.sum_received.bits_per_second in iperf3's JSON", ""))?;
+    imp.declared("udp_stream_mbit_per_sec", bps / 1e6);
+    if let Some(loss) = received("lost_percent") {
+        imp.declared("udp_stream_loss_pct", loss);
+    }
+    if let Some(sent) = json_number(end, &["sum_sent", "bits_per_second"]).filter(|b| *b > 0.0) {
+        imp.declared("udp_stream_send_mbit_per_sec", sent / 1e6);
+    }
+    if let Some(j) = received("jitter_ms") {
+        imp.own("jitter_ms", j, "ms", false);
+    }
+    if let Some(p) = received("lost_packets") {
+        imp.own("lost_packets", p, "datagrams", false);
+    }
+    imp.duration_s = received("seconds").unwrap_or(0.0);
+    Ok(())
 }
 
 /// netperf's banner words and the test they name.
@@ -414,7 +422,8 @@ fn selected(
         ) {
             continue;
         }
-        if let Ok(x) = v.parse::<f64>() {
+        // netperf writes -1 for what it did not measure: absent.
+        if let Some(x) = v.parse::<f64>().ok().filter(|x| *x != -1.0) {
             imp.own(&k.to_ascii_lowercase(), x, "", true);
         }
     }
@@ -443,101 +452,146 @@ fn table(
             last.1,
         )
     })?;
-    let too_few = |n: usize, want: usize, what: &str| {
-        Refusal::new(
-            n,
-            format!("{want} or more numbers on netperf's result line ({what})"),
-            body.iter()
-                .find(|(m, _)| *m == n)
-                .map(|(_, l)| *l)
-                .unwrap_or(""),
-        )
-    };
-    let header = |word: &str| body.iter().any(|(_, l)| l.contains(word));
     if rr {
-        // Send socket, recv socket, request, response, elapsed, rate[, cpu local, cpu remote, ...]
-        let xs = &first.1;
-        if xs.len() < 6 {
-            return Err(too_few(
-                first.0,
-                6,
-                "socket sizes, request and response size, elapsed seconds, transactions per second",
-            ));
-        }
-        imp.declared(&format!("{test}_trans_per_sec"), xs[5]);
-        if xs[2] >= 1.0 {
-            imp.option("net-req-size", xs[2]);
-        }
-        if xs[3] >= 1.0 {
-            imp.option("net-resp-size", xs[3]);
-        }
-        imp.duration_s = xs[4];
-        if xs.len() >= 8 {
-            imp.declared("cpu_local_pct", xs[6]);
-            imp.declared("cpu_remote_pct", xs[7]);
-        }
+        rr_line(imp, test, first, body)
     } else if test == "udp_stream" {
-        // Sender: socket, message, elapsed, messages okay, errors, throughput;
-        // receiver: socket, elapsed, messages okay, throughput.
-        let xs = &first.1;
-        if xs.len() < 6 {
-            return Err(too_few(
-                first.0,
-                6,
-                "socket size, message size, elapsed seconds, messages, errors, throughput",
-            ));
-        }
-        let recv = data.get(1).ok_or_else(|| {
-            Refusal::new(
-                last.0,
-                "netperf's second UDP_STREAM line (the receiver's) before the end of the file",
-                last.1,
-            )
-        })?;
-        if recv.1.len() < 4 {
-            return Err(too_few(
-                recv.0,
-                4,
-                "socket size, elapsed seconds, messages, throughput",
-            ));
-        }
-        let scale = units_of(body).unwrap_or(1.0);
-        imp.declared("udp_stream_mbit_per_sec", recv.1[3] * scale);
-        imp.declared("udp_stream_send_mbit_per_sec", xs[5] * scale);
-        if xs[3] > 0.0 {
-            imp.declared(
-                "udp_stream_loss_pct",
-                (1.0 - recv.1[2] / xs[3]).max(0.0) * 100.0,
-            );
-        }
-        imp.own("messages_sent", xs[3], "datagrams", true);
-        imp.own("messages_received", recv.1[2], "datagrams", true);
-        imp.duration_s = xs[2];
+        udp_stream_lines(imp, &data, body, last)
     } else {
-        // Recv socket, send socket, message, elapsed, throughput[, cpu local, cpu remote, ...]
-        let xs = &first.1;
-        if xs.len() < 5 {
-            return Err(too_few(
-                first.0,
-                5,
-                "socket sizes, message size, elapsed seconds, throughput",
-            ));
-        }
-        let scale = units_of(body).ok_or_else(|| {
-            Refusal::new(
-                banner_no + 1,
-                "a throughput unit in netperf's column headers (10^6bits/sec, KBytes/sec, ...)",
-                "",
-            )
-        })?;
-        imp.declared(&format!("{test}_mbit_per_sec"), xs[4] * scale);
-        imp.duration_s = xs[3];
-        if xs.len() >= 7 && header("Utilization") {
-            imp.declared("cpu_local_pct", xs[5]);
-            imp.declared("cpu_remote_pct", xs[6]);
-        }
+        stream_line(imp, test, first, body, banner_no)
+    }
+}
+
+/// A refusal of result line `n` of `body` for having fewer than `want`
+/// numbers (`what` they are).
+fn too_few(body: &[(usize, &str)], n: usize, want: usize, what: &str) -> Refusal {
+    Refusal::new(
+        n,
+        format!("{want} or more numbers on netperf's result line ({what})"),
+        body.iter()
+            .find(|(m, _)| *m == n)
+            .map(|(_, l)| *l)
+            .unwrap_or(""),
+    )
+}
+
+/// A request/response test's line: send socket, recv socket, request,
+/// response, elapsed, rate[, cpu local, cpu remote, ...].
+fn rr_line(
+    imp: &mut Imported,
+    test: &str,
+    (n, xs): &(usize, Vec<f64>),
+    body: &[(usize, &str)],
+) -> Result<(), Refusal> {
+    if xs.len() < 6 {
+        return Err(too_few(
+            body,
+            *n,
+            6,
+            "socket sizes, request and response size, elapsed seconds, transactions per second",
+        ));
+    }
+    imp.declared(&format!("{test}_trans_per_sec"), xs[5]);
+    if xs[2] >= 1.0 {
+        imp.option("net-req-size", xs[2]);
+    }
+    if xs[3] >= 1.0 {
+        imp.option("net-resp-size", xs[3]);
+    }
+    imp.duration_s = xs[4];
+    if xs.len() >= 8 {
+        cpu_utilization(imp, xs[6], xs[7]);
     }
     Ok(())
+}
+
+/// UDP_STREAM's two lines. Sender: socket, message, elapsed, messages
+/// okay, errors, throughput; receiver: socket, elapsed, messages okay,
+/// throughput.
+fn udp_stream_lines(
+    imp: &mut Imported,
+    data: &[(usize, Vec<f64>)],
+    body: &[(usize, &str)],
+    last: (usize, &str),
+) -> Result<(), Refusal> {
+    let (n, xs) = &data[0];
+    if xs.len() < 6 {
+        return Err(too_few(
+            body,
+            *n,
+            6,
+            "socket size, message size, elapsed seconds, messages, errors, throughput",
+        ));
+    }
+    let recv = data.get(1).ok_or_else(|| {
+        Refusal::new(
+            last.0,
+            "netperf's second UDP_STREAM line (the receiver's) before the end of the file",
+            last.1,
+        )
+    })?;
+    if recv.1.len() < 4 {
+        return Err(too_few(
+            body,
+            recv.0,
+            4,
+            "socket size, elapsed seconds, messages, throughput",
+        ));
+    }
+    let scale = units_of(body).unwrap_or(1.0);
+    imp.declared("udp_stream_mbit_per_sec", recv.1[3] * scale);
+    imp.declared("udp_stream_send_mbit_per_sec", xs[5] * scale);
+    if xs[3] > 0.0 {
+        imp.declared(
+            "udp_stream_loss_pct",
+            (1.0 - recv.1[2] / xs[3]).max(0.0) * 100.0,
+        );
+    }
+    imp.own("messages_sent", xs[3], "datagrams", true);
+    imp.own("messages_received", recv.1[2], "datagrams", true);
+    imp.duration_s = xs[2];
+    Ok(())
+}
+
+/// A stream test's line: recv socket, send socket, message, elapsed,
+/// throughput[, cpu local, cpu remote, ...].
+fn stream_line(
+    imp: &mut Imported,
+    test: &str,
+    (n, xs): &(usize, Vec<f64>),
+    body: &[(usize, &str)],
+    banner_no: usize,
+) -> Result<(), Refusal> {
+    if xs.len() < 5 {
+        return Err(too_few(
+            body,
+            *n,
+            5,
+            "socket sizes, message size, elapsed seconds, throughput",
+        ));
+    }
+    let scale = units_of(body).ok_or_else(|| {
+        Refusal::new(
+            banner_no + 1,
+            "a throughput unit in netperf's column headers (10^6bits/sec, KBytes/sec, ...)",
+            "",
+        )
+    })?;
+    imp.declared(&format!("{test}_mbit_per_sec"), xs[4] * scale);
+    imp.duration_s = xs[3];
+    if xs.len() >= 7 && body.iter().any(|(_, l)| l.contains("Utilization")) {
+        cpu_utilization(imp, xs[5], xs[6]);
+    }
+    Ok(())
+}
+
+/// netperf's CPU utilization columns; -1 is its "not measured" (a side
+/// without -c or -C): absent, never stored.
+fn cpu_utilization(imp: &mut Imported, local: f64, remote: f64) {
+    for (name, x) in [("cpu_local_pct", local), ("cpu_remote_pct", remote)] {
+        if x != -1.0 {
+            imp.declared(name, x);
+        }
+    }
 }
 
 /// The throughput unit in the column headers, as Mbit/s per unit.

@@ -204,14 +204,21 @@ impl Workload for OltpWorkload {
             metric("writes_per_sec", per_sec(total.writes)),
             metric("other_per_sec", per_sec(total.other)),
             metric("latency_avg_ms", lat.avg),
-            metric("latency_p50_ms", lat.p50),
-            metric("latency_p95_ms", lat.p95),
-            metric("latency_p99_ms", lat.p99),
-            metric("latency_p999_ms", lat.p999),
+        ];
+        // No percentile of no event.
+        for (name, v) in [
+            ("latency_p50_ms", lat.p50),
+            ("latency_p95_ms", lat.p95),
+            ("latency_p99_ms", lat.p99),
+            ("latency_p999_ms", lat.p999),
+        ] {
+            m.metrics.extend(v.map(|v| metric(name, v)));
+        }
+        m.metrics.extend([
             metric("latency_max_ms", lat.max),
             metric("ignored_errors_per_sec", per_sec(total.ignored_errors)),
             metric("reconnects_per_sec", per_sec(total.reconnects)),
-        ];
+        ]);
         let per_trx = if total.events > 0 {
             total.queries() as f64 / total.events as f64
         } else {
