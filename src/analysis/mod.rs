@@ -18,15 +18,24 @@
 //!
 //! A workload this build does not know (an old store) has every metric in
 //! the headline family.
+//!
+//! Which way is better for a metric is its workload's definition's word,
+//! never a document's; a metric no definition names takes the baseline's
+//! runs' (`gather::direction`). A run's document counts only within
+//! `MAX_METRICS` metrics (a larger one is reported as a failed run).
 
 pub mod fleet;
+mod gather;
 pub mod sequential;
+
+use gather::Gathered;
+pub use gather::{direction, unusable, Stated};
 
 use std::collections::{BTreeMap, BTreeSet};
 
 use serde::Serialize;
 
-use crate::core::result::ResultDoc;
+pub use crate::core::result::MAX_METRICS;
 use crate::stats::{self, Assessment, MetricSamples, Outcome, Ranking, Summary, VerdictSettings};
 use crate::store::{ComparisonRow, RunRow};
 use crate::workload::MetricDef;
@@ -153,82 +162,6 @@ pub struct HeadlineRow<'a> {
     pub fsync_ignored: bool,
 }
 
-fn flag_reasons(doc: &ResultDoc) -> Vec<(FlagKind, f64, String)> {
-    let m = &doc.monitor;
-    let mut out = Vec::new();
-    if m.cpu_steal_pct > STEAL_LIMIT_PCT {
-        out.push((
-            FlagKind::Steal,
-            m.cpu_steal_pct,
-            format!("steal {:.1}%", m.cpu_steal_pct),
-        ));
-    }
-    if m.foreign_busy_pct > FOREIGN_LIMIT_PCT {
-        out.push((
-            FlagKind::Load,
-            m.foreign_busy_pct,
-            format!(
-                "other processes used {:.1}% of the CPUs",
-                m.foreign_busy_pct
-            ),
-        ));
-    }
-    out.extend(
-        multimodal(&doc.details)
-            .into_iter()
-            .map(|r| (FlagKind::Multimodal, 0.0, r)),
-    );
-    out
-}
-
-/// Parts of a run that measured two faces of the machine: a workload marks
-/// such a part in its details as `{"multimodal": true, "modes": [{"ns": x,
-/// "share": s}, ...]}` (microops does, per operation), so a ratio between
-/// environments is read with that in mind.
-fn multimodal(details: &serde_json::Value) -> Vec<String> {
-    let Some(parts) = details.as_object() else {
-        return Vec::new();
-    };
-    parts
-        .iter()
-        .filter(|(_, v)| v.get("multimodal").and_then(|m| m.as_bool()) == Some(true))
-        .map(|(name, v)| {
-            let modes: Vec<String> = v
-                .get("modes")
-                .and_then(|m| m.as_array())
-                .map(|modes| {
-                    modes
-                        .iter()
-                        .filter_map(|m| {
-                            let at = m.get("ns").or_else(|| m.get("cycles"))?.as_f64()?;
-                            let share = m.get("share")?.as_f64()?;
-                            let unit = if m.get("ns").is_some() {
-                                "ns"
-                            } else {
-                                "cycles"
-                            };
-                            Some(format!("{at:.0} {unit} {:.0}%", share * 100.0))
-                        })
-                        .collect()
-                })
-                .unwrap_or_default();
-            format!("{name} multimodal ({})", modes.join(" / "))
-        })
-        .collect()
-}
-
-/// metric name -> environment -> samples
-type Samples = BTreeMap<String, BTreeMap<String, Vec<f64>>>;
-/// An entry's label, workload, params, metric (name, unit, higher is
-/// better) in first-seen order, and samples.
-type EntryRuns = (
-    String,
-    String,
-    serde_json::Map<String, serde_json::Value>,
-    Vec<(String, String, bool)>,
-    Samples,
-);
-
 pub fn analyze(cmp: &ComparisonRow, runs: &[RunRow], settings: &VerdictSettings) -> Analysis {
     let mut envs = cmp.envs.clone();
     for r in runs {
@@ -237,131 +170,14 @@ pub fn analyze(cmp: &ComparisonRow, runs: &[RunRow], settings: &VerdictSettings)
         }
     }
     let baseline = cmp.baseline.clone();
-    let mut flags = Vec::new();
-    let mut failures = Vec::new();
-    let mut fingerprints = BTreeMap::new();
-    let mut imported: BTreeMap<String, Vec<ImportedSource>> = BTreeMap::new();
-    let mut fsync_ignored = BTreeSet::new();
-    let mut by_entry: BTreeMap<usize, EntryRuns> = BTreeMap::new();
+    let mut g = Gathered::default();
     for r in runs {
-        match (&r.doc, &r.error) {
-            (Some(doc), _) => {
-                let fp = fingerprints
-                    .entry(r.env.clone())
-                    .or_insert_with(|| doc.env.clone());
-                // The first result may be of a workload without a network
-                // peer: the path comes from the first that has one.
-                if fp.net_path.is_none() {
-                    fp.net_path.clone_from(&doc.env.net_path);
-                }
-                // Likewise the storage, from the first workload with files.
-                if fp.storage.is_none() {
-                    fp.storage.clone_from(&doc.env.storage);
-                }
-                if let Some(from) = &doc.env.imported {
-                    let sources = imported.entry(r.env.clone()).or_default();
-                    let tool = from.describe();
-                    match sources.iter_mut().find(|s| s.tool == tool) {
-                        Some(s) => s.runs += 1,
-                        None => sources.push(ImportedSource {
-                            tool,
-                            runs: 1,
-                            first_file: from.file.clone(),
-                        }),
-                    }
-                }
-                if doc
-                    .env
-                    .storage
-                    .as_ref()
-                    .is_some_and(|s| s.fsync_ignored.is_some())
-                {
-                    fsync_ignored.insert((r.env.clone(), r.label.clone()));
-                }
-                for (kind, pct, reason) in flag_reasons(doc) {
-                    flags.push(Flag {
-                        env: r.env.clone(),
-                        label: r.label.clone(),
-                        round: r.round,
-                        kind,
-                        pct,
-                        reason,
-                    });
-                }
-                let e = by_entry.entry(r.entry).or_insert_with(|| {
-                    (
-                        r.label.clone(),
-                        doc.workload.clone(),
-                        doc.params.clone(),
-                        Vec::new(),
-                        BTreeMap::new(),
-                    )
-                });
-                for m in &doc.metrics {
-                    if !m.value.is_finite() {
-                        continue;
-                    }
-                    if !e.3.iter().any(|(n, _, _)| n == &m.name) {
-                        e.3.push((m.name.clone(), m.unit.clone(), m.higher_is_better));
-                    }
-                    e.4.entry(m.name.clone())
-                        .or_default()
-                        .entry(r.env.clone())
-                        .or_default()
-                        .push(m.value);
-                }
-            }
-            (None, err) => failures.push(Failure {
-                env: r.env.clone(),
-                label: r.label.clone(),
-                round: r.round,
-                error: err.clone().unwrap_or_default(),
-            }),
-        }
+        g.take(r);
     }
-    let mut entries = Vec::new();
-    for (index, (label, workload, params, names, samples)) in by_entry {
-        let mut metrics: Vec<MetricAnalysis> = names
-            .iter()
-            .map(|(name, unit, hib)| {
-                let per = samples.get(name);
-                MetricAnalysis {
-                    name: name.clone(),
-                    unit: unit.clone(),
-                    higher_is_better: *hib,
-                    headline: is_headline(&workload, name),
-                    per_env: envs
-                        .iter()
-                        .map(|env| {
-                            let xs = per.and_then(|p| p.get(env)).cloned().unwrap_or_default();
-                            EnvStat {
-                                env: env.clone(),
-                                summary: (!xs.is_empty()).then(|| stats::summarize(&xs)),
-                                samples: xs,
-                                vs_baseline: None,
-                                not_comparable: None,
-                            }
-                        })
-                        .collect(),
-                }
-            })
-            .collect();
-        let Some(bi) = envs.iter().position(|e| e == &baseline) else {
-            continue;
-        };
-        for ei in (0..envs.len()).filter(|&i| i != bi) {
-            for headline in [true, false] {
-                assess(&mut metrics, bi, ei, headline, settings);
-            }
-        }
-        entries.push(EntryAnalysis {
-            index,
-            label,
-            workload,
-            params,
-            metrics,
-        });
-    }
+    let entries = std::mem::take(&mut g.entries)
+        .into_iter()
+        .filter_map(|(index, e)| e.analyze(index, &envs, &baseline, settings))
+        .collect();
     let mut a = Analysis {
         id: cmp.id,
         started_at: cmp.started_at.clone(),
@@ -370,14 +186,14 @@ pub fn analyze(cmp: &ComparisonRow, runs: &[RunRow], settings: &VerdictSettings)
         envs,
         settings: *settings,
         adaptive: cmp.adaptive,
-        fingerprints,
-        imported,
+        fingerprints: g.fingerprints,
+        imported: g.imported,
         entries,
         rankings: Vec::new(),
         solutions: Vec::new(),
-        flags,
-        failures,
-        fsync_ignored,
+        flags: g.flags,
+        failures: g.failures,
+        fsync_ignored: g.fsync_ignored,
     };
     if a.adaptive {
         sequential::overlay(&mut a, runs, settings);
@@ -469,6 +285,7 @@ fn assess(
             m.headline == headline
                 && !m.per_env[ei].samples.is_empty()
                 && !m.per_env[bi].samples.is_empty()
+                && m.per_env[ei].not_comparable.is_none()
         })
         .collect();
     let family: Vec<MetricSamples> = members
@@ -581,9 +398,165 @@ pub fn is_headline(workload: &str, metric: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::core::result::{Metric, ResultDoc};
+
+    fn comparison(adaptive: bool) -> ComparisonRow {
+        ComparisonRow {
+            id: 1,
+            started_at: String::new(),
+            suite: "t".into(),
+            baseline: "host".into(),
+            envs: vec!["host".into(), "vm".into()],
+            args: Vec::new(),
+            finished: true,
+            adaptive,
+        }
+    }
+
+    fn run(env: &str, round: usize, metrics: Vec<Metric>) -> RunRow {
+        RunRow {
+            env: env.into(),
+            entry: 0,
+            label: "cpu".into(),
+            round,
+            doc: Some(ResultDoc::new("cpu", env, metrics)),
+            error: None,
+        }
+    }
+
+    /// Six rounds of cpu: the host at 100 ± 1 events/s, the vm at half
+    /// that, both stating `(host, vm)` directions for events_per_sec and
+    /// for a figure no workload defines; in `vm_first` order or not.
+    fn halved(stated: (bool, bool), vm_first: bool) -> Vec<RunRow> {
+        let mut runs = Vec::new();
+        for round in 0..6 {
+            let noise = [0.0, 1.0, -1.0, 0.5, -0.5, 0.2][round];
+            let side = |env: &str, v: f64, hib: bool| {
+                run(
+                    env,
+                    round,
+                    vec![
+                        Metric::new("events_per_sec", v, "events/s", hib),
+                        Metric::new("own_figure", v, "x", hib),
+                    ],
+                )
+            };
+            let host = side("host", 100.0 + noise, stated.0);
+            let vm = side("vm", 50.0 + noise / 2.0, stated.1);
+            if vm_first {
+                runs.extend([vm, host]);
+            } else {
+                runs.extend([host, vm]);
+            }
+        }
+        runs
+    }
+
+    fn vm_stat<'a>(a: &'a Analysis, metric: &str) -> &'a EnvStat {
+        let m = a.entries[0]
+            .metrics
+            .iter()
+            .find(|m| m.name == metric)
+            .unwrap();
+        &m.per_env[1]
+    }
+
+    #[test]
+    fn no_document_can_flip_a_metrics_direction() {
+        // Issue 53, item 5: analyze took the direction from the first
+        // document it saw and the adaptive rows from the last, so a vm
+        // whose documents said lower_is_better turned 50% overhead into
+        // "2.00x faster".
+        let settings = VerdictSettings::default();
+        for adaptive in [false, true] {
+            for vm_first in [false, true] {
+                let runs = halved((true, false), vm_first);
+                let a = analyze(&comparison(adaptive), &runs, &settings);
+                let at = format!("adaptive {adaptive}, vm first {vm_first}");
+                // Defined by cpu's MetricDef: higher is better, whatever
+                // the vm's documents say.
+                let m = &a.entries[0].metrics[0];
+                assert!(m.higher_is_better, "{at}");
+                let v = vm_stat(&a, "events_per_sec").vs_baseline.as_ref().unwrap();
+                assert_eq!(v.outcome, Outcome::Slower, "{at}");
+                assert!((v.ratio.point - 0.5).abs() < 0.01, "{at}: {:?}", v.ratio);
+                // A figure no workload defines: the baseline's runs say
+                // higher, the vm's lower; the vm is not compared on it.
+                let own = vm_stat(&a, "own_figure");
+                assert!(own.vs_baseline.is_none(), "{at}");
+                let why = own.not_comparable.as_deref().unwrap();
+                assert!(why.contains("its runs say lower is better"), "{at}: {why}");
+            }
+        }
+        // Where the vm agrees with the baseline, the baseline's direction
+        // holds for the undefined figure, read either way round.
+        for (stated, outcome) in [
+            ((true, true), Outcome::Slower),
+            ((false, false), Outcome::Faster),
+        ] {
+            let a = analyze(&comparison(false), &halved(stated, true), &settings);
+            let own = vm_stat(&a, "own_figure").vs_baseline.as_ref().unwrap();
+            assert_eq!(own.outcome, outcome, "{stated:?}");
+        }
+        // The baseline's own runs disagreeing: no comparison on it.
+        let mut runs = halved((true, true), false);
+        runs[0].doc.as_mut().unwrap().metrics[1].higher_is_better = false;
+        let a = analyze(&comparison(false), &runs, &settings);
+        let own = vm_stat(&a, "own_figure");
+        assert!(own.vs_baseline.is_none());
+        assert!(own
+            .not_comparable
+            .as_deref()
+            .unwrap()
+            .contains("baseline's runs disagree"));
+    }
+
+    #[test]
+    fn a_document_with_too_many_metrics_is_a_failed_run() {
+        // Issue 53, item 7: documents' extra names made analyze quadratic
+        // (48k names, 27.8 s a round); one run's document is now bounded.
+        let settings = VerdictSettings::default();
+        let mut runs = halved((true, true), false);
+        let many: Vec<Metric> = (0..=MAX_METRICS)
+            .map(|i| Metric::new(&format!("extra_{i}"), 1.0, "x", true))
+            .collect();
+        runs[1].doc.as_mut().unwrap().metrics.extend(many);
+        let a = analyze(&comparison(false), &runs, &settings);
+        assert_eq!(a.failures.len(), 1);
+        let f = &a.failures[0];
+        assert_eq!((f.env.as_str(), f.round), ("vm", 0));
+        assert!(
+            f.error
+                .contains(&format!("more than the {MAX_METRICS} one run may have")),
+            "{}",
+            f.error
+        );
+        assert!(a.entries[0]
+            .metrics
+            .iter()
+            .all(|m| !m.name.starts_with("extra_")));
+        assert_eq!(vm_stat(&a, "events_per_sec").samples.len(), 5);
+        // At the bound, a document is whole.
+        runs[1].doc.as_mut().unwrap().metrics.truncate(MAX_METRICS);
+        let a = analyze(&comparison(false), &runs, &settings);
+        assert!(a.failures.is_empty());
+        assert_eq!(a.entries[0].metrics.len(), MAX_METRICS);
+        // The adaptive rows leave such a run out too.
+        let mut runs = halved((true, true), false);
+        runs[1]
+            .doc
+            .as_mut()
+            .unwrap()
+            .metrics
+            .extend((0..=MAX_METRICS).map(|i| Metric::new(&format!("x{i}"), 1.0, "x", true)));
+        let rows = sequential::rows(&runs, "host");
+        let eps = rows.iter().find(|r| r.metric == "events_per_sec").unwrap();
+        assert_eq!(eps.diffs.len(), 5);
+    }
 
     #[test]
     fn a_multimodal_part_of_a_run_is_flagged_with_its_modes() {
+        use super::gather::multimodal;
         let details = serde_json::json!({
             "getpid": {"multimodal": true, "modes": [
                 {"cycles": 415.0, "ns": 160.0, "share": 0.6},

@@ -13,7 +13,7 @@ use crate::stats::sequential::{Bound, Call, Interval, Pairs, Track, MIN_PAIRS};
 use crate::stats::{Estimate, Goal, Outcome, RunsNeeded, VerdictSettings};
 use crate::store::RunRow;
 
-use super::{is_headline, Analysis};
+use super::{direction, is_headline, unusable, Analysis};
 
 /// One headline metric of one entry in one environment against the
 /// baseline.
@@ -44,16 +44,28 @@ pub struct RowVerdict {
 
 /// The rows of a comparison, from its stored runs.
 pub fn rows(runs: &[RunRow], baseline: &str) -> Vec<Row> {
-    // (entry, env, metric) -> round -> value; the metric's direction.
+    // (entry, env, metric) -> round -> value, and the directions its
+    // documents stated; each entry's workload (its first run's).
     let mut values: BTreeMap<(usize, String, String), BTreeMap<usize, f64>> = BTreeMap::new();
-    let mut direction: BTreeMap<(usize, String), bool> = BTreeMap::new();
+    let mut stated: BTreeMap<(usize, String, String), (bool, bool)> = BTreeMap::new();
+    let mut workloads: BTreeMap<usize, &str> = BTreeMap::new();
     for r in runs {
-        let Some(doc) = &r.doc else { continue };
+        let Some(doc) = r.doc.as_ref().filter(|d| unusable(d).is_none()) else {
+            continue;
+        };
+        workloads.entry(r.entry).or_insert(&doc.workload);
         for m in &doc.metrics {
             if !(m.value.is_finite() && m.value > 0.0 && is_headline(&doc.workload, &m.name)) {
                 continue;
             }
-            direction.insert((r.entry, m.name.clone()), m.higher_is_better);
+            let s = stated
+                .entry((r.entry, r.env.clone(), m.name.clone()))
+                .or_default();
+            *(if m.higher_is_better {
+                &mut s.0
+            } else {
+                &mut s.1
+            }) = true;
             values
                 .entry((r.entry, r.env.clone(), m.name.clone()))
                 .or_default()
@@ -75,11 +87,18 @@ pub fn rows(runs: &[RunRow], baseline: &str) -> Vec<Row> {
         if diffs.is_empty() {
             continue;
         }
+        // The definition's direction, else the baseline's runs' (never
+        // another environment's documents: `super::direction`).
+        let said = |env: &str| stated[&(*entry, env.to_string(), metric.clone())];
+        let Ok(higher_is_better) = direction(workloads[entry], metric, said(baseline), said(env))
+        else {
+            continue;
+        };
         out.push(Row {
             entry: *entry,
             env: env.clone(),
             metric: metric.clone(),
-            higher_is_better: direction[&(*entry, metric.clone())],
+            higher_is_better,
             family: 0,
             diffs,
         });
@@ -323,16 +342,21 @@ pub fn overlay(a: &mut Analysis, runs: &[RunRow], settings: &VerdictSettings) {
     let rows = rows(runs, &a.baseline);
     let verdicts = judge_all(&rows, settings);
     let envs = a.envs.clone();
+    // Each row found in one step: an entry may have thousands of metrics.
+    let found: std::collections::HashMap<(usize, &str, &str), usize> = rows
+        .iter()
+        .enumerate()
+        .map(|(i, r)| ((r.entry, r.env.as_str(), r.metric.as_str()), i))
+        .collect();
     for e in &mut a.entries {
         for m in e.metrics.iter_mut().filter(|m| m.headline) {
             for (ei, stat) in m.per_env.iter_mut().enumerate() {
                 let Some(assess) = stat.vs_baseline.as_mut() else {
                     continue;
                 };
-                let Some((row, v)) = rows
-                    .iter()
-                    .zip(&verdicts)
-                    .find(|(r, _)| r.entry == e.index && r.env == envs[ei] && r.metric == m.name)
+                let Some((row, v)) = found
+                    .get(&(e.index, envs[ei].as_str(), m.name.as_str()))
+                    .map(|&i| (&rows[i], &verdicts[i]))
                 else {
                     // No pairs (the two sides ran in different rounds):
                     // nothing the sequence can say.
