@@ -1,9 +1,12 @@
 //! The hostile-agent driver: the host's side of the agent protocol against
 //! scripted fake agents over stdio (a shell in its own process group) that
 //! send invalid UTF-8, a 100 MiB line, invalid JSON, results for the wrong
-//! run, NaN and negative values, nothing at all, or ignore SIGTERM. Every
-//! case ends with a clear error within its deadline, the host's memory stays
-//! bounded, and no process of the fake agent is left.
+//! run, NaN and negative values, more metrics than a run may have, nothing
+//! at all, or ignore SIGTERM. Every case ends with a clear error within its
+//! deadline, the host's memory stays bounded, and no process of the fake
+//! agent is left. A store of what such a guest could say (escape sequences
+//! in every string) is reported in every format without one reaching the
+//! terminal.
 
 use std::os::unix::process::CommandExt;
 use std::process::{Command, Stdio};
@@ -244,6 +247,88 @@ fn nan_and_negative_values_are_refused() {
         err.contains("does not parse") || err.contains("finite"),
         "{err}"
     );
+}
+
+#[test]
+fn a_result_with_more_metrics_than_a_run_may_have_is_refused() {
+    // Issue 53, item 7: a guest's extra metric names made every report
+    // slow (48k names, 27.8 s a round).
+    let n = virtperf::core::result::MAX_METRICS + 1;
+    let line = result_line(0, |d| {
+        d.metrics = (0..n)
+            .map(|i| Metric::new(&format!("m{i}"), 1.0, "x", true))
+            .collect()
+    });
+    let err = hostile(SCRIPTED, &line);
+    assert!(
+        err.contains(&format!("a result of {n} metrics (at most")),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_stores_strings_reach_no_terminal_raw_in_any_format() {
+    // Issue 53, item 6: a guest's metric names, units, version and
+    // hypervisor reached the terminal raw in CSV (and, imported, in
+    // import's lines).
+    let evil = "\x1b]0;owned\x07\x1b[2J\r\u{9b}31m\u{85}\u{202e}";
+    let dir = tempfile::tempdir().unwrap();
+    let vm = format!("vm{evil}");
+    {
+        let store = virtperf::store::Store::open(dir.path()).unwrap();
+        let envs = ["host".to_string(), vm.clone()];
+        let id = store.begin("t", "quick", "host", &envs, &[]).unwrap();
+        for round in 0..3 {
+            for (env, v) in [("host", 100.0), (vm.as_str(), 60.0 + round as f64)] {
+                let mut doc = ResultDoc::new(
+                    "cpu",
+                    env,
+                    vec![
+                        Metric::new("events_per_sec", v, &format!("events/s{evil}"), true),
+                        Metric::new(&format!("own{evil}"), v, &format!("u{evil}"), true),
+                    ],
+                );
+                doc.env.hypervisor = format!("KVM{evil}");
+                doc.env.virtperf_version = format!("9{evil}");
+                doc.env.kernel = format!("6.1{evil}");
+                doc.env.cpu_model = format!("EPYC{evil}");
+                let label = format!("cpu{evil}");
+                store.record(id, env, 0, &label, round, Ok(&doc)).unwrap();
+            }
+        }
+        store
+            .record(id, &vm, 0, "cpu", 3, Err(&format!("boom{evil}")))
+            .unwrap();
+        store.finish(id).unwrap();
+    }
+    for format in ["table", "markdown", "csv", "json", "html"] {
+        let out = Command::new(env!("CARGO_BIN_EXE_virtperf"))
+            .arg("report")
+            .arg(dir.path())
+            .args(["--format", format, "--detail"])
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{format}: {out:?}");
+        let text = String::from_utf8(out.stdout).unwrap();
+        assert!(text.contains("KVM") || format != "json", "{format}");
+        assert!(text.contains("own"), "{format}: {text}");
+        let raw: Vec<char> = text
+            .chars()
+            .filter(|&c| (c.is_control() && c != '\n' && c != '\t') || c == '\u{202e}')
+            .collect();
+        assert!(raw.is_empty(), "{format}: {raw:?} in {text}");
+        if format == "json" {
+            // Still JSON, saying what the store says.
+            let v: serde_json::Value = serde_json::from_str(&text).unwrap();
+            let names: Vec<&str> = v["entries"][0]["metrics"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .filter_map(|m| m["name"].as_str())
+                .collect();
+            assert!(names.contains(&format!("own{evil}").as_str()), "{names:?}");
+        }
+    }
 }
 
 #[test]
