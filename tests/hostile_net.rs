@@ -15,6 +15,9 @@ use std::time::{Duration, Instant};
 
 use common::{output_ok, signal_and_wait, succeeds as quiet};
 
+/// The net protocol's version (`virtperf serve --help` says it).
+const NET_VERSION: u32 = 2;
+
 /// A fake server: answers the hello with a welcome, then on each data
 /// connection either trickles a byte every 300 ms (what the client
 /// receives) or says nothing at all (what the client waits an answer for).
@@ -47,13 +50,19 @@ fn peer(mut s: TcpStream, stop: &AtomicBool, started: Instant) {
     let alive = || !stop.load(Ordering::Relaxed) && started.elapsed() < Duration::from_secs(60);
     match &tag {
         b"VPNC" => {
+            let challenge = format!(
+                r#"{{"type":"challenge","version":{NET_VERSION},"server":"{0}","nonce":"{0}"}}"#,
+                "0".repeat(32)
+            );
+            let _ = s.write_all(&(challenge.len() as u32).to_be_bytes());
+            let _ = s.write_all(challenge.as_bytes());
             let mut len = [0u8; 4];
             let _ = s.read_exact(&mut len);
             let mut body = vec![0u8; u32::from_be_bytes(len) as usize];
             let _ = s.read_exact(&mut body);
-            let reply = br#"{"type":"welcome","version":1,"cookie":7}"#;
+            let reply = format!(r#"{{"type":"welcome","version":{NET_VERSION},"cookie":7}}"#);
             let _ = s.write_all(&(reply.len() as u32).to_be_bytes());
-            let _ = s.write_all(reply);
+            let _ = s.write_all(reply.as_bytes());
             // Holds the control connection and never sends results.
             while alive() {
                 std::thread::sleep(Duration::from_millis(50));
@@ -134,11 +143,17 @@ fn ctrl_c_ends_a_client_held_by_a_hostile_server_within_2_s() {
 
 /// `virtperf serve` on a free port, waited for until it listens.
 fn serve() -> (std::process::Child, u16) {
+    serve_with(&[])
+}
+
+/// `virtperf serve` with `extra` arguments, on a free port.
+fn serve_with(extra: &[&str]) -> (std::process::Child, u16) {
     // `--port=0`: serve binds a free port and names it on stderr, so no
     // other test's connection can take the port between a probe and the
     // bind.
     let mut child = Command::new(env!("CARGO_BIN_EXE_virtperf"))
         .args(["serve", "--port=0"])
+        .args(extra)
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .spawn()
@@ -221,9 +236,18 @@ fn rss_kib(pid: u32) -> u64 {
 fn maerts_session(port: u16, streams: u32, send_size: u64) -> (TcpStream, u64) {
     let s = TcpStream::connect(("127.0.0.1", port)).unwrap();
     let hello = format!(
-        r#"{{"type":"hello","version":1,"test":"tcp_maerts","duration_s":10.0,"streams":{streams},"bidir":false,"request_size":1,"response_size":1,"send_size":{send_size},"sndbuf":0,"rcvbuf":0,"nodelay":false}}"#
+        r#"{{"type":"hello","version":{NET_VERSION},"test":"tcp_maerts","duration_s":10.0,"streams":{streams},"bidir":false,"request_size":1,"response_size":1,"send_size":{send_size},"sndbuf":0,"rcvbuf":0,"nodelay":false}}"#
     );
     welcomed(s, &hello)
+}
+
+/// One framed control message.
+fn read_frame(s: &mut TcpStream) -> serde_json::Value {
+    let mut len = [0u8; 4];
+    s.read_exact(&mut len).unwrap();
+    let mut body = vec![0u8; u32::from_be_bytes(len) as usize];
+    s.read_exact(&mut body).unwrap();
+    serde_json::from_slice(&body).unwrap()
 }
 
 /// Sends `hello` on a new control connection and reads the welcome: the
@@ -231,13 +255,13 @@ fn maerts_session(port: u16, streams: u32, send_size: u64) -> (TcpStream, u64) {
 fn welcomed(mut s: TcpStream, hello: &str) -> (TcpStream, u64) {
     s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
     s.write_all(b"VPNC").unwrap();
+    // The server's challenge comes first (proofs are not needed here: the
+    // server has no secret).
+    let challenge = read_frame(&mut s);
+    assert_eq!(challenge["type"], "challenge", "{challenge}");
     s.write_all(&(hello.len() as u32).to_be_bytes()).unwrap();
     s.write_all(hello.as_bytes()).unwrap();
-    let mut len = [0u8; 4];
-    s.read_exact(&mut len).unwrap();
-    let mut body = vec![0u8; u32::from_be_bytes(len) as usize];
-    s.read_exact(&mut body).unwrap();
-    let v: serde_json::Value = serde_json::from_slice(&body).unwrap();
+    let v = read_frame(&mut s);
     let cookie = v["cookie"]
         .as_u64()
         .unwrap_or_else(|| panic!("no welcome: {v}"));
@@ -526,8 +550,10 @@ fn spoofed_udp_from_another_namespace_reaches_no_one_but_the_control_peer_and_se
     // The legitimate session: UDP_RR, 100-byte requests, 1000-byte answers.
     let (control, cookie) = in_netns(&lab.c, move || {
         let s = TcpStream::connect_timeout(&server.into(), Duration::from_secs(5)).unwrap();
-        let hello = r#"{"type":"hello","version":1,"test":"udp_rr","duration_s":20.0,"streams":1,"bidir":false,"request_size":100,"response_size":1000,"send_size":100,"sndbuf":0,"rcvbuf":0,"nodelay":false}"#;
-        welcomed(s, hello)
+        let hello = format!(
+            r#"{{"type":"hello","version":{NET_VERSION},"test":"udp_rr","duration_s":20.0,"streams":1,"bidir":false,"request_size":100,"response_size":1000,"send_size":100,"sndbuf":0,"rcvbuf":0,"nodelay":false}}"#
+        );
+        welcomed(s, &hello)
     });
     let mut hello = b"VPNU".to_vec();
     hello.extend_from_slice(&cookie.to_le_bytes());
@@ -586,4 +612,217 @@ fn spoofed_udp_from_another_namespace_reaches_no_one_but_the_control_peer_and_se
                 "--time=1",
             ]),
     );
+}
+
+/// Holds `n` silent connections to 127.0.0.1:`port` from address `from`
+/// (any of 127/8), opening a new one whenever the server closes one, until
+/// `stop`: how many it opened.
+fn silent_crowd(from: &str, port: u16, n: usize, stop: &AtomicBool) -> usize {
+    use socket2::{Domain, Socket, Type};
+    let to: std::net::SocketAddr = ([127, 0, 0, 1], port).into();
+    let from: std::net::SocketAddr = (from.parse::<std::net::IpAddr>().unwrap(), 0).into();
+    let open = || -> Option<TcpStream> {
+        let s = Socket::new(Domain::IPV4, Type::STREAM, None).ok()?;
+        s.bind(&from.into()).ok()?;
+        s.connect(&to.into()).ok()?;
+        let s: TcpStream = s.into();
+        s.set_nonblocking(true).ok()?;
+        Some(s)
+    };
+    let mut held: Vec<TcpStream> = (0..n).filter_map(|_| open()).collect();
+    let mut opened = held.len();
+    let started = Instant::now();
+    while !stop.load(Ordering::Relaxed) && started.elapsed() < Duration::from_secs(90) {
+        held.retain(|s| match (&*s).read(&mut [0u8; 1]) {
+            Ok(0) => false,
+            Err(e) => e.kind() == std::io::ErrorKind::WouldBlock,
+            Ok(_) => true,
+        });
+        while held.len() < n {
+            match open() {
+                Some(s) => {
+                    held.push(s);
+                    opened += 1;
+                }
+                None => break,
+            }
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    opened
+}
+
+/// A secret file for `serve --secret-file` and `net --net-secret-file`.
+fn secret_file(dir: &std::path::Path) -> String {
+    let path = dir.join("secret");
+    std::fs::write(&path, "correct horse battery staple\n").unwrap();
+    path.display().to_string()
+}
+
+fn proven_net(port: u16, secret: &str) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_virtperf"))
+        .args([
+            "net",
+            &format!("--net-host=127.0.0.1:{port}"),
+            &format!("--net-secret-file={secret}"),
+            "--net-test=tcp_rr",
+            "--time=0.3",
+        ])
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn serve_with_a_secret_still_serves_a_proven_client_under_a_crowd_of_silent_strangers() {
+    // Issue 53, item 8: 140 silent unauthenticated connections, renewed,
+    // kept every proven client out (0 of 30 welcomed in 6 s): handshakes
+    // shared one 128-connection pool with proven ones.
+    let dir = tempfile::tempdir().unwrap();
+    let secret = secret_file(dir.path());
+    let (mut server, port) = serve_with(&["--secret-file", &secret]);
+    let stop = Arc::new(AtomicBool::new(false));
+    // Five addresses of a hostile peer, the client's own among them, each
+    // holding 150 silent connections and renewing every one closed.
+    let crowds: Vec<_> = [
+        "127.0.0.1",
+        "127.0.0.2",
+        "127.0.0.3",
+        "127.0.0.4",
+        "127.0.0.5",
+    ]
+    .into_iter()
+    .map(|from| {
+        let stop = stop.clone();
+        std::thread::spawn(move || silent_crowd(from, port, 150, &stop))
+    })
+    .collect();
+    std::thread::sleep(Duration::from_secs(1));
+    let started = Instant::now();
+    let mut served = 0;
+    let mut errors = Vec::new();
+    for _ in 0..5 {
+        let out = proven_net(port, &secret);
+        if out.status.success() {
+            served += 1;
+        } else {
+            errors.push(String::from_utf8_lossy(&out.stderr).into_owned());
+        }
+    }
+    let took = started.elapsed();
+    stop.store(true, Ordering::Relaxed);
+    let opened: usize = crowds.into_iter().map(|t| t.join().unwrap()).sum();
+    assert!(opened >= 700, "the crowd held only {opened} connections");
+    assert_eq!(served, 5, "served {served} of 5 in {took:?}: {errors:?}");
+    // The crowd cost the server threads for its share of the handshake
+    // pool only, not one per connection.
+    let threads = threads_of(server.id());
+    assert!(threads <= 140, "{threads} threads");
+    assert!(signal_and_wait(
+        &mut server,
+        &[libc::SIGINT],
+        Duration::from_secs(2)
+    ));
+}
+
+/// A TCP relay from a port of its own to 127.0.0.1:`to`, recording what
+/// the first connection's client sent; ends after `life`.
+fn recording_relay(to: u16, life: Duration) -> (u16, Arc<std::sync::Mutex<Vec<u8>>>) {
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    l.set_nonblocking(true).unwrap();
+    let port = l.local_addr().unwrap().port();
+    let first = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let record = first.clone();
+    std::thread::spawn(move || {
+        let started = Instant::now();
+        let mut n = 0;
+        while started.elapsed() < life {
+            let Ok((client, _)) = l.accept() else {
+                std::thread::sleep(Duration::from_millis(5));
+                continue;
+            };
+            client.set_nonblocking(false).unwrap();
+            let Ok(server) = TcpStream::connect(("127.0.0.1", to)) else {
+                continue;
+            };
+            let record = (n == 0).then(|| record.clone());
+            n += 1;
+            let (mut c2, mut s2) = (client.try_clone().unwrap(), server.try_clone().unwrap());
+            std::thread::spawn(move || {
+                let _ = std::io::copy(&mut s2, &mut c2);
+                let _ = c2.shutdown(std::net::Shutdown::Write);
+            });
+            std::thread::spawn(move || {
+                let (mut client, mut server) = (client, server);
+                let mut buf = [0u8; 4096];
+                while let Ok(k) = client.read(&mut buf) {
+                    if k == 0 || server.write_all(&buf[..k]).is_err() {
+                        break;
+                    }
+                    if let Some(r) = &record {
+                        r.lock().unwrap().extend_from_slice(&buf[..k]);
+                    }
+                }
+                let _ = server.shutdown(std::net::Shutdown::Write);
+            });
+        }
+    });
+    (port, first)
+}
+
+/// Sends a captured control connection's bytes (its tag and hello) to
+/// `serve` at `port` after reading the challenge: the server's answer.
+fn replay(port: u16, captured: &[u8]) -> serde_json::Value {
+    let mut s = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    assert_eq!(&captured[..4], b"VPNC");
+    s.write_all(b"VPNC").unwrap();
+    let challenge = read_frame(&mut s);
+    assert_eq!(challenge["type"], "challenge", "{challenge}");
+    let len = u32::from_be_bytes(captured[4..8].try_into().unwrap()) as usize;
+    s.write_all(&captured[4..8 + len]).unwrap();
+    read_frame(&mut s)
+}
+
+#[test]
+fn a_proven_hello_replayed_later_or_to_a_restarted_serve_is_refused() {
+    // Issue 53, item 9: a captured hello was welcomed again by a restarted
+    // serve, or after 4,096 other hellos.
+    let dir = tempfile::tempdir().unwrap();
+    let secret = secret_file(dir.path());
+    let (mut server, port) = serve_with(&["--secret-file", &secret]);
+    let (relay, captured) = recording_relay(port, Duration::from_secs(20));
+    let out = proven_net(relay, &secret);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let captured = captured.lock().unwrap().clone();
+    let len = u32::from_be_bytes(captured[4..8].try_into().unwrap()) as usize;
+    let hello: serde_json::Value = serde_json::from_slice(&captured[8..8 + len]).unwrap();
+    assert!(hello["proof"]["mac"].is_string(), "{hello}");
+    // The same server, a moment later.
+    let answer = replay(port, &captured);
+    assert_eq!(answer["type"], "refused", "{answer}");
+    assert!(
+        answer["reason"]
+            .as_str()
+            .unwrap()
+            .contains("another connection"),
+        "{answer}"
+    );
+    // The server restarted with the same secret.
+    assert!(signal_and_wait(
+        &mut server,
+        &[libc::SIGINT],
+        Duration::from_secs(2)
+    ));
+    let (mut again, port) = serve_with(&["--secret-file", &secret]);
+    let answer = replay(port, &captured);
+    assert_eq!(answer["type"], "refused", "{answer}");
+    assert!(signal_and_wait(
+        &mut again,
+        &[libc::SIGINT],
+        Duration::from_secs(2)
+    ));
 }

@@ -330,16 +330,15 @@ fn a_silent_peer_is_given_up_on_after_the_connect_timeout() {
 fn a_server_of_another_version_is_named() {
     let l = TcpListener::bind("127.0.0.1:0").unwrap();
     let port = l.local_addr().unwrap().port();
-    // A fake server of protocol 2: reads the hello, answers in its version.
+    // A fake server of a later protocol, 9: reads the tag, speaks first
+    // (as servers of protocol 2 on do) in its version.
     let fake = std::thread::spawn(move || {
         let (mut s, _) = l.accept().unwrap();
         s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
-        let mut head = [0u8; 8];
-        s.read_exact(&mut head).unwrap();
-        let len = u32::from_be_bytes(head[4..8].try_into().unwrap()) as usize;
-        let mut body = vec![0u8; len];
-        s.read_exact(&mut body).unwrap();
-        let reply = br#"{"type":"welcome","version":2,"cookie":7,"features":["x"]}"#;
+        let mut tag = [0u8; 4];
+        s.read_exact(&mut tag).unwrap();
+        let reply =
+            br#"{"type":"challenge","version":9,"server":"x","nonce":"y","features":["x"]}"#;
         s.write_all(&(reply.len() as u32).to_be_bytes()).unwrap();
         s.write_all(reply).unwrap();
         std::thread::sleep(Duration::from_millis(200));
@@ -352,7 +351,7 @@ fn a_server_of_another_version_is_named() {
     fake.join().unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "{err}");
-    assert!(err.contains("protocol 2"), "{err}");
+    assert!(err.contains("protocol 9"), "{err}");
     assert!(err.contains("same virtperf version"), "{err}");
 }
 

@@ -316,13 +316,17 @@ mod tests {
             send_size: 1,
             ..Hello::for_test(Test::TcpRr)
         };
-        if let Some(k) = secret {
-            protocol::prove(k, &mut h).unwrap();
-        }
         let mut s = std::net::TcpStream::connect(addr).unwrap();
         s.set_read_timeout(Some(std::time::Duration::from_secs(5)))
             .unwrap();
         s.write_all(&TAG_CONTROL).unwrap();
+        let Control::Challenge { server, nonce, .. } = protocol::read_control(&mut s).unwrap()
+        else {
+            panic!("no challenge")
+        };
+        if let Some(k) = secret {
+            protocol::prove(k, &protocol::Challenge { server, nonce }, &mut h).unwrap();
+        }
         protocol::write_control(&mut s, &Control::Hello(h)).unwrap();
         format!("{:?}", protocol::read_control(&mut s).unwrap())
     }

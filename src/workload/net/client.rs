@@ -215,19 +215,30 @@ pub fn handshake(s: &mut TcpStream, p: &Params) -> Result<u64> {
         server_cpu: p.cpus.1,
         proof: None,
     };
-    if let Some(secret) = &p.secret {
-        protocol::prove(secret, &mut hello)?;
-    }
-    let mut frame = TAG_CONTROL.to_vec();
-    protocol::write_control(&mut frame, &Control::Hello(hello))?;
     let bound = Bound::new(p, wait);
+    let reached = |e: anyhow::Error| match e.downcast::<io::Error>() {
+        Ok(io) => reach_error(&addr, &io),
+        Err(e) => e,
+    };
     bound
-        .write_all(s, &frame, "saying hello")
-        .map_err(|e| match e.downcast::<io::Error>() {
-            Ok(io) => reach_error(&addr, &io),
-            Err(e) => e,
-        })?;
-    let answer = protocol::read_control(&mut BoundedRead { s, bound });
+        .write_all(s, &TAG_CONTROL, "saying hello")
+        .map_err(reached)?;
+    // The server's challenge first: the proof covers it, so it holds for
+    // this connection only.
+    let answer = match protocol::read_control(&mut BoundedRead { s, bound }) {
+        Ok(Control::Challenge { server, nonce, .. }) => {
+            if let Some(secret) = &p.secret {
+                protocol::prove(secret, &protocol::Challenge { server, nonce }, &mut hello)?;
+            }
+            let mut frame = Vec::new();
+            protocol::write_control(&mut frame, &Control::Hello(hello))?;
+            bound
+                .write_all(s, &frame, "saying hello")
+                .map_err(reached)?;
+            protocol::read_control(&mut BoundedRead { s, bound })
+        }
+        other => other,
+    };
     signals::check()?;
     match answer {
         Ok(Control::Welcome { cookie, .. }) => Ok(cookie),
@@ -236,7 +247,7 @@ pub fn handshake(s: &mut TcpStream, p: &Params) -> Result<u64> {
         }
         Ok(other) => bail!("the server at {addr} answered the hello with {other:?}"),
         Err(ProtocolError::Io(e)) if sock_timeout(&e) => bail!(
-            "the server at {addr} accepted the connection but did not answer within {wait:?}: is it a virtperf server?"
+            "the server at {addr} accepted the connection but did not answer within {wait:?}: is it a virtperf server of this version (one before net protocol 2 waits for the hello)?"
         ),
         Err(ProtocolError::Io(e)) if e.kind() == io::ErrorKind::UnexpectedEof => bail!(
             "the server at {addr} closed the connection without answering: is it a virtperf server of this version?"

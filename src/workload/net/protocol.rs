@@ -5,20 +5,25 @@
 //! session cookie from the server ties data connections and UDP sockets to
 //! their session. UDP sockets register with a 12-byte hello before sending.
 //!
-//! A server given a secret (every server the host starts for an environment
-//! run has a fresh one) opens a session only for a hello carrying a proof:
-//! HMAC-SHA256 (RFC 2104) keyed with the secret over a fresh client nonce and
-//! the request's fields. The nonce is remembered, so a captured hello cannot
-//! be replayed; the session's data connections and UDP sockets then carry the
-//! server's random cookie, and UDP is taken only from the control peer's
-//! address.
+//! A control connection opens with the server's challenge: the server's
+//! instance (random, fresh at every start) and a nonce fresh for this
+//! connection, valid until its handshake deadline. A server given a secret
+//! (every server the host starts for an environment run has a fresh one)
+//! opens a session only for a hello carrying a proof: HMAC-SHA256 (RFC 2104)
+//! keyed with the secret over that challenge, a fresh client nonce and the
+//! request's fields. A captured hello is therefore good for nothing: not on
+//! another connection, not after the handshake's few seconds, not on the
+//! server restarted. The session's data connections and UDP sockets then
+//! carry the server's random cookie, and UDP is taken only from the control
+//! peer's address.
 
 use std::io::{self, Read, Write};
 
 use serde::{Deserialize, Serialize};
 
-/// Bumped whenever a message or a data-path rule changes meaning.
-pub const VERSION: u32 = 1;
+/// Bumped whenever a message or a data-path rule changes meaning (2: the
+/// server's challenge opens a control connection).
+pub const VERSION: u32 = 2;
 /// The port `virtperf serve` listens on (TCP and UDP), as netperf's 12865 plus one.
 pub const DEFAULT_PORT: u16 = 12866;
 
@@ -216,18 +221,43 @@ pub fn new_secret() -> io::Result<String> {
     Ok(hex(&random_bytes::<32>()?))
 }
 
-/// What the proof covers: the nonce and every field of the request (the
-/// duration in whole milliseconds, so both ends write the same text).
-pub fn proof_message(nonce: &str, h: &Hello) -> Vec<u8> {
-    // A CPU is covered when one is asked for; a hello without one signs
-    // the same text as before the field existed.
+/// What a server asks a control connection to prove: which server (its
+/// instance, fresh at every start) and this connection's nonce, each 32
+/// hex digits.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Challenge {
+    pub server: String,
+    pub nonce: String,
+}
+
+impl Challenge {
+    /// A fresh nonce for a connection to the server instance `server`.
+    pub fn fresh(server: &str) -> io::Result<Challenge> {
+        Ok(Challenge {
+            server: server.to_string(),
+            nonce: hex(&random_bytes::<16>()?),
+        })
+    }
+}
+
+/// A fresh server instance's name: 32 hex digits.
+pub fn new_instance() -> io::Result<String> {
+    Ok(hex(&random_bytes::<16>()?))
+}
+
+/// What the proof covers: the server's challenge, the client's nonce and
+/// every field of the request (the duration in whole milliseconds, so both
+/// ends write the same text).
+pub fn proof_message(challenge: &Challenge, nonce: &str, h: &Hello) -> Vec<u8> {
     let cpu = h
         .server_cpu
         .map(|c| format!(" cpu {c}"))
         .unwrap_or_default();
     format!(
-        "virtperf-net {} {nonce} {} {} {} {} {} {} {} {} {} {}{cpu}",
+        "virtperf-net {} {} {} {nonce} {} {} {} {} {} {} {} {} {} {}{cpu}",
         h.version,
+        challenge.server,
+        challenge.nonce,
         h.test.name(),
         (h.duration_s * 1000.0).round() as u64,
         h.streams,
@@ -242,33 +272,35 @@ pub fn proof_message(nonce: &str, h: &Hello) -> Vec<u8> {
     .into_bytes()
 }
 
-/// Signs a hello with `secret` and a fresh nonce.
-pub fn prove(secret: &[u8], h: &mut Hello) -> io::Result<()> {
+/// Signs a hello with `secret` over the server's `challenge` and a fresh
+/// nonce.
+pub fn prove(secret: &[u8], challenge: &Challenge, h: &mut Hello) -> io::Result<()> {
     let nonce = hex(&random_bytes::<16>()?);
-    let mac = hex(&hmac_sha256(secret, &proof_message(&nonce, h)));
+    let mac = hex(&hmac_sha256(secret, &proof_message(challenge, &nonce, h)));
     h.proof = Some(Proof { nonce, mac });
     Ok(())
 }
 
-/// Checks a hello's proof against `secret` (in constant time); the nonce
-/// is returned for the caller's replay check.
-pub fn verify<'h>(secret: &[u8], h: &'h Hello) -> Result<&'h str, &'static str> {
+/// Checks a hello's proof against `secret` and the `challenge` this
+/// connection was given (in constant time): a proof made for another
+/// connection, another server instance or another request fails.
+pub fn verify(secret: &[u8], challenge: &Challenge, h: &Hello) -> Result<(), &'static str> {
     let Some(p) = &h.proof else {
         return Err("this server needs the secret it was started with (--net-secret-file or VIRTPERF_NET_SECRET on the client)");
     };
     if p.nonce.len() != 32 || !p.nonce.bytes().all(|b| b.is_ascii_hexdigit()) {
         return Err("a malformed proof");
     }
-    let want = hex(&hmac_sha256(secret, &proof_message(&p.nonce, h)));
+    let want = hex(&hmac_sha256(secret, &proof_message(challenge, &p.nonce, h)));
     let differ = want
         .bytes()
         .zip(p.mac.bytes())
         .fold(0u8, |acc, (a, b)| acc | (a ^ b))
         | u8::from(want.len() != p.mac.len());
     if differ != 0 {
-        return Err("a wrong secret");
+        return Err("a wrong secret, or a proof made for another connection");
     }
-    Ok(&p.nonce)
+    Ok(())
 }
 
 /// What the server measured of one session.
@@ -292,6 +324,12 @@ pub struct ServerResults {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum Control {
+    /// The server's first message on a control connection ([`Challenge`]).
+    Challenge {
+        version: u32,
+        server: String,
+        nonce: String,
+    },
     Hello(Hello),
     Welcome {
         version: u32,
@@ -428,34 +466,59 @@ mod tests {
     }
 
     #[test]
-    fn a_proof_holds_only_for_its_secret_and_its_request() {
+    fn a_proof_holds_only_for_its_secret_its_challenge_and_its_request() {
+        let server = new_instance().unwrap();
+        let challenge = Challenge::fresh(&server).unwrap();
         let mut h = Hello {
             duration_s: 10.0,
             ..Hello::for_test(Test::TcpStream)
         };
-        assert!(verify(b"k", &h).unwrap_err().contains("needs the secret"));
-        prove(b"k", &mut h).unwrap();
+        let wrong = Err("a wrong secret, or a proof made for another connection");
+        assert!(verify(b"k", &challenge, &h)
+            .unwrap_err()
+            .contains("needs the secret"));
+        prove(b"k", &challenge, &mut h).unwrap();
         // It crosses the wire and still holds.
         let mut buf = Vec::new();
         write_control(&mut buf, &Control::Hello(h.clone())).unwrap();
         let Control::Hello(back) = read_control(&mut buf.as_slice()).unwrap() else {
             panic!("a hello")
         };
-        assert_eq!(
-            verify(b"k", &back),
-            Ok(h.proof.as_ref().unwrap().nonce.as_str())
-        );
-        assert_eq!(verify(b"K", &h), Err("a wrong secret"));
+        assert_eq!(verify(b"k", &challenge, &back), Ok(()));
+        assert_eq!(verify(b"K", &challenge, &h), wrong);
         let mut longer = h.clone();
         longer.duration_s = 3600.0;
-        assert_eq!(verify(b"k", &longer), Err("a wrong secret"));
+        assert_eq!(verify(b"k", &challenge, &longer), wrong);
         let mut bad = h.clone();
         bad.proof.as_mut().unwrap().nonce = "zz".into();
-        assert_eq!(verify(b"k", &bad), Err("a malformed proof"));
+        assert_eq!(verify(b"k", &challenge, &bad), Err("a malformed proof"));
+        // Issue 53, item 9: not on another connection of the same server,
+        // nor on another instance (a restart) given the same nonce.
+        let other_conn = Challenge::fresh(&server).unwrap();
+        assert_ne!(other_conn, challenge);
+        assert_eq!(verify(b"k", &other_conn, &h), wrong);
+        let restarted = Challenge {
+            server: new_instance().unwrap(),
+            nonce: challenge.nonce.clone(),
+        };
+        assert_eq!(verify(b"k", &restarted, &h), wrong);
         // A fresh nonce every time.
         let mut again = h.clone();
-        prove(b"k", &mut again).unwrap();
+        prove(b"k", &challenge, &mut again).unwrap();
         assert_ne!(again.proof, h.proof);
+    }
+
+    #[test]
+    fn a_challenge_round_trips_with_its_version() {
+        let c = Challenge::fresh(&new_instance().unwrap()).unwrap();
+        let msg = Control::Challenge {
+            version: VERSION,
+            server: c.server,
+            nonce: c.nonce,
+        };
+        let mut buf = Vec::new();
+        write_control(&mut buf, &msg).unwrap();
+        assert_eq!(read_control(&mut buf.as_slice()).unwrap(), msg);
     }
 
     #[test]
