@@ -652,6 +652,16 @@ fn silent_crowd(from: &str, port: u16, n: usize, stop: &AtomicBool) -> usize {
     opened
 }
 
+/// A `serve` child killed when dropped, so a failing test leaves none.
+struct Serving(std::process::Child);
+
+impl Drop for Serving {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
 /// A secret file for `serve --secret-file` and `net --net-secret-file`.
 fn secret_file(dir: &std::path::Path) -> String {
     let path = dir.join("secret");
@@ -679,7 +689,8 @@ fn serve_with_a_secret_still_serves_a_proven_client_under_a_crowd_of_silent_stra
     // shared one 128-connection pool with proven ones.
     let dir = tempfile::tempdir().unwrap();
     let secret = secret_file(dir.path());
-    let (mut server, port) = serve_with(&["--secret-file", &secret]);
+    let (server, port) = serve_with(&["--secret-file", &secret]);
+    let mut server = Serving(server);
     let stop = Arc::new(AtomicBool::new(false));
     // Five addresses of a hostile peer, the client's own among them, each
     // holding 150 silent connections and renewing every one closed.
@@ -715,10 +726,10 @@ fn serve_with_a_secret_still_serves_a_proven_client_under_a_crowd_of_silent_stra
     assert_eq!(served, 5, "served {served} of 5 in {took:?}: {errors:?}");
     // The crowd cost the server threads for its share of the handshake
     // pool only, not one per connection.
-    let threads = threads_of(server.id());
+    let threads = threads_of(server.0.id());
     assert!(threads <= 140, "{threads} threads");
     assert!(signal_and_wait(
-        &mut server,
+        &mut server.0,
         &[libc::SIGINT],
         Duration::from_secs(2)
     ));
@@ -789,7 +800,8 @@ fn a_proven_hello_replayed_later_or_to_a_restarted_serve_is_refused() {
     // serve, or after 4,096 other hellos.
     let dir = tempfile::tempdir().unwrap();
     let secret = secret_file(dir.path());
-    let (mut server, port) = serve_with(&["--secret-file", &secret]);
+    let (server, port) = serve_with(&["--secret-file", &secret]);
+    let mut server = Serving(server);
     let (relay, captured) = recording_relay(port, Duration::from_secs(20));
     let out = proven_net(relay, &secret);
     assert!(
@@ -813,15 +825,20 @@ fn a_proven_hello_replayed_later_or_to_a_restarted_serve_is_refused() {
     );
     // The server restarted with the same secret.
     assert!(signal_and_wait(
-        &mut server,
+        &mut server.0,
         &[libc::SIGINT],
         Duration::from_secs(2)
     ));
-    let (mut again, port) = serve_with(&["--secret-file", &secret]);
+    let (again, port) = serve_with(&["--secret-file", &secret]);
+    let mut again = Serving(again);
     let answer = replay(port, &captured);
     assert_eq!(answer["type"], "refused", "{answer}");
+    assert!(
+        answer["reason"].as_str().unwrap().contains("another connection"),
+        "{answer}"
+    );
     assert!(signal_and_wait(
-        &mut again,
+        &mut again.0,
         &[libc::SIGINT],
         Duration::from_secs(2)
     ));
