@@ -165,8 +165,15 @@ pub fn import_file(data: &[u8]) {
                                 run.def.name
                             );
                         }
+                        // A figure no run can have is never kept (the run
+                        // is refused by its check instead).
                         for m in &run.metrics {
-                            assert!(m.value.is_finite(), "{} is {}", m.name, m.value);
+                            assert!(
+                                m.value.is_finite() && m.value >= 0.0,
+                                "{} is {}",
+                                m.name,
+                                m.value
+                            );
                         }
                     }
                 }
