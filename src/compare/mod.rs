@@ -124,7 +124,8 @@ pub fn main(args: CompareArgs, old_args: ArgvParser) -> Result<()> {
     let cmp = store.comparison(id)?.expect("exists");
     let analysis = report::analyze(&cmp, &store.runs(id)?, &plan.settings);
     let html = args.out.join(format!("comparison-{id}.html"));
-    std::fs::write(&html, report::html().render(&analysis, args.view))
+    let page = report::html().render(&analysis, args.view);
+    std::fs::write(&html, text::output(&page, text::Form::Text).as_bytes())
         .with_context(|| format!("writing {}", html.display()))?;
     let report = args.format.render(&analysis, args.view);
     print!(

@@ -7,6 +7,8 @@
 use std::io::{IsTerminal, Write};
 use std::sync::Mutex;
 
+use super::text;
+
 /// Where a long piece of work stands.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Progress {
@@ -75,8 +77,11 @@ impl Terminal {
     }
 }
 
+// Every line passes the output gate (`text::output`): a note may quote a
+// guest's error or label, an interim line a guest's text.
 impl Observer for Terminal {
     fn chatter(&self, line: &str) {
+        let line = &*text::output(line, text::Form::Text);
         if self.quiet {
         } else if self.interim_to_stderr {
             self.close_line();
@@ -90,6 +95,7 @@ impl Observer for Terminal {
         if self.quiet {
             return;
         }
+        let line = &*text::output(line, text::Form::Text);
         if self.interim_to_stderr {
             self.close_line();
             eprintln!("{line}");
@@ -100,7 +106,7 @@ impl Observer for Terminal {
 
     fn note(&self, line: &str) {
         self.close_line();
-        eprintln!("virtperf: {line}");
+        eprintln!("virtperf: {}", text::output(line, text::Form::Text));
     }
 
     fn progress(&self, p: &Progress) {
@@ -112,7 +118,7 @@ impl Observer for Terminal {
             .eta_s
             .map(|s| format!(", ETA {}m{:02}s", (s / 60.0) as u64, s as u64 % 60))
             .unwrap_or_default();
-        let line = format!("{count} {}{eta}", p.text);
+        let line = format!("{count} {}{eta}", text::output(&p.text, text::Form::Text));
         if self.tty {
             let mut open = self.open.lock().unwrap_or_else(|e| e.into_inner());
             eprint!("\r\x1b[2K{line}");

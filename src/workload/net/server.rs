@@ -22,16 +22,17 @@ mod udp;
 mod wait;
 
 use std::collections::HashMap;
-use std::io;
-use std::net::{IpAddr, SocketAddr, TcpListener, UdpSocket};
+use std::io::{self, Read};
+use std::net::{IpAddr, SocketAddr, TcpListener, TcpStream, UdpSocket};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use anyhow::Result;
 
-use super::protocol::{self, VERSION};
+use super::protocol::{self, TAG_CONTROL, TAG_CRR, TAG_DATA, VERSION};
+use super::sock;
 use crate::core::options::{self, CliError, OptKind, OptionSpec};
 use crate::core::signals;
 
@@ -146,7 +147,7 @@ impl Server {
         let s1 = shared.clone();
         let s2 = shared.clone();
         let threads = vec![
-            std::thread::spawn(move || admission::accept_loop(listener, s1)),
+            std::thread::spawn(move || accept_loop(listener, s1)),
             std::thread::spawn(move || udp::udp_loop(udp, s2)),
         ];
         Ok(Server {
@@ -185,6 +186,64 @@ impl Server {
 impl Drop for Server {
     fn drop(&mut self) {
         self.shutdown();
+    }
+}
+
+/// Accepts connections, each on a thread of its own once it has a place
+/// in the pending pool ([`admission`]).
+fn accept_loop(listener: TcpListener, shared: Arc<Shared>) {
+    while !shared.stop.load(Ordering::Relaxed) {
+        if !sock::wait_readable(&listener, TICK) {
+            continue;
+        }
+        let (s, from) = match listener.accept() {
+            Ok(x) => x,
+            // Out of file descriptors (or another transient failure): the
+            // connection stays queued; wait instead of spinning on it.
+            Err(_) => {
+                std::thread::sleep(TICK);
+                continue;
+            }
+        };
+        let Some(ticket) = admission::enter(&shared, &s, from.ip()) else {
+            continue;
+        };
+        let sh = shared.clone();
+        let spawned = std::thread::Builder::new()
+            .name("net-conn".into())
+            .spawn(move || connection(s, sh, ticket));
+        if let Ok(t) = spawned {
+            let mut threads = shared.conn_threads.lock().unwrap();
+            threads.retain(|t| !t.is_finished());
+            threads.push(t);
+        }
+    }
+}
+
+/// One connection, on its own thread: its tag within the handshake
+/// deadline, then what it is.
+fn connection(mut s: TcpStream, shared: Arc<Shared>, ticket: admission::Ticket) {
+    if s.set_read_timeout(Some(TICK)).is_err() || s.set_write_timeout(Some(TICK)).is_err() {
+        return;
+    }
+    let until = Instant::now() + HANDSHAKE;
+    let mut tag = [0u8; 4];
+    let mut r = wait::Until {
+        s: &mut s,
+        until,
+        stop: &shared.stop,
+    };
+    if r.read_exact(&mut tag).is_err() {
+        return;
+    }
+    ticket.spoke();
+    match tag {
+        TAG_CONTROL => control::control(s, shared, ticket, until),
+        TAG_DATA => data::attach_data(s, &shared, ticket, until),
+        TAG_CRR => {
+            let _ = data::crr_transaction(s, &shared, ticket, until);
+        }
+        _ => {}
     }
 }
 

@@ -1,5 +1,4 @@
-//! Who gets a thread: the accept loop and the two pools a connection
-//! passes through. A new connection is *pending* until it proves itself
+//! Who gets a thread: the two pools a connection passes through. A new connection is *pending* until it proves itself
 //! (a control connection's hello with its proof, a data connection's or
 //! TCP_CRR transaction's header naming an open session's cookie); only then
 //! is it *admitted*, into a pool of its own. Strangers therefore compete
@@ -18,16 +17,12 @@
 //!   (sessions, their streams and transactions).
 
 use std::collections::{HashMap, VecDeque};
-use std::io::Read;
-use std::net::{IpAddr, Shutdown, TcpListener, TcpStream};
+use std::net::{IpAddr, Shutdown, TcpStream};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use super::super::protocol::{TAG_CONTROL, TAG_CRR, TAG_DATA};
-use super::super::sock;
-use super::wait::Until;
-use super::{control, data, Shared, TICK};
+use super::Shared;
 
 /// Admitted connections served at once (control, data and TCP_CRR alike);
 /// more are closed as they come.
@@ -138,7 +133,7 @@ pub(super) enum NotAdmitted {
 impl Ticket {
     /// Marks the connection as speaking (its tag arrived): it is pushed out
     /// only after the silent ones.
-    fn spoke(&self) {
+    pub fn spoke(&self) {
         let mut p = self.shared.pending.lock().unwrap();
         if let Some(w) = p.waiting.iter_mut().find(|w| w.id == self.id) {
             w.spoke = true;
@@ -184,71 +179,22 @@ impl Drop for Slot {
     }
 }
 
-pub(super) fn accept_loop(listener: TcpListener, shared: Arc<Shared>) {
-    while !shared.stop.load(Ordering::Relaxed) {
-        if !sock::wait_readable(&listener, TICK) {
-            continue;
-        }
-        let (s, from) = match listener.accept() {
-            Ok(x) => x,
-            // Out of file descriptors (or another transient failure): the
-            // connection stays queued; wait instead of spinning on it.
-            Err(_) => {
-                std::thread::sleep(TICK);
-                continue;
-            }
-        };
-        let Ok(handle) = s.try_clone() else { continue };
-        let id = {
-            let mut p = shared.pending.lock().unwrap();
-            // Evicted threads leave at once (their socket is shut down);
-            // should they still pile up, newcomers are closed until they
-            // have: threads stay bounded.
-            if p.threads >= 2 * MAX_PENDING {
-                continue;
-            }
-            p.enter(from.ip(), handle)
-        };
-        let ticket = Ticket {
-            shared: shared.clone(),
-            id,
-            counted: true,
-        };
-        let sh = shared.clone();
-        let spawned = std::thread::Builder::new()
-            .name("net-conn".into())
-            .spawn(move || connection(s, sh, ticket));
-        if let Ok(t) = spawned {
-            let mut threads = shared.conn_threads.lock().unwrap();
-            threads.retain(|t| !t.is_finished());
-            threads.push(t);
-        }
+/// Registers a connection just accepted from `peer` in the pending pool
+/// (making room as the module doc says): its ticket, or None when it is
+/// closed at once (threads of evicted connections have piled up).
+pub(super) fn enter(shared: &Arc<Shared>, s: &TcpStream, peer: IpAddr) -> Option<Ticket> {
+    let handle = s.try_clone().ok()?;
+    let mut p = shared.pending.lock().unwrap();
+    // Evicted threads leave at once (their socket is shut down); should
+    // they still pile up, newcomers are closed until they have: threads
+    // stay bounded.
+    if p.threads >= 2 * MAX_PENDING {
+        return None;
     }
-}
-
-/// One connection, on its own thread: its tag within the handshake
-/// deadline, then what it is.
-fn connection(mut s: TcpStream, shared: Arc<Shared>, ticket: Ticket) {
-    if s.set_read_timeout(Some(TICK)).is_err() || s.set_write_timeout(Some(TICK)).is_err() {
-        return;
-    }
-    let until = Instant::now() + HANDSHAKE;
-    let mut tag = [0u8; 4];
-    let mut r = Until {
-        s: &mut s,
-        until,
-        stop: &shared.stop,
-    };
-    if r.read_exact(&mut tag).is_err() {
-        return;
-    }
-    ticket.spoke();
-    match tag {
-        TAG_CONTROL => control::control(s, shared, ticket, until),
-        TAG_DATA => data::attach_data(s, &shared, ticket, until),
-        TAG_CRR => {
-            let _ = data::crr_transaction(s, &shared, ticket, until);
-        }
-        _ => {}
-    }
+    let id = p.enter(peer, handle);
+    Some(Ticket {
+        shared: shared.clone(),
+        id,
+        counted: true,
+    })
 }
