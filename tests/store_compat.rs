@@ -22,6 +22,19 @@ fn a_store_from_an_earlier_build_still_reports() {
     let text = json.to_string();
     assert!(text.contains("host-b"), "{text}");
     assert!(text.contains("events_per_sec"), "{text}");
+    // Its latency figures, written when every one was a number, read as
+    // given (they became optional for what an import's file does not give).
+    let store = virtperf::store::Store::open_read_only(dir.path()).unwrap();
+    let cmp = store.latest().unwrap().unwrap();
+    let runs = store.runs(cmp.id).unwrap();
+    assert!(!runs.is_empty());
+    for r in &runs {
+        let doc = r.doc.as_ref().expect("every run of the fixture parses");
+        let lat = doc.latency_ms.as_ref().expect("its latency");
+        assert!(lat.p50.is_some() && lat.p95.is_some() && lat.p99.is_some() && lat.sum.is_some());
+        assert!(lat.max >= lat.min);
+    }
+    drop(store);
     for format in ["table", "markdown", "csv", "html"] {
         let out = output_ok(
             virtperf()
