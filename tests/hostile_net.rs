@@ -834,7 +834,10 @@ fn a_proven_hello_replayed_later_or_to_a_restarted_serve_is_refused() {
     let answer = replay(port, &captured);
     assert_eq!(answer["type"], "refused", "{answer}");
     assert!(
-        answer["reason"].as_str().unwrap().contains("another connection"),
+        answer["reason"]
+            .as_str()
+            .unwrap()
+            .contains("another connection"),
         "{answer}"
     );
     assert!(signal_and_wait(
