@@ -830,8 +830,8 @@ mod tests {
                 });
             }
             let mut rows = Rows::default();
-            rows.begin_row();
-            rows.push_value(Some(b"x"));
+            rows.begin_row().unwrap();
+            rows.push_value(Some(b"x")).unwrap();
             rows.end_row();
             Ok(rows)
         }

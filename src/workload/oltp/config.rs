@@ -10,6 +10,7 @@ use crate::core::options::{CliError, Values};
 
 use super::connect::Target;
 use super::driver::Dialect;
+use super::mysql_auth::{self, ServerKey};
 use super::rand::Dist;
 use super::{pgsql, Test, SQLITE_FILE};
 
@@ -153,6 +154,10 @@ impl Target {
                 user: v.text("mysql-user").to_string(),
                 password: v.text("mysql-password").to_string(),
                 db: v.text("mysql-db").to_string(),
+                key: ServerKey::from_options(
+                    v.text(mysql_auth::KEY_PATH_OPTION),
+                    v.flag(mysql_auth::FETCH_OPTION),
+                ),
                 dry_run: v.has("mysql-dry-run") && v.flag("mysql-dry-run"),
             },
             _ => {

@@ -9,6 +9,7 @@ use std::path::{Path, PathBuf};
 use anyhow::Result;
 
 use super::driver::{Conn, Dialect};
+use super::mysql_auth::ServerKey;
 use super::{mysql, pgsql, sqlite};
 
 /// Where the tables live.
@@ -32,6 +33,8 @@ pub enum Target {
         user: String,
         password: String,
         db: String,
+        /// Where the RSA key for a full authentication comes from.
+        key: ServerKey,
         /// `--mysql-dry-run`: no server; every call succeeds unrun.
         dry_run: bool,
     },
@@ -95,9 +98,19 @@ impl Target {
                 user,
                 password,
                 db,
+                key,
                 ..
             } => Box::new(mysql::My::connect(
-                host, *port, socket, user, password, db, prepared,
+                &mysql::Login {
+                    host,
+                    port: *port,
+                    socket,
+                    user,
+                    password,
+                    db,
+                    key,
+                },
+                prepared,
             )?),
         })
     }
@@ -183,6 +196,7 @@ mod tests {
                 user,
                 password,
                 db,
+                key: ServerKey::Refuse,
                 dry_run: false,
             },
         ]

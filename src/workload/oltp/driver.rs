@@ -76,21 +76,65 @@ impl fmt::Display for DbError {
 
 impl std::error::Error for DbError {}
 
+/// The most memory one answer kept for a script may hold: its values'
+/// bytes, 4 bytes a value and 4 a row. A server is untrusted, and the wire
+/// is no bound on memory (a NULL costs one bit in MySQL's binary rows):
+/// past this the answer is refused ([`TooBig`]) instead of growing. sysbench's
+/// scripts keep kilobytes (a range select: 100 rows); this is a whole
+/// 1,000,000-row sbtest table and more.
+pub const MAX_KEPT: usize = 256 << 20;
+
+/// The most bytes one answer may take on the wire, whether it is kept or
+/// only counted: an answer that never ends is an error, not an endless read.
+pub const MAX_ANSWER: usize = 256 << 20;
+
 /// What a statement returned to a script (`sysbench.sql`): its rows with
 /// every value as text (`None` for NULL) when it has result columns, else
 /// the rows it changed. The values sit in one buffer (a script mostly
-/// ignores them: three allocations a result rather than one a value).
+/// ignores them: three allocations a result rather than one a value), and
+/// the whole is bounded by [`MAX_KEPT`].
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Rows {
     pub fields: usize,
     pub affected: u64,
     /// Every value's bytes, one after another.
     data: Vec<u8>,
-    /// Each value's place in `data`; `None` for NULL.
-    cells: Vec<Option<(usize, usize)>>,
-    /// Where each row's values start in `cells`.
-    starts: Vec<usize>,
+    /// Each value's end in `data` (it starts where the one before ends),
+    /// with [`NULL`] set for a NULL.
+    ends: Vec<u32>,
+    /// Where each row's values start in `ends`.
+    starts: Vec<u32>,
 }
+
+/// The bit of an entry of `Rows::ends` that marks a NULL (`MAX_KEPT` is
+/// below it, so no end reaches it).
+const NULL: u32 = 1 << 31;
+
+/// An answer that would hold more than [`MAX_KEPT`]: refused.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TooBig;
+
+impl TooBig {
+    /// As the run reports it: the statement fails and the run stops.
+    pub fn error(self) -> DbError {
+        DbError {
+            class: ErrorClass::Fatal,
+            code: "too_big".into(),
+            message: format!(
+                "the answer holds more than {} MiB (its values and 4 bytes each, 4 a row); a script's query must ask for fewer rows or columns (LIMIT)",
+                MAX_KEPT >> 20
+            ),
+        }
+    }
+}
+
+impl fmt::Display for TooBig {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.error().message)
+    }
+}
+
+impl std::error::Error for TooBig {}
 
 impl Rows {
     /// The number of rows.
@@ -102,13 +146,28 @@ impl Rows {
         self.starts.is_empty()
     }
 
-    /// Appends a value to a row begun with `begin_row`.
-    pub fn push_value(&mut self, v: Option<&[u8]>) {
-        self.cells.push(v.map(|v| {
-            let at = self.data.len();
-            self.data.extend_from_slice(v);
-            (at, self.data.len())
-        }));
+    /// The memory the answer holds, as [`MAX_KEPT`] counts it.
+    pub fn held(&self) -> usize {
+        self.data.len() + 4 * (self.ends.len() + self.starts.len())
+    }
+
+    /// Appends a value to a row begun with `begin_row`; refused when the
+    /// answer would hold more than [`MAX_KEPT`].
+    #[inline]
+    pub fn push_value(&mut self, v: Option<&[u8]>) -> Result<(), TooBig> {
+        let len = v.map_or(0, <[u8]>::len);
+        if self.held() + len + 4 > MAX_KEPT {
+            return Err(TooBig);
+        }
+        // Below MAX_KEPT, so below NULL: the casts keep every bit.
+        self.ends.push(match v {
+            Some(v) => {
+                self.data.extend_from_slice(v);
+                self.data.len() as u32
+            }
+            None => self.data.len() as u32 | NULL,
+        });
+        Ok(())
     }
 
     /// The answer handed back in `spare` (see `Conn::recycle`), emptied,
@@ -124,30 +183,44 @@ impl Rows {
         self.fields = 0;
         self.affected = 0;
         self.data.clear();
-        self.cells.clear();
+        self.ends.clear();
         self.starts.clear();
     }
 
-    /// Begins a row whose values follow with `push_value`, then `end_row`.
-    pub fn begin_row(&mut self) {
-        self.starts.push(self.cells.len());
+    /// Begins a row whose values follow with `push_value`, then `end_row`;
+    /// refused when the answer would hold more than [`MAX_KEPT`].
+    #[inline]
+    pub fn begin_row(&mut self) -> Result<(), TooBig> {
+        if self.held() + 4 > MAX_KEPT {
+            return Err(TooBig);
+        }
+        self.starts.push(self.ends.len() as u32);
+        Ok(())
     }
 
     pub fn end_row(&mut self) {
         if let Some(&start) = self.starts.last() {
-            self.fields = self.fields.max(self.cells.len() - start);
+            self.fields = self.fields.max(self.ends.len() - start as usize);
         }
     }
 
     /// Row `i` (from 0): its values, `None` for NULL.
     pub fn row(&self, i: usize) -> Option<impl Iterator<Item = Option<&[u8]>>> {
-        let start = *self.starts.get(i)?;
-        let end = self.starts.get(i + 1).copied().unwrap_or(self.cells.len());
-        Some(
-            self.cells[start..end]
-                .iter()
-                .map(|c| c.map(|(a, b)| &self.data[a..b])),
-        )
+        let start = *self.starts.get(i)? as usize;
+        let end = self
+            .starts
+            .get(i + 1)
+            .map_or(self.ends.len(), |&e| e as usize);
+        let mut from = match start {
+            0 => 0,
+            s => (self.ends[s - 1] & !NULL) as usize,
+        };
+        Some(self.ends[start..end].iter().map(move |&e| {
+            let to = (e & !NULL) as usize;
+            let value = (e & NULL == 0).then(|| &self.data[from..to]);
+            from = to;
+            value
+        }))
     }
 }
 
@@ -330,15 +403,15 @@ mod tests {
     fn rows_keep_values_nulls_and_ragged_widths() {
         let mut rows = Rows::default();
         assert!(rows.is_empty() && rows.row(0).is_none());
-        rows.begin_row();
-        rows.push_value(Some(b"12"));
-        rows.push_value(None);
-        rows.push_value(Some(b""));
+        rows.begin_row().unwrap();
+        rows.push_value(Some(b"12")).unwrap();
+        rows.push_value(None).unwrap();
+        rows.push_value(Some(b"")).unwrap();
         rows.end_row();
-        rows.begin_row();
-        rows.push_value(Some(b"x"));
+        rows.begin_row().unwrap();
+        rows.push_value(Some(b"x")).unwrap();
         rows.end_row();
-        rows.begin_row();
+        rows.begin_row().unwrap();
         rows.end_row();
         assert_eq!(rows.len(), 3);
         assert_eq!(rows.fields, 3);
@@ -347,6 +420,41 @@ mod tests {
         assert_eq!(rows.row(1).unwrap().collect::<Vec<_>>(), [Some(&b"x"[..])]);
         assert_eq!(rows.row(2).unwrap().count(), 0);
         assert!(rows.row(3).is_none());
+    }
+
+    #[test]
+    fn an_answer_is_refused_at_its_bound_in_values_and_rows() {
+        // Issue 53, item 3: 24 bytes a NULL cell, no bound on their number.
+        // NULLs cost 4 bytes each now, and the answer stops at MAX_KEPT.
+        let mut rows = Rows::default();
+        rows.begin_row().unwrap();
+        let mut cells = 0usize;
+        while rows.push_value(None).is_ok() {
+            cells += 1;
+        }
+        assert_eq!(cells, (MAX_KEPT - 4) / 4, "NULLs held before the refusal");
+        assert!(rows.held() <= MAX_KEPT);
+        assert_eq!(rows.begin_row(), Err(TooBig));
+        // Values' bytes count too: a 1 MiB value fits, 256 of them do not.
+        let mut rows = Rows::default();
+        let value = vec![b'x'; 1 << 20];
+        let mut taken = 0;
+        while rows.begin_row().is_ok() && rows.push_value(Some(&value)).is_ok() {
+            rows.end_row();
+            taken += 1;
+        }
+        assert_eq!(taken, (MAX_KEPT >> 20) - 1);
+        assert!(rows.held() <= MAX_KEPT);
+        // Emptied for reuse, it takes values again, and reads them back.
+        let mut spare = rows;
+        let mut rows = Rows::reuse(&mut spare);
+        rows.begin_row().unwrap();
+        rows.push_value(None).unwrap();
+        rows.push_value(Some(b"ab")).unwrap();
+        rows.end_row();
+        let row: Vec<_> = rows.row(0).unwrap().collect();
+        assert_eq!(row, [None, Some(&b"ab"[..])]);
+        assert!(TooBig.error().message.contains("256 MiB"));
     }
 
     #[test]

@@ -22,6 +22,7 @@ mod lifecycle;
 pub use lifecycle::sysbench_text;
 mod load;
 mod mysql;
+mod mysql_auth;
 mod mysql_wire;
 mod options;
 mod pgsql;

@@ -1,34 +1,43 @@
 //! The MySQL/MariaDB driver (`--db-driver=mysql`): the pure-Rust `mysql`
-//! client (no TLS, rust flate2 backend), server-side prepared statements
-//! (each prepared once per connection and kept here, BEGIN and COMMIT
-//! included, as sysbench's libmysqlclient driver does), or text queries with
-//! `--db-ps-mode=disable`. The crate's blocking reads have no hook for
-//! Ctrl-C: a connection open at the stop is cut (its socket shut down, see
-//! `cut`), and one opened after it (the cleanup's) waits at most
-//! `AFTER_STOP_LIMIT` for each answer.
+//! client (no TLS, rust flate2 backend) logs in and prepares statements on
+//! the server (each prepared once per connection and kept here, BEGIN and
+//! COMMIT included, as sysbench's libmysqlclient driver does); every
+//! statement then runs through `mysql_wire` on the same socket, prepared or
+//! as text with `--db-ps-mode=disable`. How the password may go is
+//! `mysql_auth`'s. The crate's blocking reads have no hook: every
+//! operation (login, prepare, statement) is armed with a deadline that no
+//! byte renews, and `cut` shuts the socket down when it passes or at the
+//! stop (a connection opened after the stop, the cleanup's, only at a
+//! second one, its operations then bounded by `AFTER_STOP_LIMIT`).
 
 use std::os::fd::AsRawFd;
 use std::time::{Duration, Instant};
 
 use anyhow::Result;
 use mysql::prelude::Queryable;
-use mysql::{OptsBuilder, Params, Statement, Value};
+use mysql::{OptsBuilder, Statement};
 
 use super::cut;
 use super::driver::{inline, Conn, DbError, Dialect, ErrorClass, Param, Rows, TextMap};
-use super::mysql_wire::{Col, Failure, Wire};
+use super::mysql_auth::{self, ServerKey};
+use super::mysql_wire::{Col, Failure, Tally, Wire};
 use crate::core::options::CliError;
 use crate::core::signals;
 
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
-/// The longest a statement may go without an answer: above InnoDB's default
-/// lock wait (50 s), so a legitimate wait ends first; a server that stalls
-/// ends the connection.
+/// The longest a statement (or a prepare) may take, from its request to
+/// its answer's last byte: above InnoDB's default lock wait (50 s), so a
+/// legitimate wait ends first; a server that stalls or trickles ends the
+/// connection.
 const STATEMENT_LIMIT: Duration = Duration::from_secs(60);
-/// After a stop, what a connection opened then (the cleanup's DROPs) waits
-/// for its handshake and for each answer: a working server drops a table
-/// well within it, and one that stalls holds the client no longer.
+/// After a stop, what a connection opened then (the cleanup's DROPs) may
+/// take for its handshake and for each operation: a working server drops a
+/// table well within it, and one that stalls holds the client no longer.
 const AFTER_STOP_LIMIT: Duration = Duration::from_secs(1);
+/// The largest packet the crate takes while it logs in and prepares (the
+/// statements' answers are `mysql_wire`'s, bounded there): MariaDB's
+/// default max_allowed_packet. Given, so the crate does not ask the server.
+const MAX_PACKET: usize = 16 << 20;
 /// Deadlock, lock wait timeout, "record changed since last read": the
 /// errors sysbench's `--mysql-ignore-errors` ignores by default.
 const RETRY_CODES: [u16; 3] = [1213, 1205, 1020];
@@ -36,6 +45,32 @@ const RETRY_CODES: [u16; 3] = [1213, 1205, 1020];
 /// ER_CONNECTION_KILLED), the server is shutting down, or the session was
 /// idle too long (MySQL 8's ER_CLIENT_INTERACTION_TIMEOUT). Reconnect.
 const LOST_CODES: [u16; 3] = [1927, 1053, 4031];
+
+/// Where and as whom to connect.
+#[derive(Debug, Clone, Copy)]
+pub struct Login<'a> {
+    pub host: &'a str,
+    pub port: u16,
+    pub socket: &'a str,
+    pub user: &'a str,
+    pub password: &'a str,
+    pub db: &'a str,
+    pub key: &'a ServerKey,
+}
+
+/// How long the handshake and each operation may take.
+#[derive(Debug, Clone, Copy)]
+pub struct Limits {
+    pub handshake: Duration,
+    pub statement: Duration,
+}
+
+impl Limits {
+    pub const DEFAULT: Limits = Limits {
+        handshake: CONNECT_TIMEOUT,
+        statement: STATEMENT_LIMIT,
+    };
+}
 
 pub struct My {
     link: Link,
@@ -46,30 +81,47 @@ pub struct My {
     /// own cache does (that cache is off, so nothing here is ever closed
     /// behind our back).
     statements: TextMap<Statement>,
-    /// Scripts' prepared statements by their text: the id and result
-    /// columns that `wire` executes them with.
+    /// The same statements' ids and result columns, that `wire` executes
+    /// them with.
     wired: TextMap<(u32, Vec<Col>)>,
     wire: Wire,
     /// An answer handed back (`recycle`), whose buffers the next one fills.
     spare: Rows,
 }
 
-/// What the connection's errors mean beyond the server's words.
+/// The connection's deadline and cut, and what its errors mean beyond the
+/// server's words.
 struct Link {
-    /// Registered to be cut at the stop (a connection opened before it).
+    /// The socket's registration to be cut at the stop or a deadline.
     cut: Option<cut::Guard>,
-    /// How long a read waits for the server.
+    /// How long an operation may take.
     limit: Duration,
 }
 
 impl Link {
+    /// Runs one operation under the deadline.
+    fn bounded<T>(&self, op: impl FnOnce() -> T) -> T {
+        if let Some(c) = &self.cut {
+            c.arm(self.limit);
+        }
+        let r = op();
+        if let Some(c) = &self.cut {
+            c.disarm();
+        }
+        r
+    }
+
     fn error(&self, e: mysql::Error) -> DbError {
-        if self.cut.as_ref().is_some_and(cut::Guard::was_cut) {
-            return DbError {
-                class: ErrorClass::Lost,
-                code: "stopped".into(),
-                message: "stopped by a signal".into(),
-            };
+        match self.cut.as_ref().and_then(cut::Guard::was_cut) {
+            Some(cut::Cut::Stopped) => {
+                return DbError {
+                    class: ErrorClass::Lost,
+                    code: "stopped".into(),
+                    message: "stopped by a signal".into(),
+                }
+            }
+            Some(cut::Cut::Expired) => return self.timeout(),
+            None => {}
         }
         // The crate reports a read's timeout inside its codec's error.
         let io = match &e {
@@ -85,18 +137,30 @@ impl Link {
                 std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
             )
         }) {
-            // A server that stalls is not reconnected to (as PostgreSQL's
-            // client): the run stops, naming the statement.
-            return DbError {
-                class: ErrorClass::Fatal,
-                code: "timeout".into(),
-                message: format!(
-                    "the server sent no answer within {} s",
-                    self.limit.as_secs_f64()
-                ),
-            };
+            return self.timeout();
         }
         classify(e)
+    }
+
+    /// A server that stalls or trickles is not reconnected to (as
+    /// PostgreSQL's client): the run stops, naming the statement.
+    fn timeout(&self) -> DbError {
+        DbError {
+            class: ErrorClass::Fatal,
+            code: "timeout".into(),
+            message: format!(
+                "the server did not finish answering within {} s",
+                self.limit.as_secs_f64()
+            ),
+        }
+    }
+
+    fn failure(&self, f: Failure) -> DbError {
+        match f {
+            Failure::Server(e) => classify(mysql::Error::MySqlError(e)),
+            Failure::Io(e) => self.error(mysql::Error::IoError(e)),
+            Failure::TooBig(e) => e.error(),
+        }
     }
 }
 
@@ -108,87 +172,44 @@ impl Drop for My {
 }
 
 impl My {
-    pub fn connect(
-        host: &str,
-        port: u16,
-        socket: &str,
-        user: &str,
-        password: &str,
-        db: &str,
-        prepared: bool,
-    ) -> Result<My> {
-        // Opened after the stop, for the cleanup: short waits instead of a cut.
+    pub fn connect(login: &Login, prepared: bool) -> Result<My> {
+        My::connect_within(login, prepared, Limits::DEFAULT)
+    }
+
+    /// [`My::connect`] with the handshake and each operation bounded by
+    /// `limits`.
+    pub fn connect_within(login: &Login, prepared: bool, limits: Limits) -> Result<My> {
+        // Opened after the stop, for the cleanup: short waits, cut only at
+        // a second signal.
         let after_stop = signals::interrupted();
         let (handshake_limit, limit) = if after_stop {
             (AFTER_STOP_LIMIT, AFTER_STOP_LIMIT)
         } else {
-            (CONNECT_TIMEOUT, STATEMENT_LIMIT)
+            (limits.handshake, limits.statement)
         };
-        let mut opts = OptsBuilder::new()
-            .ip_or_hostname(Some(host))
-            .tcp_port(port)
-            .user(Some(user))
-            .pass(Some(password))
-            .db_name(Some(db))
-            .tcp_connect_timeout(Some(CONNECT_TIMEOUT))
-            .read_timeout(Some(limit))
-            .write_timeout(Some(limit))
-            .stmt_cache_size(Some(0))
-            // As libmysqlclient with an explicit host: stay on TCP.
-            .prefer_socket(false);
-        if !socket.is_empty() {
-            opts = opts.socket(Some(socket)).prefer_socket(true);
-        }
+        let Login {
+            host,
+            port,
+            socket,
+            user,
+            db,
+            ..
+        } = *login;
         let place = if socket.is_empty() {
             format!("{host}:{port} (--mysql-host={host} --mysql-port={port})")
         } else {
             format!("socket {socket} (--mysql-socket={socket})")
         };
-        // The handshake runs on a thread of its own so that a server that
-        // accepts and says nothing is given up on within CONNECT_TIMEOUT,
-        // and Ctrl-C within a tenth of a second (the abandoned thread ends
-        // at its read timeout). After the stop only a second signal cuts it
-        // short.
-        let (tx, rx) = std::sync::mpsc::channel();
-        std::thread::Builder::new()
-            .name("mysql-connect".into())
-            .spawn(move || {
-                let _ = tx.send(mysql::Conn::new(opts));
+        if let ServerKey::Pinned(path) = login.key {
+            mysql_auth::check_pinned(path, login.password.len()).map_err(CliError::Usage)?;
+        }
+        let conn = handshake(opts(login, limit), handshake_limit, after_stop)
+            .map_err(|e| CliError::Usage(format!("cannot connect to MySQL at {place}: {e}")))?
+            .map_err(|e| {
+                let why = refused(&e, user, db);
+                CliError::Usage(format!("cannot connect to MySQL at {place}: {why}"))
             })?;
-        let until = Instant::now() + handshake_limit;
-        let connected = loop {
-            match rx.recv_timeout(Duration::from_millis(100)) {
-                Ok(r) => break r,
-                Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {
-                    if !after_stop || signals::hurried() {
-                        signals::check()?;
-                    }
-                    if Instant::now() >= until {
-                        return Err(CliError::Usage(format!(
-                            "cannot connect to MySQL at {place}: the server accepted the connection but did not complete the handshake within {} s; check that a MySQL or MariaDB server listens there",
-                            handshake_limit.as_secs_f64()
-                        ))
-                        .into());
-                    }
-                }
-                Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => {
-                    anyhow::bail!("cannot connect to MySQL at {place}: the connecting thread ended")
-                }
-            }
-        };
-        let conn = connected.map_err(|e| {
-            let why = match &e {
-                mysql::Error::MySqlError(m) => format!(
-                    "the server refused user '{user}' on database '{db}': {} (error {}); check --mysql-user, --mysql-password and --mysql-db",
-                    m.message, m.code
-                ),
-                other => format!(
-                    "{other}; start the server or point --mysql-host and --mysql-port (or --mysql-socket) at it"
-                ),
-            };
-            CliError::Usage(format!("cannot connect to MySQL at {place}: {why}"))
-        })?;
-        let cut = (!after_stop).then(|| cut::on_stop(conn.as_raw_fd()));
+        let cut = Some(cut::watch(conn.as_raw_fd(), !after_stop));
         Ok(My {
             link: Link { cut, limit },
             conn,
@@ -205,21 +226,156 @@ impl My {
         if let Some(s) = self.statements.get(sql) {
             return Ok(s.clone());
         }
-        let s = self.conn.prep(sql).map_err(|e| self.link.error(e))?;
+        let conn = &mut self.conn;
+        let s = self
+            .link
+            .bounded(|| conn.prep(sql))
+            .map_err(|e| self.link.error(e))?;
         self.statements.insert(sql.to_string(), s.clone());
         Ok(s)
+    }
+
+    /// Runs `sql` with `params` through the wire: the prepared statement
+    /// (prepared on first use) or, with `text`, a text query with the
+    /// values inlined; keeps its rows in `out` if given.
+    fn run(
+        &mut self,
+        sql: &str,
+        params: &[Param],
+        text: bool,
+        out: Option<&mut Rows>,
+    ) -> Result<Tally, DbError> {
+        let fd = self.conn.as_raw_fd();
+        let done = if text {
+            let inlined;
+            let sql = if params.is_empty() {
+                sql
+            } else {
+                inlined = inline(sql, params);
+                &inlined
+            };
+            let wire = &mut self.wire;
+            self.link.bounded(|| wire.query(fd, sql, out))
+        } else {
+            let (id, columns) = match self.wired.get(sql) {
+                Some(known) => known,
+                None => {
+                    let stmt = self.statement(sql)?;
+                    let columns = stmt.columns().iter().map(Col::of).collect();
+                    self.wired
+                        .entry(sql.to_string())
+                        .or_insert((stmt.id(), columns))
+                }
+            };
+            let wire = &mut self.wire;
+            self.link
+                .bounded(|| wire.execute(fd, *id, columns, params, out))
+        };
+        done.map_err(|f| self.link.failure(f))
     }
 
     /// Executes a statement without parameters: prepared (BEGIN and COMMIT,
     /// as sysbench sends them) or as text.
     fn simple(&mut self, sql: &str) -> Result<(), DbError> {
-        if self.prepared {
-            let stmt = self.statement(sql)?;
-            self.conn
-                .exec_drop(&stmt, ())
-                .map_err(|e| self.link.error(e))
-        } else {
-            self.batch(sql)
+        self.run(sql, &[], !self.prepared, None).map(|_| ())
+    }
+}
+
+/// The crate's options: no statement cache, no TLS, the socket's own
+/// timeouts at the operation's limit (the cut comes first), and where the
+/// RSA key for a full authentication comes from.
+fn opts(login: &Login, limit: Duration) -> OptsBuilder {
+    let opts = OptsBuilder::new()
+        .ip_or_hostname(Some(login.host))
+        .tcp_port(login.port)
+        .user(Some(login.user))
+        .pass(Some(login.password))
+        .db_name(Some(login.db))
+        .tcp_connect_timeout(Some(CONNECT_TIMEOUT))
+        .read_timeout(Some(limit))
+        .write_timeout(Some(limit))
+        .stmt_cache_size(Some(0))
+        .max_allowed_packet(Some(MAX_PACKET))
+        .server_key_path(login.key.crate_path())
+        // As libmysqlclient with an explicit host: stay on TCP.
+        .prefer_socket(false);
+    if login.socket.is_empty() {
+        opts
+    } else {
+        opts.socket(Some(login.socket)).prefer_socket(true)
+    }
+}
+
+/// What went wrong while logging in, in words that say what to do.
+fn refused(e: &mysql::Error, user: &str, db: &str) -> String {
+    use mysql::DriverError::{
+        CleartextPluginDisabled, OldMysqlPasswordDisabled, UnknownAuthPlugin,
+    };
+    if mysql_auth::is_refusal(e) {
+        return mysql_auth::refusal_message();
+    }
+    const NOTHING: &str = "nothing of the password was sent; give the user caching_sha2_password or mysql_native_password";
+    match e {
+        mysql::Error::MySqlError(m) => format!(
+            "the server refused user '{user}' on database '{db}': {} (error {}); check --mysql-user, --mysql-password and --mysql-db",
+            m.message, m.code
+        ),
+        mysql::Error::DriverError(CleartextPluginDisabled) => format!(
+            "the server asked for the password in clear (mysql_clear_password), which virtperf never sends without TLS; {NOTHING}"
+        ),
+        mysql::Error::DriverError(OldMysqlPasswordDisabled) => format!(
+            "the server asked for the password by mysql_old_password, which is broken; {NOTHING}"
+        ),
+        mysql::Error::DriverError(UnknownAuthPlugin(name)) => format!(
+            "the server asked for the password by {name}, which virtperf does not speak; {NOTHING}"
+        ),
+        other => format!(
+            "{other}; start the server or point --mysql-host and --mysql-port (or --mysql-socket) at it"
+        ),
+    }
+}
+
+/// The crate's handshake, on a thread of its own so that a server that
+/// accepts and says nothing (or trickles) is given up on within `limit`,
+/// and Ctrl-C within a tenth of a second (the abandoned thread ends at its
+/// socket's timeout). After the stop only a second signal cuts it short.
+/// The outer error: no connection within the limit; the inner: the crate's.
+fn handshake(
+    opts: OptsBuilder,
+    limit: Duration,
+    after_stop: bool,
+) -> Result<Result<mysql::Conn, mysql::Error>> {
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::Builder::new()
+        .name("mysql-connect".into())
+        .spawn(move || {
+            // The crate indexes packets a server may send short: its panic
+            // is this connection's error, not the process's.
+            let r = std::panic::catch_unwind(|| mysql::Conn::new(opts)).unwrap_or_else(|_| {
+                Err(mysql::Error::DriverError(
+                    mysql::DriverError::UnexpectedPacket,
+                ))
+            });
+            let _ = tx.send(r);
+        })?;
+    let until = Instant::now() + limit;
+    loop {
+        match rx.recv_timeout(Duration::from_millis(100)) {
+            Ok(r) => return Ok(r),
+            Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {
+                if !after_stop || signals::hurried() {
+                    signals::check()?;
+                }
+                if Instant::now() >= until {
+                    anyhow::bail!(
+                        "the server accepted the connection but did not complete the handshake within {} s; check that a MySQL or MariaDB server listens there",
+                        limit.as_secs_f64()
+                    );
+                }
+            }
+            Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => {
+                anyhow::bail!("the connecting thread ended")
+            }
         }
     }
 }
@@ -261,73 +417,6 @@ pub(super) fn classify(e: mysql::Error) -> DbError {
     }
 }
 
-fn value(p: &Param) -> Value {
-    match p {
-        Param::Int(n) => Value::Int(*n),
-        Param::Text(s) => Value::Bytes(s.as_bytes().to_vec()),
-        Param::Null => Value::NULL,
-    }
-}
-
-/// Reads every row of every result set; returns rows read, or rows
-/// affected when there were none.
-fn drain<P: mysql::prelude::Protocol>(
-    mut result: mysql::QueryResult<'_, '_, '_, P>,
-) -> mysql::Result<u64> {
-    let mut rows = 0;
-    let mut affected = 0;
-    while let Some(set) = result.iter() {
-        affected += set.affected_rows();
-        for row in set {
-            std::hint::black_box(row?);
-            rows += 1;
-        }
-    }
-    Ok(if rows > 0 { rows } else { affected })
-}
-
-/// Appends a value as text, as a script reads it (`None`: NULL).
-fn push_text(out: &mut Rows, v: &Value, number: &mut String) {
-    use std::fmt::Write as _;
-    number.clear();
-    match v {
-        Value::NULL => return out.push_value(None),
-        Value::Bytes(b) => return out.push_value(Some(b)),
-        Value::Int(n) => write!(number, "{n}"),
-        Value::UInt(n) => write!(number, "{n}"),
-        Value::Float(x) => write!(number, "{x}"),
-        Value::Double(x) => write!(number, "{x}"),
-        other => write!(number, "{}", other.as_sql(true).trim_matches('\'')),
-    }
-    .unwrap_or(());
-    out.push_value(Some(number.as_bytes()));
-}
-
-/// Every row of every result set as text, for scripts; or the rows a
-/// write changed.
-fn collect<P: mysql::prelude::Protocol>(
-    mut result: mysql::QueryResult<'_, '_, '_, P>,
-    mut out: Rows,
-) -> mysql::Result<Rows> {
-    let mut number = String::new();
-    while let Some(set) = result.iter() {
-        out.affected += set.affected_rows();
-        out.fields = out.fields.max(set.columns().as_ref().len());
-        for row in set {
-            let row = row?;
-            out.begin_row();
-            for i in 0..row.len() {
-                match row.as_ref(i) {
-                    Some(v) => push_text(&mut out, v, &mut number),
-                    None => out.push_value(None),
-                }
-            }
-            out.end_row();
-        }
-    }
-    Ok(out)
-}
-
 impl Conn for My {
     /// sysbench's MySQL driver prepares every statement on the server at
     /// once (with --db-ps-mode=auto); its error then comes from `prepare`,
@@ -345,67 +434,27 @@ impl Conn for My {
         })
     }
 
+    /// A plain query goes as text, as mysql_real_query sends sysbench's
+    /// con:query; a prepared statement's, prepared once.
     fn query(&mut self, sql: &str, params: Option<&[Param]>) -> Result<Rows, DbError> {
-        // A plain query goes as text, as mysql_real_query sends sysbench's
-        // con:query; a prepared statement's, prepared once.
-        let prepared = params.is_some() && self.prepared;
-        let params = params.unwrap_or(&[]);
-        if prepared {
-            // Executed by `wire`, not the crate: see mysql_wire.rs.
-            let (id, columns) = match self.wired.get(sql) {
-                Some(known) => known,
-                None => {
-                    let stmt = self.statement(sql)?;
-                    let columns = stmt.columns().iter().map(Col::of).collect();
-                    self.wired
-                        .entry(sql.to_string())
-                        .or_insert((stmt.id(), columns))
-                }
-            };
-            let mut rows = Rows::reuse(&mut self.spare);
-            let fd = self.conn.as_raw_fd();
-            match self.wire.execute(fd, *id, columns, params, &mut rows) {
-                Ok(()) => Ok(rows),
-                Err(Failure::Server(e)) => Err(classify(mysql::Error::MySqlError(e))),
-                Err(Failure::Io(e)) => Err(self.link.error(mysql::Error::IoError(e))),
-            }
-        } else {
-            let result = self
-                .conn
-                .query_iter(inline(sql, params))
-                .map_err(|e| self.link.error(e))?;
-            collect(result, Rows::reuse(&mut self.spare)).map_err(|e| self.link.error(e))
-        }
+        let text = params.is_none() || !self.prepared;
+        let mut rows = Rows::reuse(&mut self.spare);
+        self.run(sql, params.unwrap_or(&[]), text, Some(&mut rows))?;
+        Ok(rows)
     }
 
     fn recycle(&mut self, rows: Rows) {
         self.spare = rows;
     }
 
+    /// The rows read, or the rows changed when there were none.
     fn exec(&mut self, sql: &str, params: &[Param]) -> Result<u64, DbError> {
-        if self.prepared {
-            let params = if params.is_empty() {
-                Params::Empty
-            } else {
-                Params::Positional(params.iter().map(value).collect())
-            };
-            let stmt = self.statement(sql)?;
-            let result = self
-                .conn
-                .exec_iter(&stmt, params)
-                .map_err(|e| self.link.error(e))?;
-            drain(result).map_err(|e| self.link.error(e))
-        } else {
-            let result = self
-                .conn
-                .query_iter(inline(sql, params))
-                .map_err(|e| self.link.error(e))?;
-            drain(result).map_err(|e| self.link.error(e))
-        }
+        let t = self.run(sql, params, !self.prepared, None)?;
+        Ok(if t.rows > 0 { t.rows } else { t.affected })
     }
 
     fn batch(&mut self, sql: &str) -> Result<(), DbError> {
-        self.conn.query_drop(sql).map_err(|e| self.link.error(e))
+        self.run(sql, &[], true, None).map(|_| ())
     }
 
     fn begin(&mut self, _write: bool) -> Result<(), DbError> {
@@ -417,15 +466,19 @@ impl Conn for My {
     }
 
     fn table_exists(&mut self, name: &str) -> Result<bool, DbError> {
-        let stmt = self.statement(
+        let mut rows = Rows::default();
+        self.run(
             "SELECT COUNT(*) FROM information_schema.tables \
              WHERE table_schema = DATABASE() AND table_name = ?",
+            &[Param::Text(name.to_string())],
+            false,
+            Some(&mut rows),
         )?;
-        let n: Option<i64> = self
-            .conn
-            .exec_first(&stmt, (name,))
-            .map_err(|e| self.link.error(e))?;
-        Ok(n.unwrap_or(0) > 0)
+        let count = rows
+            .row(0)
+            .and_then(|mut r| r.next().flatten())
+            .and_then(|v| std::str::from_utf8(v).ok()?.parse::<i64>().ok());
+        Ok(count.unwrap_or(0) > 0)
     }
 }
 
@@ -500,6 +553,6 @@ mod tests {
         };
         let e = link.error(timed_out);
         assert_eq!(e.class, ErrorClass::Fatal);
-        assert_eq!(e.message, "the server sent no answer within 1 s");
+        assert_eq!(e.message, "the server did not finish answering within 1 s");
     }
 }

@@ -1,12 +1,16 @@
-//! A lean COM_STMT_EXECUTE for scripts' prepared statements on MySQL and
-//! MariaDB: the request written and the answer read straight on the
+//! The statements on a MySQL or MariaDB connection once the `mysql` crate
+//! has logged in: COM_STMT_EXECUTE for prepared statements and COM_QUERY
+//! for text, the request written and the answer read straight on the
 //! connection's socket, each row's values appended to one `Rows` as text
 //! with no allocation per row or per value (the `mysql` crate builds a
 //! `Row` of `Value`s, each string its own `Vec`, for every row: half of a
 //! script's client CPU in `oltp_read_write.lua`, whose range selects return
-//! 100 rows each). The crate still connects, prepares and runs everything
-//! else; this runs between its commands, when its buffers are empty, and
-//! reads exactly one answer, so the two never see each other's bytes.
+//! 100 rows each), or only counted. Every answer is bounded here: in bytes
+//! on the wire (`MAX_ANSWER`), in columns (`MAX_COLUMNS`, where the crate
+//! reserves room for any count a server names) and, kept, in memory
+//! (`Rows`' own bound). The crate still connects and prepares; this runs
+//! between its commands, when its buffers are empty, and reads exactly one
+//! answer, so the two never see each other's bytes.
 //!
 //! The connection is the crate's: without CLIENT_DEPRECATE_EOF (the crate
 //! never asks for it), so column definitions and rows each end with an EOF
@@ -19,16 +23,15 @@ use std::io::{self, Read, Write};
 use std::mem::ManuallyDrop;
 use std::os::fd::{FromRawFd, RawFd};
 
-use super::driver::{Param, Rows};
+use super::driver::{Param, Rows, TooBig, MAX_ANSWER};
 
+const COM_QUERY: u8 = 0x03;
 const COM_STMT_EXECUTE: u8 = 0x17;
 /// A payload this long continues in the next packet.
 const MAX_PAYLOAD: usize = 0xFF_FFFF;
-/// The most one answer may send: the server is untrusted, and an answer
-/// that never ends (rows, columns or continued packets without end) is an
-/// error here instead of memory without bound. sysbench's scripts' answers
-/// are kilobytes; a TPC-C stock-level scan is well under this.
-const MAX_ANSWER: usize = 256 << 20;
+/// The most columns an answer may have: MySQL's and MariaDB's own limit
+/// for a table and a select list.
+const MAX_COLUMNS: u64 = 4096;
 const SERVER_MORE_RESULTS_EXISTS: u16 = 0x0008;
 const UNSIGNED_FLAG: u16 = 0x20;
 
@@ -65,10 +68,25 @@ impl Col {
 }
 
 /// Why an execution failed: the server's error (as the crate's, which
-/// `mysql.rs` classes), or the socket's.
+/// `mysql.rs` classes), the socket's, or an answer too big to keep.
 pub enum Failure {
     Server(mysql::MySqlError),
     Io(io::Error),
+    TooBig(TooBig),
+}
+
+impl From<TooBig> for Failure {
+    fn from(e: TooBig) -> Failure {
+        Failure::TooBig(e)
+    }
+}
+
+/// What an answer held besides kept rows: the rows it returned and the
+/// rows its writes changed, over all its results.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Tally {
+    pub rows: u64,
+    pub affected: u64,
 }
 
 impl From<io::Error> for Failure {
@@ -98,31 +116,70 @@ pub struct Wire {
     number: String,
     /// Bytes of this answer read so far (bounded by [`MAX_ANSWER`]).
     answered: usize,
+    /// The answer's rows and changed rows so far.
+    tally: Tally,
+}
+
+/// How a result's rows are encoded: COM_STMT_EXECUTE's binary rows, or
+/// COM_QUERY's text.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Protocol {
+    Binary,
+    Text,
 }
 
 impl Wire {
     /// Executes statement `id` (whose result columns the prepare gave as
     /// `prepared`) with `params`, and reads every row of every result as
-    /// text into `out`, or the rows a write changed.
+    /// text into `out` (or only counts them), and the rows a write changed.
     pub fn execute(
         &mut self,
         fd: RawFd,
         id: u32,
         prepared: &[Col],
         params: &[Param],
-        out: &mut Rows,
-    ) -> Result<(), Failure> {
+        out: Option<&mut Rows>,
+    ) -> Result<Tally, Failure> {
+        self.request_execute(id, params);
+        self.round_trip(fd, Protocol::Binary, prepared, out)
+    }
+
+    /// Runs `sql` as a text query (COM_QUERY, several statements allowed)
+    /// and reads its answer as [`Wire::execute`] does.
+    pub fn query(
+        &mut self,
+        fd: RawFd,
+        sql: &str,
+        out: Option<&mut Rows>,
+    ) -> Result<Tally, Failure> {
+        let r = &mut self.request;
+        r.clear();
+        r.extend_from_slice(&[0; 4]);
+        r.push(COM_QUERY);
+        r.extend_from_slice(sql.as_bytes());
+        frame(r);
+        self.round_trip(fd, Protocol::Text, &[], out)
+    }
+
+    /// Sends the request and reads its whole answer.
+    fn round_trip(
+        &mut self,
+        fd: RawFd,
+        protocol: Protocol,
+        prepared: &[Col],
+        mut out: Option<&mut Rows>,
+    ) -> Result<Tally, Failure> {
         // SAFETY: `fd` is the crate's open socket, which outlives this call;
         // ManuallyDrop keeps it from being closed here, and the crate does
         // not use it while this runs (one thread, `&mut` connection).
         let mut socket = ManuallyDrop::new(unsafe { std::fs::File::from_raw_fd(fd) });
-        self.request_execute(id, params);
         socket.write_all(&self.request)?;
         self.pos = 0;
         self.end = 0;
         self.answered = 0;
+        self.tally = Tally::default();
         loop {
-            let status = self.result_set(&mut *socket, prepared, out)?;
+            let status = self.result_set(&mut *socket, protocol, prepared, out.as_deref_mut())?;
             if status & SERVER_MORE_RESULTS_EXISTS == 0 {
                 break;
             }
@@ -130,7 +187,7 @@ impl Wire {
         if self.pos != self.end {
             return Err(broken("the server sent more than one answer"));
         }
-        Ok(())
+        Ok(self.tally)
     }
 
     /// The COM_STMT_EXECUTE packet(s): integers as LONGLONG, text as
@@ -175,12 +232,13 @@ impl Wire {
     }
 
     /// Reads one result (an OK, an error, or columns and rows up to their
-    /// EOF) into `out`; returns its status flags.
+    /// EOF) into `out` and the tally; returns its status flags.
     fn result_set(
         &mut self,
         socket: &mut impl Read,
+        protocol: Protocol,
         prepared: &[Col],
-        out: &mut Rows,
+        mut out: Option<&mut Rows>,
     ) -> Result<u16, Failure> {
         self.read_packet(socket)?;
         match self.packet.first() {
@@ -189,14 +247,26 @@ impl Wire {
                 let mut p = Parse(&self.packet[1..]);
                 let affected = p.lenenc()?;
                 p.lenenc()?; // last insert id
-                out.affected += affected;
+                self.tally.affected += affected;
+                if let Some(out) = out {
+                    out.affected += affected;
+                }
                 return p.u16();
             }
             Some(0xFF) => return Err(Failure::Server(server_error(&self.packet))),
+            Some(0xFB) => return Err(broken(
+                "the server asked for a local file (LOAD DATA LOCAL), which virtperf never sends",
+            )),
             Some(_) => {}
         }
         let mut p = Parse(&self.packet);
-        let count = p.lenenc()? as usize;
+        let count = p.lenenc()?;
+        if count > MAX_COLUMNS {
+            return Err(broken(&format!(
+                "an answer of {count} columns (MySQL has at most {MAX_COLUMNS})"
+            )));
+        }
+        let count = count as usize;
         // MariaDB's "metadata follows" byte, there only with its
         // metadata cache: 0 = the prepare's columns stand.
         let skipped = p.0.first() == Some(&0);
@@ -215,21 +285,60 @@ impl Wire {
             }
         }
         self.read_packet(socket)?; // the EOF after the columns
-        out.fields = out.fields.max(count);
+        if let Some(out) = out.as_deref_mut() {
+            out.fields = out.fields.max(count);
+        }
         loop {
             self.read_packet(socket)?;
-            match self.packet.first() {
-                Some(0xFE) if self.packet.len() < 9 => {
+            match (self.packet.first(), protocol) {
+                (Some(0xFE), _) if self.packet.len() < 9 => {
                     // EOF: 0xFE, warnings (2), status (2).
                     let mut p = Parse(&self.packet[1..]);
                     p.take(2)?;
                     return p.u16();
                 }
-                Some(0xFF) => return Err(Failure::Server(server_error(&self.packet))),
-                Some(0x00) => self.row(out)?,
+                (Some(0xFF), _) => return Err(Failure::Server(server_error(&self.packet))),
+                (Some(0x00), Protocol::Binary) => {
+                    self.tally.rows += 1;
+                    if let Some(out) = out.as_deref_mut() {
+                        self.row(out)?;
+                    }
+                }
+                (Some(_), Protocol::Text) => {
+                    self.tally.rows += 1;
+                    self.text_row(out.as_deref_mut())?;
+                }
                 _ => return Err(broken("a row without its header")),
             }
         }
+    }
+
+    /// A text row: each value length-encoded, 0xFB for NULL; checked whole
+    /// even when not kept.
+    fn text_row(&self, mut out: Option<&mut Rows>) -> Result<(), Failure> {
+        let mut p = Parse(&self.packet);
+        if let Some(out) = out.as_deref_mut() {
+            out.begin_row()?;
+        }
+        for _ in 0..self.columns.len() {
+            let value = if p.0.first() == Some(&0xFB) {
+                p.take(1)?;
+                None
+            } else {
+                let len = p.lenenc()? as usize;
+                Some(p.take(len)?)
+            };
+            if let Some(out) = out.as_deref_mut() {
+                out.push_value(value)?;
+            }
+        }
+        if !p.0.is_empty() {
+            return Err(broken("a row longer than its columns"));
+        }
+        if let Some(out) = out {
+            out.end_row();
+        }
+        Ok(())
     }
 
     /// A binary row: a NULL bitmap (offset by 2 bits), then each non-NULL
@@ -242,11 +351,11 @@ impl Wire {
             .get(1..1 + bitmap)
             .ok_or_else(|| broken("a row shorter than its NULL bitmap"))?;
         let mut p = Parse(&packet[1 + bitmap..]);
-        out.begin_row();
+        out.begin_row()?;
         for (i, col) in self.columns.iter().enumerate() {
             let bit = i + 2;
             if nulls[bit / 8] & (1 << (bit % 8)) != 0 {
-                out.push_value(None);
+                out.push_value(None)?;
                 continue;
             }
             let number = &mut self.number;
@@ -271,16 +380,16 @@ impl Wire {
                     Ok(())
                 }
                 (TYPE_NULL, _) => {
-                    out.push_value(None);
+                    out.push_value(None)?;
                     continue;
                 }
                 _ => {
                     let len = p.lenenc()? as usize;
-                    out.push_value(Some(p.take(len)?));
+                    out.push_value(Some(p.take(len)?))?;
                     continue;
                 }
             };
-            out.push_value(Some(number.as_bytes()));
+            out.push_value(Some(number.as_bytes()))?;
         }
         out.end_row();
         Ok(())
@@ -549,7 +658,8 @@ mod tests {
         let mut out = Rows::default();
         let mut socket = bytes;
         loop {
-            let status = wire.result_set(&mut socket, prepared, &mut out)?;
+            let status =
+                wire.result_set(&mut socket, Protocol::Binary, prepared, Some(&mut out))?;
             if status & SERVER_MORE_RESULTS_EXISTS == 0 {
                 return Ok(out);
             }
@@ -695,7 +805,7 @@ mod tests {
         }
         let mut wire = Wire::default();
         let mut source = Endless(0);
-        let r = wire.result_set(&mut source, &[], &mut Rows::default());
+        let r = wire.result_set(&mut source, Protocol::Binary, &[], None);
         assert!(broken_data(r.map(|_| Rows::default())));
         assert!(source.0 <= MAX_ANSWER + (4 + MAX_PAYLOAD) + (16 << 10));
     }
@@ -731,7 +841,7 @@ mod tests {
         let bytes = answer(&payloads);
         let mut wire = Wire::default();
         let mut out = Rows::default();
-        wire.result_set(&mut Trickle(&bytes), &one, &mut out)
+        wire.result_set(&mut Trickle(&bytes), Protocol::Binary, &one, Some(&mut out))
             .ok()
             .unwrap();
         for i in 0..50u64 {
@@ -742,6 +852,99 @@ mod tests {
             );
         }
         assert!(out.row(50).is_none());
+    }
+
+    /// Reads `bytes` as a text query's answer, keeping its rows.
+    fn read_text(bytes: &[u8]) -> (Result<Tally, Failure>, Rows) {
+        let mut wire = Wire::default();
+        let mut out = Rows::default();
+        let mut socket = bytes;
+        let r = loop {
+            match wire.result_set(&mut socket, Protocol::Text, &[], Some(&mut out)) {
+                Ok(status) if status & SERVER_MORE_RESULTS_EXISTS != 0 => {}
+                Ok(_) => break Ok(wire.tally),
+                Err(e) => break Err(e),
+            }
+        };
+        (r, out)
+    }
+
+    #[test]
+    fn text_rows_keep_values_and_nulls_and_are_counted() {
+        let eof: &[u8] = &[0xFE, 0, 0, 2, 0];
+        let c = column_def(253, 0);
+        let payloads: Vec<&[u8]> = vec![&[2], &c, &c, eof, b"\x0212\xfb", b"\x00\x01x", eof];
+        let (r, rows) = read_text(&answer(&payloads));
+        assert_eq!(
+            r.ok(),
+            Some(Tally {
+                rows: 2,
+                affected: 0
+            })
+        );
+        assert_eq!(rows.fields, 2);
+        assert_eq!(
+            rows.row(0).unwrap().collect::<Vec<_>>(),
+            [Some(&b"12"[..]), None]
+        );
+        assert_eq!(
+            rows.row(1).unwrap().collect::<Vec<_>>(),
+            [Some(&b""[..]), Some(&b"x"[..])]
+        );
+        // A value running past its row, or a row with a value too many.
+        for row in [&b"\x0512"[..], b"\x011\x012\x013"] {
+            let (r, _) = read_text(&answer(&[&[2], &c, &c, eof, row, eof]));
+            assert!(matches!(r, Err(Failure::Io(_))), "{row:?}");
+        }
+    }
+
+    #[test]
+    fn answers_are_bounded_in_columns_and_in_cells_kept() {
+        // Issue 53, item 3: 1.9 MB of NULL columns on the wire became
+        // 360 MB in memory. A row of 60,000 NULL columns is 7.5 kB of
+        // binary row; 4,096 columns is where MySQL stops, and where this
+        // does.
+        let eof: &[u8] = &[0xFE, 0, 0, 2, 0];
+        let mut header = Vec::new();
+        put_lenenc(&mut header, 60_000);
+        let (r, rows) = read_text(&answer(&[&header]));
+        match r {
+            Err(Failure::Io(e)) => assert!(e.to_string().contains("60000 columns"), "{e}"),
+            _ => panic!("60,000 columns taken"),
+        }
+        assert!(rows.is_empty());
+        // MariaDB's cached metadata names no column definitions: the
+        // prepared statement's 4,096 NULL columns in binary rows of 513
+        // bytes each. Kept rows stop at MAX_KEPT's cells, counted ones go
+        // on and cost nothing.
+        let cols = vec![
+            Col {
+                kind: TYPE_LONGLONG,
+                unsigned: false
+            };
+            4096
+        ];
+        let mut row = vec![0x00];
+        row.resize(1 + (4096 + 7 + 2) / 8, 0xFF);
+        let rows_sent = 20_000;
+        let mut payloads: Vec<&[u8]> = vec![&[0xFD, 0, 0x10, 0, 0], eof];
+        payloads.extend(std::iter::repeat_n(&row[..], rows_sent));
+        payloads.push(eof);
+        let bytes = answer(&payloads);
+        let mut wire = Wire::default();
+        let mut out = Rows::default();
+        let r = wire.result_set(&mut &bytes[..], Protocol::Binary, &cols, Some(&mut out));
+        assert!(matches!(r, Err(Failure::TooBig(_))));
+        let kept_cells = out.len() * 4096;
+        assert!(
+            out.held() <= crate::workload::oltp::driver::MAX_KEPT
+                && kept_cells <= crate::workload::oltp::driver::MAX_KEPT / 4,
+            "{kept_cells} cells kept"
+        );
+        let mut wire = Wire::default();
+        let r = wire.result_set(&mut &bytes[..], Protocol::Binary, &cols, None);
+        assert!(r.is_ok());
+        assert_eq!(wire.tally.rows, rows_sent as u64);
     }
 
     #[test]

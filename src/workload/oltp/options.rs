@@ -193,6 +193,16 @@ pub const OPTIONS: &[OptionSpec] = &[
     ),
     text("mysql-db", "sbtest", "MySQL database name"),
     text(
+        "mysql-server-public-key-path",
+        "",
+        "a file holding the MySQL server's RSA public key (PEM, the server's public_key.pem), for a password asked in full over TCP without TLS (caching_sha2_password)",
+    ),
+    flag(
+        "mysql-get-server-public-key-insecure",
+        "off",
+        "for a password asked in full over TCP without TLS, take the RSA key the server sends: anyone answering on that address can then read the password; only for a server and a network you trust",
+    ),
+    text(
         "mysql-storage-engine",
         "innodb",
         "Storage engine, if MySQL is used",

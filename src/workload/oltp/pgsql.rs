@@ -12,7 +12,7 @@
 
 use std::io::{self, Read, Write};
 use std::net::{TcpStream, ToSocketAddrs};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use anyhow::Result;
 use bytes::BytesMut;
@@ -23,19 +23,28 @@ use postgres_protocol::message::backend::{ErrorResponseBody, Message};
 use postgres_protocol::message::frontend;
 use postgres_protocol::IsNull;
 
-use super::driver::{inline, numbered, Conn, DbError, Dialect, ErrorClass, Param, Rows, TextMap};
+use super::driver::{
+    inline, numbered, Conn, DbError, Dialect, ErrorClass, Param, Rows, TextMap, TooBig, MAX_ANSWER,
+};
 use crate::core::options::CliError;
 use crate::core::signals;
 
-/// How long to wait for a server that does not answer, when connecting and
-/// logging in.
+/// The longest a connection may take to open, and the whole login after it
+/// (however the server spreads its bytes).
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
-/// Reads wake this often to see whether the user asked to stop.
+/// Reads and writes wake at least this often; the stop and the operation's
+/// deadline are checked before every read and write, so neither a silent
+/// server nor one that keeps sending holds the client past them.
 const POLL: Duration = Duration::from_millis(200);
-/// The longest one statement may go without an answer from the server
-/// (lock waits end with the server's deadlock_timeout or lock_timeout long
-/// before): a server that stalls ends the run, without reconnects.
+/// The longest one statement may take, from its request to its last
+/// message (lock waits end with the server's deadlock_timeout or
+/// lock_timeout long before): a server that stalls, trickles or streams
+/// messages without end ends the run, without reconnects.
 pub const STATEMENT_LIMIT: Duration = Duration::from_secs(30);
+/// After the stop, what an operation begun then (the cleanup's login and
+/// DROPs) may take: a working server answers well within it. A second
+/// signal cuts even that short.
+const AFTER_STOP_LIMIT: Duration = Duration::from_secs(1);
 /// The longest message accepted from the server (the OLTP tests' largest
 /// rows are a few hundred bytes): a length beyond it is a broken stream.
 const MAX_MESSAGE: usize = 64 << 20;
@@ -63,16 +72,84 @@ pub struct Pg {
     prepared: bool,
     /// SQL text → the name of its prepared statement on this connection.
     statements: TextMap<String>,
-    /// How long one message may take to arrive: the whole login within
-    /// CONNECT_TIMEOUT (trickled bytes do not extend it), then
-    /// STATEMENT_LIMIT per answer.
-    wait: Duration,
+    /// The operation under way (the login, a statement): its deadline,
+    /// which no message renews.
+    wait: Wait,
+    /// The longest the login and a statement may take.
+    limits: Limits,
+    /// Bytes of the current answer read so far (bounded by MAX_ANSWER).
+    answered: usize,
     /// An answer handed back (`recycle`), whose buffers the next kept one
     /// fills.
     spare: Rows,
     /// The character position (from 1) the server's last error pointed at
     /// in its statement, if it pointed.
     error_position: Option<usize>,
+}
+
+/// How long the login and each statement may take.
+#[derive(Debug, Clone, Copy)]
+pub struct Limits {
+    pub login: Duration,
+    pub statement: Duration,
+}
+
+impl Limits {
+    pub const DEFAULT: Limits = Limits {
+        login: CONNECT_TIMEOUT,
+        statement: STATEMENT_LIMIT,
+    };
+}
+
+/// One operation's bound: a deadline set when it begins, and whether it
+/// began after the stop (then only a second signal ends it early).
+#[derive(Debug, Clone, Copy)]
+struct Wait {
+    until: Instant,
+    limit: Duration,
+    after_stop: bool,
+}
+
+impl Wait {
+    fn start(limit: Duration) -> Wait {
+        let after_stop = signals::interrupted();
+        let limit = if after_stop {
+            limit.min(AFTER_STOP_LIMIT)
+        } else {
+            limit
+        };
+        Wait {
+            until: Instant::now() + limit,
+            limit,
+            after_stop,
+        }
+    }
+
+    /// An error once the user stopped or the deadline passed: checked
+    /// before every read and write.
+    fn check(&self) -> io::Result<()> {
+        let stopped = if self.after_stop {
+            signals::hurried()
+        } else {
+            signals::interrupted()
+        };
+        if stopped {
+            return Err(io::Error::new(
+                io::ErrorKind::Interrupted,
+                "stopped by a signal",
+            ));
+        }
+        if Instant::now() >= self.until {
+            return Err(io::Error::new(
+                io::ErrorKind::TimedOut,
+                format!(
+                    "the server did not finish answering within {} s",
+                    self.limit.as_secs_f64()
+                ),
+            ));
+        }
+        Ok(())
+    }
 }
 
 /// What the server said for one request, up to its ReadyForQuery.
@@ -176,6 +253,30 @@ pub fn libpq_message(message: &str, sql: &str, position: Option<usize>) -> Strin
     out
 }
 
+/// A DataRow's values appended to `kept`, within its bound.
+fn keep_row(
+    kept: &mut Rows,
+    body: &postgres_protocol::message::backend::DataRowBody,
+) -> Result<(), DbError> {
+    let buf = body.buffer();
+    kept.begin_row().map_err(TooBig::error)?;
+    let mut ranges = body.ranges();
+    while let Some(r) = ranges.next().map_err(lost)? {
+        kept.push_value(r.map(|r| buf.get(r).unwrap_or_default()))
+            .map_err(TooBig::error)?;
+    }
+    kept.end_row();
+    Ok(())
+}
+
+/// A read or write that timed out (it wakes every POLL).
+fn is_wait(e: &io::Error) -> bool {
+    matches!(
+        e.kind(),
+        io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
+    )
+}
+
 fn broken(what: &str) -> io::Error {
     io::Error::new(io::ErrorKind::InvalidData, what.to_string())
 }
@@ -190,6 +291,30 @@ impl Pg {
         prepared: bool,
         auth: Auth,
     ) -> Result<Pg> {
+        Pg::connect_within(
+            host,
+            port,
+            user,
+            password,
+            db,
+            prepared,
+            auth,
+            Limits::DEFAULT,
+        )
+    }
+
+    /// [`Pg::connect`] with the login and statements bounded by `limits`.
+    #[allow(clippy::too_many_arguments)]
+    pub fn connect_within(
+        host: &str,
+        port: u16,
+        user: &str,
+        password: &str,
+        db: &str,
+        prepared: bool,
+        auth: Auth,
+        limits: Limits,
+    ) -> Result<Pg> {
         let unreachable = |why: String| {
             CliError::Usage(format!(
                 "cannot connect to PostgreSQL at {host}:{port} (--pgsql-host={host} --pgsql-port={port}): {why}; start the server or point --pgsql-host and --pgsql-port at it"
@@ -203,7 +328,9 @@ impl Pg {
             chunk: Box::new([0; 16384]),
             prepared,
             statements: TextMap::default(),
-            wait: CONNECT_TIMEOUT,
+            wait: Wait::start(limits.login),
+            limits,
+            answered: 0,
             spare: Rows::default(),
             error_position: None,
         };
@@ -229,8 +356,6 @@ impl Pg {
                 .into())
             }
         }
-        pg.wait = STATEMENT_LIMIT;
-        pg.stream.set_write_timeout(Some(STATEMENT_LIMIT))?;
         Ok(pg)
     }
 
@@ -243,6 +368,7 @@ impl Pg {
             ("application_name", "virtperf"),
             ("client_encoding", "UTF8"),
         ];
+        self.begin_wait(self.limits.login);
         frontend::startup_message(params.iter().copied(), &mut self.output)?;
         self.flush()?;
         let mut scram: Option<ScramSha256> = None;
@@ -307,15 +433,31 @@ impl Pg {
         }
     }
 
+    /// Sends `output` within the operation's deadline.
     fn flush(&mut self) -> io::Result<()> {
-        let r = self.stream.write_all(&self.output);
+        let mut sent = 0;
+        let r = loop {
+            if sent == self.output.len() {
+                break Ok(());
+            }
+            if let Err(e) = self.wait.check() {
+                break Err(e);
+            }
+            match self.stream.write(&self.output[sent..]) {
+                Ok(0) => break Err(io::ErrorKind::WriteZero.into()),
+                Ok(n) => sent += n,
+                Err(e) if is_wait(&e) || e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => break Err(e),
+            }
+        };
         self.output.clear();
         r
     }
 
-    /// The next message from the server, reading as much as it needs.
+    /// The next message from the server, reading as much as it needs: the
+    /// stop, the operation's deadline and its bound in bytes are checked
+    /// before every read.
     fn message(&mut self) -> io::Result<Message> {
-        let until = std::time::Instant::now() + self.wait;
         loop {
             if self.input.len() >= 5 {
                 let len = u32::from_be_bytes([
@@ -333,29 +475,10 @@ impl Pg {
             if let Some(m) = Message::parse(&mut self.input)? {
                 return Ok(m);
             }
+            self.wait.check()?;
             let n = match self.stream.read(&mut self.chunk[..]) {
                 Ok(n) => n,
-                Err(e)
-                    if matches!(
-                        e.kind(),
-                        io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
-                    ) =>
-                {
-                    if signals::interrupted() {
-                        return Err(io::Error::new(
-                            io::ErrorKind::Interrupted,
-                            "stopped by a signal",
-                        ));
-                    }
-                    if std::time::Instant::now() >= until {
-                        return Err(io::Error::new(
-                            io::ErrorKind::TimedOut,
-                            format!("the server sent no answer within {} s", self.wait.as_secs()),
-                        ));
-                    }
-                    continue;
-                }
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) if is_wait(&e) || e.kind() == io::ErrorKind::Interrupted => continue,
                 Err(e) => return Err(e),
             };
             if n == 0 {
@@ -364,8 +487,22 @@ impl Pg {
                     "the server closed the connection",
                 ));
             }
+            self.answered += n;
+            if self.answered > MAX_ANSWER {
+                return Err(broken(&format!(
+                    "the server's answer goes on past {} MiB",
+                    MAX_ANSWER >> 20
+                )));
+            }
             self.input.extend_from_slice(&self.chunk[..n]);
         }
+    }
+
+    /// Begins an operation bounded by `limit` (the deadline, and the answer
+    /// counted from 0 bytes).
+    fn begin_wait(&mut self, limit: Duration) {
+        self.wait = Wait::start(limit);
+        self.answered = 0;
     }
 
     /// Sends what is in `output` and reads the answer up to ReadyForQuery.
@@ -375,6 +512,7 @@ impl Pg {
 
     /// [`Pg::round_trip`], keeping the rows' values (`keep`) for a script.
     fn round_trip_keeping(&mut self, keep: bool) -> Result<Outcome, DbError> {
+        self.begin_wait(self.limits.statement);
         self.flush().map_err(lost)?;
         let mut out = Outcome {
             kept: keep.then(|| Rows::reuse(&mut self.spare)),
@@ -385,13 +523,7 @@ impl Pg {
                 Message::DataRow(body) => {
                     out.rows += 1;
                     if let Some(kept) = &mut out.kept {
-                        let buf = body.buffer();
-                        kept.begin_row();
-                        let mut ranges = body.ranges();
-                        while let Some(r) = ranges.next().map_err(lost)? {
-                            kept.push_value(r.map(|r| buf.get(r).unwrap_or_default()));
-                        }
-                        kept.end_row();
+                        keep_row(kept, &body)?;
                     }
                 }
                 Message::RowDescription(body) => {
@@ -491,7 +623,7 @@ fn open(host: &str, port: u16) -> io::Result<TcpStream> {
             Ok(s) => {
                 s.set_nodelay(true)?;
                 s.set_read_timeout(Some(POLL))?;
-                s.set_write_timeout(Some(CONNECT_TIMEOUT))?;
+                s.set_write_timeout(Some(POLL))?;
                 return Ok(s);
             }
             Err(e) => last = e,
@@ -658,8 +790,9 @@ impl Dialect for PgDialect {
 
 impl Drop for Pg {
     fn drop(&mut self) {
+        // One write at most (POLL): the server may have stopped reading.
         frontend::terminate(&mut self.output);
-        let _ = self.flush();
+        let _ = self.stream.write(&self.output);
     }
 }
 

@@ -11,7 +11,7 @@ use anyhow::{Context, Result};
 use rusqlite::types::{ToSqlOutput, ValueRef};
 use rusqlite::{Connection, ErrorCode, OpenFlags, ToSql};
 
-use super::driver::{inline, Conn, DbError, Dialect, ErrorClass, Param, Rows};
+use super::driver::{inline, Conn, DbError, Dialect, ErrorClass, Param, Rows, TooBig};
 
 thread_local! {
     static BUSY_WAITS: Cell<u64> = const { Cell::new(0) };
@@ -100,38 +100,42 @@ fn fetch(
     conn: &Connection,
     stmt: &mut rusqlite::Statement<'_>,
     params: &[Param],
-) -> rusqlite::Result<Rows> {
+) -> Result<Rows, DbError> {
     let fields = stmt.column_count();
     if fields == 0 {
         // sqlite3_changes keeps the last DML's count across BEGIN, COMMIT
         // and DDL: the total's growth is this statement's own.
         let before = conn.total_changes();
-        stmt.execute(rusqlite::params_from_iter(params))?;
+        stmt.execute(rusqlite::params_from_iter(params))
+            .map_err(classify)?;
         let mut out = Rows::default();
         out.affected = conn.total_changes() - before;
         return Ok(out);
     }
-    let mut rows = stmt.query(rusqlite::params_from_iter(params))?;
+    let mut rows = stmt
+        .query(rusqlite::params_from_iter(params))
+        .map_err(classify)?;
     let mut out = Rows::default();
     out.fields = fields;
     let mut number = String::new();
-    while let Some(row) = rows.next()? {
-        out.begin_row();
+    while let Some(row) = rows.next().map_err(classify)? {
+        out.begin_row().map_err(TooBig::error)?;
         for i in 0..fields {
             use std::fmt::Write as _;
             number.clear();
-            match row.get_ref(i)? {
-                ValueRef::Null => out.push_value(None),
+            let value = match row.get_ref(i).map_err(classify)? {
+                ValueRef::Null => None,
                 ValueRef::Integer(n) => {
                     let _ = write!(number, "{n}");
-                    out.push_value(Some(number.as_bytes()));
+                    Some(number.as_bytes())
                 }
                 ValueRef::Real(x) => {
                     let _ = write!(number, "{x}");
-                    out.push_value(Some(number.as_bytes()));
+                    Some(number.as_bytes())
                 }
-                ValueRef::Text(t) | ValueRef::Blob(t) => out.push_value(Some(t)),
-            }
+                ValueRef::Text(t) | ValueRef::Blob(t) => Some(t),
+            };
+            out.push_value(value).map_err(TooBig::error)?;
         }
         out.end_row();
     }
@@ -146,10 +150,10 @@ impl Conn for Sqlite {
         let params = params.unwrap_or(&[]);
         if prepared {
             let mut stmt = self.conn.prepare_cached(sql).map_err(classify)?;
-            fetch(&self.conn, &mut stmt, params).map_err(classify)
+            fetch(&self.conn, &mut stmt, params)
         } else {
             let mut stmt = self.conn.prepare(&inline(sql, params)).map_err(classify)?;
-            fetch(&self.conn, &mut stmt, &[]).map_err(classify)
+            fetch(&self.conn, &mut stmt, &[])
         }
     }
 
