@@ -315,14 +315,18 @@ fn refused(e: &mysql::Error, user: &str, db: &str) -> String {
         return mysql_auth::refusal_message();
     }
     const NOTHING: &str = "nothing of the password was sent; give the user caching_sha2_password or mysql_native_password";
+    let clear = || {
+        format!("the server asked for the password in clear (mysql_clear_password), which virtperf never sends without TLS; {NOTHING}")
+    };
     match e {
         mysql::Error::MySqlError(m) => format!(
             "the server refused user '{user}' on database '{db}': {} (error {}); check --mysql-user, --mysql-password and --mysql-db",
             m.message, m.code
         ),
-        mysql::Error::DriverError(CleartextPluginDisabled) => format!(
-            "the server asked for the password in clear (mysql_clear_password), which virtperf never sends without TLS; {NOTHING}"
-        ),
+        mysql::Error::DriverError(CleartextPluginDisabled) => clear(),
+        mysql::Error::DriverError(UnknownAuthPlugin(name)) if name == "mysql_clear_password" => {
+            clear()
+        }
         mysql::Error::DriverError(OldMysqlPasswordDisabled) => format!(
             "the server asked for the password by mysql_old_password, which is broken; {NOTHING}"
         ),
@@ -540,6 +544,84 @@ mod tests {
         assert_eq!(class(1064), ErrorClass::Fatal);
         let io = std::io::Error::new(std::io::ErrorKind::ConnectionReset, "reset");
         assert_eq!(classify(mysql::Error::IoError(io)).class, ErrorClass::Lost);
+    }
+
+    /// A MySQL server that takes any login (mysql_native_password) and
+    /// then answers every command a byte every 100 ms, never done, until
+    /// the client goes or 10 s pass.
+    fn trickling_server() -> u16 {
+        use std::io::{Read, Write};
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        std::thread::spawn(move || {
+            let (mut s, _) = listener.accept().unwrap();
+            let until = Instant::now() + Duration::from_secs(10);
+            let send = |s: &mut std::net::TcpStream, seq: u8, p: &[u8]| {
+                let mut out = (p.len() as u32).to_le_bytes()[..3].to_vec();
+                out.push(seq);
+                out.extend_from_slice(p);
+                s.write_all(&out)
+            };
+            // Protocol 10, a 20-byte scramble, 4.1 protocol, secure
+            // connection, plugin auth.
+            let caps: u32 = 0x0000_0200 | 0x0000_8000 | 0x0008_0000 | 0x0000_0008;
+            let c = caps.to_le_bytes();
+            let mut greeting = vec![10];
+            greeting.extend_from_slice(b"5.7.44-trickle\0\x07\0\0\0abcdefgh\0");
+            greeting.extend_from_slice(&[c[0], c[1], 45, 2, 0, c[2], c[3], 21]);
+            greeting.extend_from_slice(&[0; 10]);
+            greeting.extend_from_slice(b"ijklmnopqrst\0mysql_native_password\0");
+            send(&mut s, 0, &greeting).unwrap();
+            let mut buf = [0u8; 4096];
+            let _ = s.read(&mut buf);
+            send(&mut s, 2, &[0, 0, 0, 2, 0, 0, 0]).unwrap();
+            let _ = s.read(&mut buf);
+            // A column count packet that promises a long payload.
+            let mut answer = [0xFF, 0xFF, 0x0F, 1].iter().chain(std::iter::repeat(&1u8));
+            while Instant::now() < until {
+                let b = *answer.next().unwrap();
+                if s.write_all(&[b]).is_err() {
+                    return;
+                }
+                std::thread::sleep(Duration::from_millis(100));
+            }
+        });
+        port
+    }
+
+    #[test]
+    fn a_trickled_answer_is_cut_at_the_operations_deadline() {
+        // Issue 53, item 15: a reply trickled a byte every 5 s kept prepare
+        // past its 60 s limit (the read timeout restarted with each byte).
+        // Here: a byte every 100 ms against a 700 ms limit, for a statement
+        // (the wire's read) and a prepare (the crate's).
+        let key = ServerKey::Refuse;
+        let limits = Limits {
+            handshake: Duration::from_secs(3),
+            statement: Duration::from_millis(700),
+        };
+        for prepared in [false, true] {
+            let port = trickling_server();
+            let login = Login {
+                host: "127.0.0.1",
+                port,
+                socket: "",
+                user: "u",
+                password: "p",
+                db: "d",
+                key: &key,
+            };
+            let mut my = My::connect_within(&login, prepared, limits).unwrap();
+            let start = Instant::now();
+            let err = if prepared {
+                my.prepare("SELECT 1").unwrap_err()
+            } else {
+                my.batch("DO 1").unwrap_err().message
+            };
+            let took = start.elapsed();
+            assert!(took < Duration::from_millis(1300), "{prepared}: {took:?}");
+            assert!(err.contains("within 0.7 s"), "{prepared}: {err}");
+        }
     }
 
     #[test]

@@ -954,6 +954,72 @@ mod tests {
         hold.join().unwrap();
     }
 
+    /// A server that takes any login (or, with `trickle_login`, sends an
+    /// endless login a byte every 50 ms) and answers every request with a
+    /// NoticeResponse every 50 ms, never done, until the client goes or
+    /// 10 s pass.
+    fn chatty_server(trickle_login: bool) -> u16 {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        std::thread::spawn(move || {
+            let (mut s, _) = listener.accept().unwrap();
+            let until = std::time::Instant::now() + Duration::from_secs(10);
+            let mut buf = [0u8; 1024];
+            let _ = s.read(&mut buf);
+            let mut notice = vec![b'N', 0, 0, 0, 13];
+            notice.extend_from_slice(b"Mchatter\0\0");
+            if trickle_login {
+                // ParameterStatus messages, one byte at a time.
+                let status = b"S\0\0\0\x08a\0b\0";
+                for b in status.iter().cycle() {
+                    if std::time::Instant::now() > until || s.write_all(&[*b]).is_err() {
+                        return;
+                    }
+                    std::thread::sleep(Duration::from_millis(50));
+                }
+            }
+            let _ = s.write_all(b"R\0\0\0\x08\0\0\0\0Z\0\0\0\x05I");
+            let _ = s.read(&mut buf);
+            while std::time::Instant::now() < until && s.write_all(&notice).is_ok() {
+                std::thread::sleep(Duration::from_millis(50));
+            }
+        });
+        port
+    }
+
+    #[test]
+    fn messages_that_keep_coming_renew_no_deadline() {
+        // Issue 53, item 2: a NoticeResponse every 50 ms, or a login a byte
+        // at a time, kept the client past its limits (the deadline
+        // restarted with each message, and was checked only when a read
+        // timed out).
+        let limits = Limits {
+            login: Duration::from_millis(700),
+            statement: Duration::from_millis(700),
+        };
+        let connect =
+            |port| Pg::connect_within("127.0.0.1", port, "u", "p", "d", true, Auth::Md5, limits);
+        let start = std::time::Instant::now();
+        let err = connect(chatty_server(true)).err().unwrap().to_string();
+        let took = start.elapsed();
+        assert!(
+            took < Duration::from_millis(1200),
+            "login ended after {took:?}"
+        );
+        assert!(err.contains("within 0.7 s"), "{err}");
+
+        let mut pg = connect(chatty_server(false)).unwrap();
+        let start = std::time::Instant::now();
+        let err = pg.batch("SELECT 1").unwrap_err();
+        let took = start.elapsed();
+        assert!(
+            took < Duration::from_millis(1200),
+            "statement ended after {took:?}"
+        );
+        assert_eq!(err.class, ErrorClass::Fatal);
+        assert!(err.message.contains("within 0.7 s"), "{}", err.message);
+    }
+
     /// The messages a client sent: type byte and body.
     type Sent = Vec<(u8, Vec<u8>)>;
 
