@@ -9,9 +9,12 @@
 //! The parts: `options` (the option table) and `config` (the validated
 //! `Config`), `schema` (the `sbtestN` tables), `load` (prepare's bulk load),
 //! `transaction` (the event mix and its counting), `lifecycle` (prepare,
-//! run, cleanup); `driver` holds the `Conn` and `Dialect` traits that
-//! `sqlite`, `pgsql` and `mysql` implement, and `connect` is the one place
-//! that picks a driver.
+//! run, cleanup); `driver` holds the `Conn` and `Dialect` traits (and the
+//! bounds of an answer) that `sqlite`, `pgsql` and `mysql` implement
+//! (`mysql_wire`: its statements on the socket; `mysql_auth`: how its
+//! password may go; `cut`: the watcher that cuts its socket at the stop or
+//! an operation's deadline), and `connect` is the one place that picks a
+//! driver.
 
 mod config;
 mod connect;
