@@ -948,6 +948,51 @@ mod tests {
     }
 
     #[test]
+    fn mutated_answers_are_read_or_refused_never_a_panic() {
+        // A valid binary and text answer, each byte changed, cut or
+        // repeated by a seeded generator: every outcome is an answer or an
+        // error, and what is kept stays within its bound.
+        let eof: &[u8] = &[0xFE, 0, 0, 2, 0];
+        let cols = [column_def(TYPE_LONGLONG, 0), column_def(TYPE_DATETIME, 0)];
+        let mut row = vec![0x00, 0];
+        row.extend_from_slice(&42i64.to_le_bytes());
+        row.extend_from_slice(&[7, 0xE9, 0x07, 11, 27, 13, 5, 9]);
+        let text_row: &[u8] = b"\x0242\xfb";
+        let binary = answer(&[&[2], &cols[0], &cols[1], eof, &row, &row, eof]);
+        let text = answer(&[&[2], &cols[0], &cols[1], eof, text_row, text_row, eof]);
+        let mut seed = 0x9E37_79B9_7F4A_7C15u64;
+        let mut next = move || {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed
+        };
+        for round in 0..4000 {
+            let (base, protocol) = if round % 2 == 0 {
+                (&binary, Protocol::Binary)
+            } else {
+                (&text, Protocol::Text)
+            };
+            let mut bytes = base.clone();
+            for _ in 0..1 + next() % 4 {
+                let at = (next() as usize) % bytes.len();
+                match next() % 3 {
+                    0 => bytes[at] = next() as u8,
+                    1 => bytes.truncate(at.max(1)),
+                    _ => {
+                        let piece = bytes[at..].to_vec();
+                        bytes.extend_from_slice(&piece);
+                    }
+                }
+            }
+            let mut wire = Wire::default();
+            let mut out = Rows::default();
+            let _ = wire.result_set(&mut &bytes[..], protocol, &[], Some(&mut out));
+            assert!(out.held() <= bytes.len() * 8 + 64, "round {round}");
+        }
+    }
+
+    #[test]
     fn requests_carry_types_nulls_and_values() {
         let mut wire = Wire::default();
         wire.request_execute(7, &[Param::Int(-2), Param::Null, Param::Text("ab".into())]);
