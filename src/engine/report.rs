@@ -22,6 +22,9 @@ pub fn general(
             Some((p, v)) => (p, Some(v)),
             None => (percentile, l.p95),
         };
+        // A run with no event has no percentile (null in its document);
+        // sysbench's text says 0.00 for it, and so does this one.
+        let pv = pv.or((events == 0).then_some(0.0));
         let pct = if p == 0.0 {
             "         percentile stats:               disabled\n".to_string()
         } else {
@@ -103,6 +106,21 @@ mod tests {
             ..Latency::default()
         };
         assert!(general(1.0, 3, Some(&l), None, 99.0).contains("         99th percentile: "));
+    }
+
+    #[test]
+    fn a_run_with_no_event_says_zero_as_sysbench_does() {
+        // The histogram of a run with no event gives no percentile (null in
+        // its document); sysbench's text prints 0.00 for it.
+        let l =
+            crate::engine::histogram::summarize(&crate::engine::histogram::new_histogram(), 95.0);
+        assert_eq!(l.p95, None);
+        let text = general(1.0, 0, Some(&l), None, 95.0);
+        assert!(
+            text.contains("95th percentile:                        0.00\n"),
+            "{text}"
+        );
+        assert!(!text.contains("unknown"), "{text}");
     }
 
     #[test]
