@@ -8,10 +8,11 @@
 
 use std::collections::BTreeMap;
 
-use super::{
-    effect, flag_summary, fleet_hosts, fleet_spread, fsync_warning, marks, method, num, pval,
-    ratio_text, storages, tally, verdict_cell, Analysis, Fleet, View,
+use super::text::{
+    effect, flag_summary, fleet_hosts, fleet_spread, fsync_warning, marks, method, num, percent,
+    pval, ratio_text, storages, tally, verdict_cell,
 };
+use super::{Analysis, Fleet, View};
 use crate::analysis::EntryAnalysis;
 use crate::stats::{Assessment, Outcome};
 use crate::workload::Area;
@@ -436,7 +437,7 @@ pub fn area_slowdowns(a: &Analysis) -> Vec<AreaSlowdown> {
 
 /// A factor to two decimals from 0.1 to 10, else three significant
 /// figures: 0.0512, 0.97, 1.40, 20.0, 312. Shorter than
-/// [`super::ratio_num`] on purpose: the overview puts a factor and its two
+/// [`super::text::ratio_num`] on purpose: the overview puts a factor and its two
 /// ends in one cell per area and environment, where the headline rows'
 /// third decimal would only widen the table.
 fn sig3(x: f64) -> String {
@@ -517,7 +518,7 @@ fn overview(a: &Analysis) -> Section {
          (conservative, as the metrics share runs), marked as a verdict would be: = equivalent when it lies within ±{}%, \
          else ▲ slower or ▼ faster when it excludes 1×, ? otherwise. The last row counts the metrics' own verdicts.",
         a.baseline,
-        super::percent(a.settings.margin)
+        percent(a.settings.margin)
     )));
     let mut columns = vec![Column::text("area", 0)];
     columns.extend(envs.iter().map(|(_, e)| Column::num(e)));

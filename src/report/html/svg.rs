@@ -13,7 +13,7 @@
 use std::fmt::Write as _;
 
 use super::super::model::{BarData, SlowdownRow};
-use super::super::num;
+use super::super::text::{num, percent, ratio_num};
 use crate::stats::Outcome;
 
 pub(super) const PALETTE: [&str; 8] = [
@@ -676,7 +676,7 @@ pub(super) fn ratio_chart(title: &str, rows: &[SlowdownRow], margin: f64) -> Str
         r##"<rect x="{b0:.1}" y="{top}" width="{:.1}" height="{:.1}" fill="#e8f0fa"><title>equivalence margin ±{}%</title></rect>"##,
         (b1 - b0).max(1.0),
         bottom - top,
-        super::super::percent(margin)
+        percent(margin)
     );
     for t in axis.ticks() {
         let xx = x(t);
@@ -848,9 +848,9 @@ pub(super) fn factor_text(v: f64) -> String {
     if !v.is_finite() || v <= 0.0 {
         "–".into()
     } else if v >= 1.0 {
-        format!("{}× slower", super::super::ratio_num(v))
+        format!("{}× slower", ratio_num(v))
     } else {
-        format!("{}× faster", super::super::ratio_num(1.0 / v))
+        format!("{}× faster", ratio_num(1.0 / v))
     }
 }
 
