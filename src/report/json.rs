@@ -20,7 +20,7 @@ impl Exporter for JsonExporter {
         if let Some(obj) = v.as_object_mut() {
             obj.insert("schema".into(), serde_json::json!("virtperf.comparison/2"));
             // The overview's figures, as the other formats show them.
-            let overview: Vec<serde_json::Value> = super::model::area_slowdowns(a)
+            let overview: Vec<serde_json::Value> = super::sections::area_slowdowns(a)
                 .iter()
                 .map(|c| {
                     let mut v = serde_json::to_value(c).unwrap_or_default();

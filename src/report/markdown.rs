@@ -35,11 +35,11 @@ impl Exporter for MarkdownExporter {
     }
 
     fn render(&self, a: &Analysis, view: View) -> String {
-        markdown(&model::document(a, view))
+        markdown(&super::document(a, view))
     }
 
     fn render_fleet(&self, f: &Fleet, view: View) -> String {
-        markdown(&model::fleet_document(f, view))
+        markdown(&super::fleet_document(f, view))
     }
 }
 

@@ -2,10 +2,12 @@
 //! rendering the same `Analysis`.
 
 mod csv;
+mod document;
 mod html;
 mod json;
 mod markdown;
 pub mod model;
+mod sections;
 mod sweeps;
 mod table;
 mod text;
@@ -15,13 +17,8 @@ pub use crate::analysis::{analyze, Analysis};
 
 use crate::core::options::CliError;
 
-/// What a report shows besides the headline summary.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct View {
-    /// Every metric of every entry (`--detail`); formats that always carry
-    /// everything (CSV, JSON) ignore it.
-    pub detail: bool,
-}
+pub use document::{document, fleet_document};
+pub use model::View;
 
 /// Renders an analysis in one format.
 pub trait Exporter: Sync {

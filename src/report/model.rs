@@ -1,21 +1,30 @@
-//! The document every report format lays out. It is built once from an
-//! `Analysis` (or a `Fleet`): titled sections of paragraphs, tables and
-//! figures, in the order a reader wants them — an overview to read in ten
-//! seconds, the headline verdicts, then what was compared and the detail.
-//! The exporters decide nothing about content: the terminal prints the
-//! text and tables, markdown the same as pipe tables, HTML everything with
-//! the figures as inline SVG (and `--figures` each one as a file).
+//! The types of the document every layout format lays out: titled
+//! sections of paragraphs, tables and figures. `report::document` builds
+//! one from an `Analysis` (or a `Fleet`), each section by its own builder
+//! in `sections/`; the layouts decide nothing about content: the terminal
+//! prints the text and tables, markdown the same as pipe tables, HTML
+//! everything with the figures as inline SVG (and `--figures` each one as
+//! a file).
 
-use std::collections::BTreeMap;
+use crate::stats::Outcome;
 
+// (Builders not yet moved into sections/.)
+use super::sections::slowdown;
 use super::text::{
-    effect, flag_summary, fleet_hosts, fleet_spread, fsync_warning, marks, method, num, percent,
-    pval, ratio_text, storages, tally, verdict_cell,
+    effect, flag_summary, fleet_spread, fsync_warning, num, pval, ratio_text, slug, storages,
+    verdict_cell,
 };
-use super::{Analysis, Fleet, View};
-use crate::analysis::EntryAnalysis;
-use crate::stats::{Assessment, Outcome};
-use crate::workload::Area;
+use crate::analysis::fleet::Fleet;
+use crate::analysis::{Analysis, EntryAnalysis};
+use crate::stats::Assessment;
+
+/// What a report shows besides the headline summary.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct View {
+    /// Every metric of every entry (`--detail`); formats that always carry
+    /// everything (CSV, JSON) ignore it.
+    pub detail: bool,
+}
 
 pub struct Document {
     pub title: String,
@@ -33,6 +42,19 @@ pub struct Section {
     /// False for tables too wide for a terminal (the fingerprints).
     pub terminal: bool,
     pub blocks: Vec<Block>,
+}
+
+impl Section {
+    /// A report's section (level 2), shown in the terminal too.
+    pub fn new(id: &str, title: &str, blocks: Vec<Block>) -> Section {
+        Section {
+            id: id.into(),
+            title: title.into(),
+            level: 2,
+            terminal: true,
+            blocks,
+        }
+    }
 }
 
 pub enum Block {
@@ -74,7 +96,9 @@ pub struct Column {
 }
 
 impl Column {
-    fn text(name: &str, max: usize) -> Column {
+    /// A column of text, its cells cut to `max` characters in the terminal
+    /// (0: never).
+    pub fn text(name: &str, max: usize) -> Column {
         Column {
             name: name.into(),
             numeric: false,
@@ -82,7 +106,8 @@ impl Column {
         }
     }
 
-    fn num(name: &str) -> Column {
+    /// A column of figures, right-aligned.
+    pub fn num(name: &str) -> Column {
         Column {
             name: name.into(),
             numeric: true,
@@ -106,8 +131,19 @@ pub struct Cell {
     pub hover: Option<String>,
 }
 
+impl Row {
+    /// A row of no group, not highlighted.
+    pub fn plain(cells: Vec<Cell>) -> Row {
+        Row {
+            group: String::new(),
+            cells,
+            flagged: false,
+        }
+    }
+}
+
 impl Cell {
-    fn toned(text: String, tone: Tone) -> Cell {
+    pub fn toned(text: String, tone: Tone) -> Cell {
         Cell {
             text,
             tone,
@@ -258,535 +294,6 @@ impl Document {
         out
     }
 }
-
-/// A name made safe for a file and an anchor: letters, digits, '-'.
-pub fn slug(s: &str) -> String {
-    let mut out = String::new();
-    for c in s.chars() {
-        if c.is_ascii_alphanumeric() {
-            out.push(c.to_ascii_lowercase());
-        } else if !out.ends_with('-') {
-            out.push('-');
-        }
-    }
-    let t = out.trim_matches('-');
-    let t: String = t.chars().take(60).collect();
-    if t.is_empty() {
-        "x".into()
-    } else {
-        t
-    }
-}
-
-fn section(id: &str, title: &str, blocks: Vec<Block>) -> Section {
-    Section {
-        id: id.into(),
-        title: title.into(),
-        level: 2,
-        terminal: true,
-        blocks,
-    }
-}
-
-/// The report of one comparison.
-pub fn document(a: &Analysis, view: View) -> Document {
-    let mut sections = vec![overview(a), headline(a, view)];
-    sections.push(environments(a));
-    if let Some(s) = imported(a) {
-        sections.push(s);
-    }
-    sections.push(against_baseline(a));
-    if let Some(s) = sweeps(a) {
-        sections.push(s);
-    }
-    if let Some(s) = categories(a) {
-        sections.push(s);
-    }
-    if let Some(s) = net_paths(a) {
-        sections.push(s);
-    }
-    if let Some(s) = storage(a) {
-        sections.push(s);
-    }
-    for (i, e) in a.entries.iter().enumerate() {
-        sections.push(entry(a, i, e, view));
-    }
-    if let Some(s) = flags(a, view) {
-        sections.push(s);
-    }
-    if let Some(s) = failures(a) {
-        sections.push(s);
-    }
-    Document {
-        title: format!("virtperf comparison #{}", a.id),
-        intro: vec![
-            format!(
-                "Suite {}, baseline {}, started {}.",
-                a.suite, a.baseline, a.started_at
-            ),
-            method(a),
-        ],
-        sections,
-    }
-}
-
-/// One overview cell: an environment's slowdown in one area, from the
-/// headline rows of that area's workloads.
-#[derive(Debug, Clone, PartialEq, serde::Serialize)]
-pub struct AreaSlowdown {
-    pub env: String,
-    pub area: Area,
-    /// Geometric mean of the rows' slowdown factors (rates inverted).
-    pub point: f64,
-    pub lower: f64,
-    pub upper: f64,
-    /// The rows' verdicts: slower, faster, equivalent, inconclusive.
-    #[serde(serialize_with = "named_counts")]
-    pub verdicts: [usize; 4],
-    pub rows: usize,
-}
-
-fn named_counts<S: serde::Serializer>(v: &[usize; 4], s: S) -> Result<S::Ok, S::Error> {
-    use serde::ser::SerializeMap;
-    let mut m = s.serialize_map(Some(4))?;
-    for (k, n) in ["slower", "faster", "equivalent", "inconclusive"]
-        .iter()
-        .zip(v)
-    {
-        m.serialize_entry(k, n)?;
-    }
-    m.end()
-}
-
-impl AreaSlowdown {
-    /// The area's own verdict, read off its interval as a row's is:
-    /// equivalent when it lies within the margin, else slower or faster
-    /// when it excludes 1.
-    pub fn outcome(&self, margin: f64) -> Outcome {
-        if self.lower >= 1.0 / (1.0 + margin) && self.upper <= 1.0 + margin {
-            Outcome::Equivalent
-        } else if self.lower > 1.0 {
-            Outcome::Slower
-        } else if self.upper < 1.0 {
-            Outcome::Faster
-        } else {
-            Outcome::Inconclusive
-        }
-    }
-}
-
-/// A headline row's slowdown factor and interval (a rate's ratio
-/// inverted, so above 1 is always slower).
-fn slowdown(higher_is_better: bool, x: &Assessment) -> (f64, f64, f64) {
-    let s = |r: f64| if higher_is_better { 1.0 / r } else { r };
-    let (l, u) = (s(x.ratio.lower), s(x.ratio.upper));
-    (s(x.ratio.point), l.min(u), l.max(u))
-}
-
-/// Per environment and area, the slowdown over its headline rows: the
-/// geometric mean of the rows' factors, and as interval the mean of their
-/// intervals' ends on the log scale. That interval is conservative
-/// whatever the rows' correlation (the spread of a mean is at most the
-/// mean of the spreads), so several metrics of one run do not pass for
-/// independent evidence.
-pub fn area_slowdowns(a: &Analysis) -> Vec<AreaSlowdown> {
-    // Per (environment, area): each row's log slowdown and interval ends,
-    // and the count of each verdict.
-    type Acc = (Vec<(f64, f64, f64)>, [usize; 4]);
-    let mut acc: BTreeMap<(usize, Area), Acc> = BTreeMap::new();
-    for r in a.headline_rows() {
-        let Some(x) = &r.stat.vs_baseline else {
-            continue;
-        };
-        let Some(area) = crate::workload::find(&r.entry.workload).map(|d| d.area) else {
-            continue;
-        };
-        let (p, l, u) = slowdown(r.metric.higher_is_better, x);
-        if !(p > 0.0 && l > 0.0 && u.is_finite()) {
-            continue;
-        }
-        let Some(ei) = a.envs.iter().position(|e| *e == r.stat.env) else {
-            continue;
-        };
-        let slot = acc.entry((ei, area)).or_default();
-        slot.0.push((p.ln(), l.ln(), u.ln()));
-        let k = match x.outcome {
-            Outcome::Slower => 0,
-            Outcome::Faster => 1,
-            Outcome::Equivalent => 2,
-            Outcome::Inconclusive => 3,
-        };
-        slot.1[k] += 1;
-    }
-    acc.into_iter()
-        .map(|((ei, area), (logs, verdicts))| {
-            let n = logs.len() as f64;
-            let mean = |f: fn(&(f64, f64, f64)) -> f64| (logs.iter().map(f).sum::<f64>() / n).exp();
-            AreaSlowdown {
-                env: a.envs[ei].clone(),
-                area,
-                point: mean(|x| x.0),
-                lower: mean(|x| x.1),
-                upper: mean(|x| x.2),
-                verdicts,
-                rows: logs.len(),
-            }
-        })
-        .collect()
-}
-
-/// A factor to two decimals from 0.1 to 10, else three significant
-/// figures: 0.0512, 0.97, 1.40, 20.0, 312. Shorter than
-/// [`super::text::ratio_num`] on purpose: the overview puts a factor and its two
-/// ends in one cell per area and environment, where the headline rows'
-/// third decimal would only widen the table.
-fn sig3(x: f64) -> String {
-    let a = x.abs();
-    if !x.is_finite() {
-        "–".into()
-    } else if a >= 100.0 {
-        format!("{x:.0}")
-    } else if a >= 10.0 {
-        format!("{x:.1}")
-    } else if a >= 0.1 {
-        format!("{x:.2}")
-    } else {
-        let d = (-a.log10().floor()) as usize + 2;
-        format!("{x:.d$}")
-    }
-}
-
-/// "2.31× [2.10–2.54] ▲": a slowdown, its interval and its verdict's mark
-/// (▲ slower, ▼ faster, = equivalent, ? inconclusive), so it reads
-/// without colour too.
-fn factor_cell(point: f64, lower: f64, upper: f64, o: Outcome) -> String {
-    let mark = match o {
-        Outcome::Slower => "▲",
-        Outcome::Faster => "▼",
-        Outcome::Equivalent => "=",
-        Outcome::Inconclusive => "?",
-    };
-    format!("{}× [{}–{}] {mark}", sig3(point), sig3(lower), sig3(upper))
-}
-
-/// "12▲ 1▼ 5= 16?": verdict counts in the marks the overview uses.
-fn verdict_marks(v: &[usize; 4]) -> String {
-    let parts: Vec<String> = ["▲", "▼", "=", "?"]
-        .iter()
-        .zip(v)
-        .filter(|(_, n)| **n > 0)
-        .map(|(m, n)| format!("{n}{m}"))
-        .collect();
-    parts.join(" ")
-}
-
-/// "5 slower, 1 equivalent, 2 inconclusive"
-fn verdict_counts(v: &[usize; 4]) -> String {
-    let parts: Vec<String> = ["slower", "faster", "equivalent", "inconclusive"]
-        .iter()
-        .zip(v)
-        .filter(|(_, n)| **n > 0)
-        .map(|(w, n)| format!("{n} {w}"))
-        .collect();
-    parts.join(", ")
-}
-
-fn overview(a: &Analysis) -> Section {
-    let cells = area_slowdowns(a);
-    let mut blocks = Vec::new();
-    if cells.is_empty() {
-        blocks.push(Block::Para(
-            "No environment besides the baseline has headline results.".into(),
-        ));
-        return section("overview", "Overview", blocks);
-    }
-    let areas: Vec<Area> = Area::ALL
-        .into_iter()
-        .filter(|ar| cells.iter().any(|c| c.area == *ar))
-        .collect();
-    // Environments as columns: a comparison has fewer of them than areas,
-    // so the table stays narrow enough for a terminal.
-    let envs: Vec<(usize, &String)> = a
-        .envs
-        .iter()
-        .enumerate()
-        .filter(|(_, e)| cells.iter().any(|c| c.env == **e))
-        .collect();
-    blocks.push(Block::Note(format!(
-        "How much slower each environment is than {} per area, as a factor (above 1× slower, below faster): \
-         the geometric mean over the area's headline metrics, with an interval that averages theirs on the log scale \
-         (conservative, as the metrics share runs), marked as a verdict would be: = equivalent when it lies within ±{}%, \
-         else ▲ slower or ▼ faster when it excludes 1×, ? otherwise. The last row counts the metrics' own verdicts.",
-        a.baseline,
-        percent(a.settings.margin)
-    )));
-    let mut columns = vec![Column::text("area", 0)];
-    columns.extend(envs.iter().map(|(_, e)| Column::num(e)));
-    let mut rows = Vec::new();
-    let mut totals = vec![[0usize; 4]; envs.len()];
-    for ar in &areas {
-        let mut row = vec![Cell::from(ar.name())];
-        for (k, (_, env)) in envs.iter().enumerate() {
-            match cells.iter().find(|c| c.area == *ar && c.env == **env) {
-                Some(c) => {
-                    for (t, v) in totals[k].iter_mut().zip(c.verdicts) {
-                        *t += v;
-                    }
-                    let o = c.outcome(a.settings.margin);
-                    row.push(Cell {
-                        text: factor_cell(c.point, c.lower, c.upper, o),
-                        tone: Tone::of(Some(o)),
-                        hover: Some(format!(
-                            "{} {}: {} headline metric{} ({})",
-                            env,
-                            ar.name(),
-                            c.rows,
-                            if c.rows == 1 { "" } else { "s" },
-                            verdict_counts(&c.verdicts)
-                        )),
-                    });
-                }
-                None => row.push(Cell::toned("–".into(), Tone::Muted)),
-            }
-        }
-        rows.push(Row {
-            group: String::new(),
-            cells: row,
-            flagged: false,
-        });
-    }
-    let mut last = vec![Cell::from("headline verdicts")];
-    last.extend(totals.iter().map(|t| Cell {
-        text: verdict_marks(t),
-        tone: Tone::Plain,
-        hover: Some(verdict_counts(t)),
-    }));
-    rows.push(Row {
-        group: String::new(),
-        cells: last,
-        flagged: false,
-    });
-    let cells = &cells;
-    let fig: Vec<SlowdownRow> = envs
-        .iter()
-        .flat_map(|(ei, env)| {
-            areas.iter().filter_map(move |ar| {
-                let c = cells.iter().find(|c| c.area == *ar && c.env == **env)?;
-                Some(SlowdownRow {
-                    label: format!("{env} · {}", ar.name()),
-                    point: c.point,
-                    lower: c.lower,
-                    upper: c.upper,
-                    runs: Vec::new(),
-                    verdict: Some(c.outcome(a.settings.margin)),
-                    env: *ei,
-                })
-            })
-        })
-        .collect();
-    blocks.push(Block::Table(Table {
-        group: None,
-        columns,
-        rows,
-    }));
-    blocks.push(Block::Para(tally(a)));
-    blocks.push(Block::Figures(vec![Figure {
-        id: "overview".into(),
-        title: format!("Slowdown against {} per area (log scale)", a.baseline),
-        kind: FigureKind::Slowdown {
-            rows: fig,
-            margin: a.settings.margin,
-        },
-    }]));
-    section("overview", "Overview", blocks)
-}
-
-fn headline(a: &Analysis, view: View) -> Section {
-    let rows = a.headline_rows();
-    let title = format!("Headline summary (environment against {})", a.baseline);
-    if rows.is_empty() {
-        return section(
-            "headline",
-            &title,
-            vec![Block::Para(
-                "No environment besides the baseline has results.".into(),
-            )],
-        );
-    }
-    let table = Table {
-        group: Some("entry"),
-        columns: vec![
-            Column::text("environment", 16),
-            Column::text("metric", 28),
-            Column::num("ratio [95% CI]"),
-            Column::num("effect"),
-            Column::text("verdict", 0),
-        ],
-        rows: rows
-            .iter()
-            .map(|r| {
-                let x = r.stat.vs_baseline.as_ref();
-                Row {
-                    group: r.entry.label.clone(),
-                    cells: vec![
-                        r.stat.env.clone().into(),
-                        r.metric.name.clone().into(),
-                        x.map(ratio_text).unwrap_or_default().into(),
-                        x.map(effect).unwrap_or_default().into(),
-                        Cell::toned(
-                            format!("{}{}", verdict_cell(r.stat, true, false), marks(r)),
-                            Tone::of(x.map(|x| x.outcome)),
-                        ),
-                    ],
-                    flagged: r.noisy || r.fsync_ignored,
-                }
-            })
-            .collect(),
-    };
-    let mut blocks = vec![Block::Table(table)];
-    if !view.detail {
-        blocks.push(Block::TextHint(
-            "Every metric with both tests' p-values: --detail (or --format json / csv).".into(),
-        ));
-    }
-    section("headline", &title, blocks)
-}
-
-fn environments(a: &Analysis) -> Section {
-    let cols = [
-        "kind",
-        "hypervisor",
-        "CPU",
-        "CPUs",
-        "memory",
-        "CPU quota",
-        "kernel",
-        "ready after",
-        "network path",
-        "storage",
-    ];
-    let mut columns = vec![Column::text("environment", 0)];
-    columns.extend(cols.iter().map(|c| Column::text(c, 0)));
-    // How a driver set its environment up (a libvirt domain's XML
-    // essentials), where one says.
-    let settings = a.fingerprints.values().any(|f| !f.settings.is_empty());
-    if settings {
-        columns.push(Column::text("settings", 0));
-    }
-    let rows = a
-        .envs
-        .iter()
-        .map(|env| {
-            let f = a.fingerprints.get(env);
-            let storage = f.and_then(|f| f.storage.as_ref());
-            let hv = f.map(|f| f.hypervisor.as_str()).unwrap_or("");
-            let mut row = Row {
-                group: String::new(),
-                cells: vec![
-                    env.clone().into(),
-                    f.map(|f| f.kind.clone()).unwrap_or_default().into(),
-                    Cell {
-                        text: crate::sys::fingerprint::hypervisor_name(hv).into(),
-                        tone: Tone::Plain,
-                        hover: Some(hv.into()),
-                    },
-                    f.map(|f| f.cpu_model.clone()).unwrap_or_default().into(),
-                    f.map(|f| f.cpus.to_string()).unwrap_or_default().into(),
-                    f.map(|f| format!("{:.1} GiB", f.memory_bytes as f64 / (1u64 << 30) as f64))
-                        .unwrap_or_default()
-                        .into(),
-                    f.and_then(|f| f.cgroup.cpu_quota)
-                        .map(|q| format!("{q}"))
-                        .unwrap_or_else(|| "–".into())
-                        .into(),
-                    f.map(|f| f.kernel.clone()).unwrap_or_default().into(),
-                    f.and_then(|f| f.ready_s)
-                        .map(|s| format!("{s:.2} s"))
-                        .unwrap_or_default()
-                        .into(),
-                    f.and_then(|f| f.net_path.clone())
-                        .unwrap_or_else(|| "–".into())
-                        .into(),
-                    storage
-                        .map(|s| s.describe())
-                        .unwrap_or_else(|| "–".into())
-                        .into(),
-                ],
-                flagged: storage.is_some_and(|s| s.fsync_ignored.is_some()),
-            };
-            if settings {
-                let text = f
-                    .map(|f| {
-                        f.settings
-                            .iter()
-                            .map(|(k, v)| format!("{k}: {v}"))
-                            .collect::<Vec<_>>()
-                            .join("; ")
-                    })
-                    .filter(|t| !t.is_empty())
-                    .unwrap_or_else(|| "–".into());
-                row.cells.push(text.into());
-            }
-            row
-        })
-        .collect();
-    Section {
-        terminal: false,
-        ..section(
-            "environments",
-            "Environments",
-            vec![Block::Table(Table {
-                group: None,
-                columns,
-                rows,
-            })],
-        )
-    }
-}
-
-/// Environments whose runs were read from other tools' output (`virtperf
-/// import`): each tool they came from, its runs and first file.
-fn imported(a: &Analysis) -> Option<Section> {
-    let rows: Vec<Row> = a
-        .envs
-        .iter()
-        .filter_map(|e| Some((e, a.imported.get(e)?)))
-        .flat_map(|(e, sources)| {
-            sources.iter().map(move |s| Row {
-                group: String::new(),
-                cells: vec![
-                    e.clone().into(),
-                    format!("imported from {}", s.tool).into(),
-                    Cell::from(s.runs.to_string()),
-                    s.first_file.clone().into(),
-                ],
-                flagged: false,
-            })
-        })
-        .collect();
-    (!rows.is_empty()).then(|| {
-        section(
-            "imported",
-            "Imported runs",
-            vec![
-                Block::Note(
-                    "Read from another tool's output with 'virtperf import', not measured by virtperf: that tool's work, timer and units, where and when it ran. Compare with care.".into(),
-                ),
-                Block::Table(Table {
-                    group: None,
-                    columns: vec![
-                        Column::text("environment", 0),
-                        Column::text("source", 0),
-                        Column::num("runs"),
-                        Column::text("first file", 0),
-                    ],
-                    rows,
-                }),
-            ],
-        )
-    })
-}
-
 fn geometric_mean(xs: &[f64]) -> f64 {
     let logs: Vec<f64> = xs.iter().filter(|x| **x > 0.0).map(|x| x.ln()).collect();
     if logs.is_empty() {
@@ -831,7 +338,11 @@ pub fn short_labels(a: &Analysis) -> Vec<String> {
         .collect()
 }
 
-fn against_baseline(a: &Analysis) -> Section {
+pub(crate) fn against_baseline(a: &Analysis, _view: View) -> Vec<Section> {
+    vec![against_baseline_section(a)]
+}
+
+fn against_baseline_section(a: &Analysis) -> Section {
     let base_i = a.envs.iter().position(|e| *e == a.baseline);
     let short = short_labels(a);
     let mut figs = Vec::new();
@@ -881,7 +392,7 @@ fn against_baseline(a: &Analysis) -> Section {
             });
         }
     }
-    section(
+    Section::new(
         "against-baseline",
         "Against the baseline",
         vec![
@@ -895,7 +406,11 @@ fn against_baseline(a: &Analysis) -> Section {
 /// numeric parameter form a series, drawn as a line per environment; a
 /// full grid over two such parameters is drawn as a heat map per
 /// environment (slowdown against the baseline).
-fn sweeps(a: &Analysis) -> Option<Section> {
+pub(crate) fn sweeps(a: &Analysis, _view: View) -> Vec<Section> {
+    sweeps_section(a).into_iter().collect()
+}
+
+fn sweeps_section(a: &Analysis) -> Option<Section> {
     let mut figs = Vec::new();
     for (workload, key, group) in super::sweeps::one_way(a) {
         let Some(first) = group.first() else { continue };
@@ -987,7 +502,7 @@ fn sweeps(a: &Analysis) -> Option<Section> {
         }
     }
     (!figs.is_empty()).then(|| {
-        section(
+        Section::new(
             "sweeps",
             "Parameter sweeps",
             vec![
@@ -1021,14 +536,18 @@ fn category_cell(value: Option<f64>, interval: Option<(f64, f64)>, hover: String
     }
 }
 
-fn categories(a: &Analysis) -> Option<Section> {
+pub(crate) fn categories(a: &Analysis, _view: View) -> Vec<Section> {
+    categories_section(a).into_iter().collect()
+}
+
+fn categories_section(a: &Analysis) -> Option<Section> {
     if a.rankings.is_empty() {
         return None;
     }
     let empty = |r: &crate::stats::Ranking| r.categories.iter().all(|c| c.value.is_none());
     let title = "Overhead categories (seed 001's method)";
     if a.rankings.iter().all(|(_, r)| empty(r)) {
-        return Some(section("categories", title, vec![Block::Para(
+        return Some(Section::new("categories", title, vec![Block::Para(
             "None of this suite's workloads belong to seed 001's categories (disk, micro-operations, LINPACK, network).".into(),
         )]));
     }
@@ -1123,7 +642,7 @@ fn categories(a: &Analysis) -> Option<Section> {
             list.join(", ")
         )));
     }
-    Some(section("categories", title, blocks))
+    Some(Section::new("categories", title, blocks))
 }
 
 /// Seed 001's ranking of the kinds of environment, best first, a column
@@ -1189,7 +708,11 @@ fn solutions_table(a: &Analysis, names: &[(&str, &str, &str)]) -> Option<Block> 
     }))
 }
 
-fn net_paths(a: &Analysis) -> Option<Section> {
+pub(crate) fn net_paths(a: &Analysis, _view: View) -> Vec<Section> {
+    net_paths_section(a).into_iter().collect()
+}
+
+fn net_paths_section(a: &Analysis) -> Option<Section> {
     let rows: Vec<Row> = a
         .envs
         .iter()
@@ -1203,7 +726,7 @@ fn net_paths(a: &Analysis) -> Option<Section> {
         })
         .collect();
     (!rows.is_empty()).then(|| {
-        section(
+        Section::new(
             "network-paths",
             "Network paths",
             vec![Block::Table(Table {
@@ -1215,7 +738,11 @@ fn net_paths(a: &Analysis) -> Option<Section> {
     })
 }
 
-fn storage(a: &Analysis) -> Option<Section> {
+pub(crate) fn storage(a: &Analysis, _view: View) -> Vec<Section> {
+    storage_section(a).into_iter().collect()
+}
+
+fn storage_section(a: &Analysis) -> Option<Section> {
     let list = storages(a);
     if list.is_empty() {
         return None;
@@ -1243,11 +770,19 @@ fn storage(a: &Analysis) -> Option<Section> {
     for (env, kind, s) in list.iter().filter(|(_, _, s)| s.fsync_ignored.is_some()) {
         blocks.push(Block::Warning(fsync_warning(env, kind, s)));
     }
-    Some(section("storage", "Storage", blocks))
+    Some(Section::new("storage", "Storage", blocks))
 }
 
 /// One entry: its headline metrics as bar charts, and every metric's
 /// table (folded unless `--detail`).
+pub(crate) fn entries(a: &Analysis, view: View) -> Vec<Section> {
+    a.entries
+        .iter()
+        .enumerate()
+        .map(|(i, e)| entry(a, i, e, view))
+        .collect()
+}
+
 fn entry(a: &Analysis, i: usize, e: &EntryAnalysis, view: View) -> Section {
     let figs: Vec<Figure> = e
         .metrics
@@ -1366,7 +901,11 @@ fn run_line(env: &str, label: &str, round: usize, why: &str) -> String {
     format!("{env} / {label} / round {}: {why}", round + 1)
 }
 
-fn flags(a: &Analysis, view: View) -> Option<Section> {
+pub(crate) fn flags(a: &Analysis, view: View) -> Vec<Section> {
+    flags_section(a, view).into_iter().collect()
+}
+
+fn flags_section(a: &Analysis, view: View) -> Option<Section> {
     if a.flags.is_empty() {
         return None;
     }
@@ -1396,12 +935,16 @@ fn flags(a: &Analysis, view: View) -> Option<Section> {
             "Each flagged run and why: --detail.".into(),
         ));
     }
-    Some(section("flags", "Flagged runs", blocks))
+    Some(Section::new("flags", "Flagged runs", blocks))
 }
 
-fn failures(a: &Analysis) -> Option<Section> {
+pub(crate) fn failures(a: &Analysis, _view: View) -> Vec<Section> {
+    failures_section(a).into_iter().collect()
+}
+
+fn failures_section(a: &Analysis) -> Option<Section> {
     (!a.failures.is_empty()).then(|| {
-        section(
+        Section::new(
             "failures",
             "Failed runs",
             vec![Block::List(
@@ -1414,62 +957,9 @@ fn failures(a: &Analysis) -> Option<Section> {
     })
 }
 
-/// The fleet report: the fleet view across hosts, then each host's own
-/// report, its sections one level down.
-pub fn fleet_document(f: &Fleet, view: View) -> Document {
-    let mut sections = vec![fleet_view(f)];
-    for h in &f.hosts {
-        let d = document(&h.analysis, view);
-        let mut blocks: Vec<Block> = vec![Block::Para(d.title)];
-        blocks.extend(d.intro.into_iter().map(Block::Para));
-        sections.push(Section {
-            id: format!("host-{}", slug(&h.host)),
-            title: format!("Host {}", h.host),
-            level: 2,
-            terminal: true,
-            blocks,
-        });
-        let host = slug(&h.host);
-        sections.extend(d.sections.into_iter().map(|mut s| {
-            s.level = 3;
-            s.id = format!("{host}-{}", s.id);
-            prefix_figures(&mut s.blocks, &host);
-            s
-        }));
-    }
-    Document {
-        title: "virtperf fleet report".into(),
-        intro: vec![
-            format!(
-                "Suite {}, baseline {}, {}.",
-                f.suite,
-                f.baseline,
-                fleet_hosts(f)
-            ),
-            crate::analysis::fleet::outlier_rule(&f.settings),
-        ],
-        sections,
-    }
-}
-
-/// Figures of several hosts in one document need distinct file names.
-fn prefix_figures(blocks: &mut [Block], prefix: &str) {
-    for b in blocks {
-        match b {
-            Block::Figures(fs) => {
-                for f in fs {
-                    f.id = format!("{prefix}-{}", f.id);
-                }
-            }
-            Block::Folded { blocks, .. } => prefix_figures(blocks, prefix),
-            _ => {}
-        }
-    }
-}
-
-fn fleet_view(f: &Fleet) -> Section {
+pub(crate) fn fleet_view(f: &Fleet) -> Section {
     if f.rows.is_empty() {
-        return section(
+        return Section::new(
             "fleet",
             "Fleet view",
             vec![Block::Para(
@@ -1516,7 +1006,7 @@ fn fleet_view(f: &Fleet) -> Section {
             }
         })
         .collect();
-    section(
+    Section::new(
         "fleet",
         "Fleet view (per entry, headline metric and environment kind)",
         vec![
@@ -1557,69 +1047,5 @@ mod tests {
             short_labels(&a),
             ["cpu threads=1", "cpu threads=2", "disk", "stream", "memory"]
         );
-    }
-
-    #[test]
-    fn slugs_are_file_names() {
-        assert_eq!(slug("qemu <b>&\"x\""), "qemu-b-x");
-        assert_eq!(slug("///"), "x");
-        assert_eq!(slug("cpu threads=2"), "cpu-threads-2");
-    }
-
-    #[test]
-    fn factors_read_to_three_figures_with_their_mark() {
-        assert_eq!(
-            factor_cell(1.4, 1.3834, 1.4162, Outcome::Slower),
-            "1.40× [1.38–1.42] ▲"
-        );
-        assert_eq!(
-            factor_cell(0.05, 0.04941, 0.0506, Outcome::Faster),
-            "0.0500× [0.0494–0.0506] ▼"
-        );
-        assert_eq!(sig3(312.4), "312");
-        assert_eq!(sig3(0.935), "0.94");
-        assert_eq!(verdict_marks(&[12, 1, 0, 16]), "12▲ 1▼ 16?");
-    }
-
-    #[test]
-    fn an_area_is_decided_by_its_interval() {
-        let c = AreaSlowdown {
-            env: "vm".into(),
-            area: Area::Cpu,
-            point: 1.2,
-            lower: 1.06,
-            upper: 1.3,
-            verdicts: [1, 0, 0, 0],
-            rows: 1,
-        };
-        assert_eq!(c.outcome(0.05), Outcome::Slower);
-        let eq = AreaSlowdown {
-            point: 1.0,
-            lower: 0.97,
-            upper: 1.03,
-            ..c.clone()
-        };
-        assert_eq!(eq.outcome(0.05), Outcome::Equivalent);
-        // Slower by 3% and inside a 5% margin: equivalent, as a row is.
-        let small = AreaSlowdown {
-            point: 1.03,
-            lower: 1.02,
-            upper: 1.04,
-            ..c.clone()
-        };
-        assert_eq!(small.outcome(0.05), Outcome::Equivalent);
-        assert_eq!(small.outcome(0.01), Outcome::Slower);
-        let inc = AreaSlowdown {
-            lower: 0.9,
-            upper: 1.1,
-            ..c.clone()
-        };
-        assert_eq!(inc.outcome(0.05), Outcome::Inconclusive);
-        let fast = AreaSlowdown {
-            lower: 0.5,
-            upper: 0.8,
-            ..c
-        };
-        assert_eq!(fast.outcome(0.05), Outcome::Faster);
     }
 }

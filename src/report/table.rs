@@ -19,11 +19,11 @@ impl Exporter for TableExporter {
     }
 
     fn render(&self, a: &Analysis, view: View) -> String {
-        text(&model::document(a, view))
+        text(&super::document(a, view))
     }
 
     fn render_fleet(&self, f: &Fleet, view: View) -> String {
-        text(&model::fleet_document(f, view))
+        text(&super::fleet_document(f, view))
     }
 }
 

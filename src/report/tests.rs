@@ -214,7 +214,7 @@ fn sweeps_become_lines_and_a_grid_a_heat_map() {
     assert_eq!(grids.len(), 1);
     let g = &grids[0];
     assert_eq!((g.xs.len(), g.ys.len(), g.entries.len()), (2, 2, 4));
-    let d = model::document(&a, View::default());
+    let d = document(&a, View::default());
     let heat: Vec<&model::Figure> = d
         .figures()
         .into_iter()
@@ -234,7 +234,7 @@ fn sweeps_become_lines_and_a_grid_a_heat_map() {
         assert!((v - want).abs() < 0.01, "threads {threads}: {v}");
     }
     // The overview: memory only, 2 of 4 metrics slower.
-    let areas = model::area_slowdowns(&a);
+    let areas = sections::area_slowdowns(&a);
     assert_eq!(areas.len(), 1);
     assert_eq!(areas[0].area, crate::workload::Area::Memory);
     assert_eq!(areas[0].verdicts[0], 2, "{:?}", areas[0]);

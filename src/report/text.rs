@@ -330,3 +330,34 @@ pub fn fleet_spread(r: &FleetRow) -> (String, String) {
         format!("{} … {}", r.measure.show(r.q1), r.measure.show(r.q3)),
     )
 }
+
+/// A name made safe for a file and an anchor: letters, digits, '-'.
+pub fn slug(s: &str) -> String {
+    let mut out = String::new();
+    for c in s.chars() {
+        if c.is_ascii_alphanumeric() {
+            out.push(c.to_ascii_lowercase());
+        } else if !out.ends_with('-') {
+            out.push('-');
+        }
+    }
+    let t = out.trim_matches('-');
+    let t: String = t.chars().take(60).collect();
+    if t.is_empty() {
+        "x".into()
+    } else {
+        t
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn slugs_are_file_names() {
+        assert_eq!(slug("qemu <b>&\"x\""), "qemu-b-x");
+        assert_eq!(slug("///"), "x");
+        assert_eq!(slug("cpu threads=2"), "cpu-threads-2");
+    }
+}

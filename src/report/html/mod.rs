@@ -11,7 +11,7 @@ mod svg;
 
 use std::fmt::Write as _;
 
-use super::model::{self, Block, Document, Figure, FigureKind, Table, Tone};
+use super::model::{Block, Document, Figure, FigureKind, Table, Tone};
 use super::{Analysis, Exporter, Fleet, View};
 pub use svg::esc;
 use svg::*;
@@ -40,11 +40,11 @@ impl Exporter for HtmlExporter {
     }
 
     fn render(&self, a: &Analysis, view: View) -> String {
-        page(&model::document(a, view), "virtperf comparison")
+        page(&super::document(a, view), "virtperf comparison")
     }
 
     fn render_fleet(&self, f: &Fleet, view: View) -> String {
-        page(&model::fleet_document(f, view), "virtperf fleet report")
+        page(&super::fleet_document(f, view), "virtperf fleet report")
     }
 }
 

@@ -1,0 +1,38 @@
+//! The sections of a comparison's report, one file each, and the one list
+//! that orders them. A section builder reads the analysis and returns its
+//! sections: none when it has nothing to say, one, or one per entry.
+//!
+//! Adding a section is a file here with a `build` function, its `mod` line
+//! and one line in `SECTIONS` where the reader should meet it.
+
+mod areas;
+mod environments;
+mod headline;
+mod imported;
+mod overview;
+
+pub(crate) use areas::{area_slowdowns, slowdown};
+
+use crate::analysis::Analysis;
+use crate::report::model::{self, Section, View};
+
+/// What builds one part of the report.
+pub(crate) type Build = fn(&Analysis, View) -> Vec<Section>;
+
+/// The report's sections, in the order a reader wants them: an overview
+/// to read in ten seconds, the headline verdicts, what was compared, the
+/// figures, then each entry in detail and what went wrong.
+pub(crate) const SECTIONS: &[Build] = &[
+    overview::build,
+    headline::build,
+    environments::build,
+    imported::build,
+    model::against_baseline,
+    model::sweeps,
+    model::categories,
+    model::net_paths,
+    model::storage,
+    model::entries,
+    model::flags,
+    model::failures,
+];
