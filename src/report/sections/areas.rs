@@ -55,7 +55,7 @@ impl AreaSlowdown {
 
 /// A headline row's slowdown factor and interval (a rate's ratio
 /// inverted, so above 1 is always slower).
-pub(crate) fn slowdown(higher_is_better: bool, x: &Assessment) -> (f64, f64, f64) {
+pub(super) fn slowdown(higher_is_better: bool, x: &Assessment) -> (f64, f64, f64) {
     let s = |r: f64| if higher_is_better { 1.0 / r } else { r };
     let (l, u) = (s(x.ratio.lower), s(x.ratio.upper));
     (s(x.ratio.point), l.min(u), l.max(u))

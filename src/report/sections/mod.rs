@@ -5,13 +5,18 @@
 //! Adding a section is a file here with a `build` function, its `mod` line
 //! and one line in `SECTIONS` where the reader should meet it.
 
+mod against_baseline;
 mod areas;
+mod categories;
 mod environments;
 mod headline;
 mod imported;
+mod net_paths;
 mod overview;
+mod storage;
+mod sweeps;
 
-pub(crate) use areas::{area_slowdowns, slowdown};
+pub(crate) use areas::area_slowdowns;
 
 use crate::analysis::Analysis;
 use crate::report::model::{self, Section, View};
@@ -27,11 +32,11 @@ pub(crate) const SECTIONS: &[Build] = &[
     headline::build,
     environments::build,
     imported::build,
-    model::against_baseline,
-    model::sweeps,
-    model::categories,
-    model::net_paths,
-    model::storage,
+    against_baseline::build,
+    sweeps::build,
+    categories::build,
+    net_paths::build,
+    storage::build,
     model::entries,
     model::flags,
     model::failures,
