@@ -4,8 +4,8 @@
 
 use crate::analysis::fleet::Fleet;
 use crate::analysis::Analysis;
-use crate::report::model::{self, Block, Document, Section, View};
-use crate::report::sections::SECTIONS;
+use crate::report::model::{Block, Document, Section, View};
+use crate::report::sections::{fleet_view, SECTIONS};
 use crate::report::text::{fleet_hosts, method, slug};
 
 /// The report of one comparison.
@@ -26,7 +26,7 @@ pub fn document(a: &Analysis, view: View) -> Document {
 /// The fleet report: the fleet view across hosts, then each host's own
 /// report, its sections one level down.
 pub fn fleet_document(f: &Fleet, view: View) -> Document {
-    let mut sections = vec![model::fleet_view(f)];
+    let mut sections = vec![fleet_view(f)];
     for h in &f.hosts {
         let d = document(&h.analysis, view);
         let mut blocks: Vec<Block> = vec![Block::Para(d.title)];

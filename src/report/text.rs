@@ -350,6 +350,11 @@ pub fn slug(s: &str) -> String {
     }
 }
 
+/// "vm / cpu / round 3: why", a run in a list of flagged or failed ones.
+pub fn run_line(env: &str, label: &str, round: usize, why: &str) -> String {
+    format!("{env} / {label} / round {}: {why}", round + 1)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

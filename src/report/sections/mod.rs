@@ -8,7 +8,11 @@
 mod against_baseline;
 mod areas;
 mod categories;
+mod entry;
 mod environments;
+mod failures;
+mod flags;
+mod fleet;
 mod headline;
 mod imported;
 mod net_paths;
@@ -17,9 +21,10 @@ mod storage;
 mod sweeps;
 
 pub(crate) use areas::area_slowdowns;
+pub(crate) use fleet::fleet_view;
 
 use crate::analysis::Analysis;
-use crate::report::model::{self, Section, View};
+use crate::report::model::{Section, View};
 
 /// What builds one part of the report.
 pub(crate) type Build = fn(&Analysis, View) -> Vec<Section>;
@@ -37,7 +42,7 @@ pub(crate) const SECTIONS: &[Build] = &[
     categories::build,
     net_paths::build,
     storage::build,
-    model::entries,
-    model::flags,
-    model::failures,
+    entry::build,
+    flags::build,
+    failures::build,
 ];
