@@ -97,7 +97,7 @@ pub struct ReportArgs {
     /// default is `virtperf-results`), none given twice.
     pub targets: Vec<String>,
     /// `--format`.
-    pub format: &'static dyn Exporter,
+    pub format: &'static Exporter,
     /// `--out`: a file to write instead of standard output.
     pub out: Option<PathBuf>,
     /// `--margin`, in percent.

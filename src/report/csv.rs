@@ -4,7 +4,9 @@
 
 use std::fmt::Write as _;
 
-use super::{Analysis, Exporter, Fleet, View};
+use crate::analysis::fleet::{Fleet, Measure};
+use crate::analysis::Analysis;
+use crate::report::registry::Data;
 
 pub struct CsvExporter;
 
@@ -29,16 +31,12 @@ fn opt(x: Option<f64>) -> String {
     x.map(|v| v.to_string()).unwrap_or_default()
 }
 
-impl Exporter for CsvExporter {
+impl Data for CsvExporter {
     fn name(&self) -> &'static str {
         "csv"
     }
 
-    fn extension(&self) -> &'static str {
-        "csv"
-    }
-
-    fn render(&self, a: &Analysis, _view: View) -> String {
+    fn render(&self, a: &Analysis) -> String {
         let mut out = format!("{HEADER}\n");
         for row in rows(a) {
             let _ = writeln!(out, "{}", row.line);
@@ -49,7 +47,7 @@ impl Exporter for CsvExporter {
     /// One table: every host's rows as `render` gives them, with the host
     /// first and, on headline rows, the fleet figures of their entry,
     /// metric and environment kind after.
-    fn render_fleet(&self, f: &Fleet, _view: View) -> String {
+    fn render_fleet(&self, f: &Fleet) -> String {
         let mut out = format!(
             "host,{HEADER},kind,fleet_measure,fleet_value,fleet_outlier,fleet_hosts,fleet_median,fleet_min,fleet_max,fleet_q1,fleet_q3\n"
         );
@@ -75,8 +73,8 @@ impl Exporter for CsvExporter {
                     Some((r, p)) => format!(
                         "{},{},{},{},{},{},{},{},{}",
                         match r.measure {
-                            super::Measure::OverheadPct => "overhead_pct",
-                            super::Measure::TimesSlower => "times_slower",
+                            Measure::OverheadPct => "overhead_pct",
+                            Measure::TimesSlower => "times_slower",
                         },
                         p.value,
                         p.outlier,

@@ -11,6 +11,7 @@ use crate::report::text::{fleet_hosts, method, slug};
 /// The report of one comparison.
 pub fn document(a: &Analysis, view: View) -> Document {
     Document {
+        short_title: "virtperf comparison",
         title: format!("virtperf comparison #{}", a.id),
         intro: vec![
             format!(
@@ -45,6 +46,7 @@ pub fn fleet_document(f: &Fleet, view: View) -> Document {
         }));
     }
     Document {
+        short_title: "virtperf fleet report",
         title: "virtperf fleet report".into(),
         intro: vec![
             format!(

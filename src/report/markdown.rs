@@ -4,8 +4,8 @@
 
 use std::fmt::Write as _;
 
-use super::model::{self, Block, Document, Table};
-use super::{Analysis, Exporter, Fleet, View};
+use crate::report::model::{self, Block, Document, Table};
+use crate::report::registry::Layout;
 
 pub struct MarkdownExporter;
 
@@ -25,21 +25,13 @@ fn cell(s: &str) -> String {
     crate::core::text::one_line(&s, usize::MAX)
 }
 
-impl Exporter for MarkdownExporter {
+impl Layout for MarkdownExporter {
     fn name(&self) -> &'static str {
         "markdown"
     }
 
-    fn extension(&self) -> &'static str {
-        "md"
-    }
-
-    fn render(&self, a: &Analysis, view: View) -> String {
-        markdown(&super::document(a, view))
-    }
-
-    fn render_fleet(&self, f: &Fleet, view: View) -> String {
-        markdown(&super::fleet_document(f, view))
+    fn render(&self, d: &Document) -> String {
+        markdown(d)
     }
 }
 

@@ -17,6 +17,8 @@ pub struct View {
 }
 
 pub struct Document {
+    /// What it is, without its particulars: a browser tab's title.
+    pub short_title: &'static str,
     pub title: String,
     /// Paragraphs under the title: what was compared, and how.
     pub intro: Vec<String>,
