@@ -41,3 +41,33 @@ pub fn comparison_row() -> ComparisonRow {
         adaptive: false,
     }
 }
+
+/// An analysis of these environments (the first is the baseline) over one
+/// cpu entry, three rounds each, every environment slower than the one
+/// before it.
+pub fn analysis_of_envs(envs: &[&str]) -> Analysis {
+    let mut runs = Vec::new();
+    for round in 0..3 {
+        for (k, env) in envs.iter().enumerate() {
+            let v = 100.0 / (1.0 + k as f64) + round as f64;
+            runs.push(RunRow {
+                env: env.to_string(),
+                entry: 0,
+                label: "cpu".into(),
+                round,
+                doc: Some(ResultDoc::new(
+                    "cpu",
+                    env,
+                    vec![Metric::new("events_per_sec", v, "events/s", true)],
+                )),
+                error: None,
+            });
+        }
+    }
+    let cmp = ComparisonRow {
+        baseline: envs[0].into(),
+        envs: envs.iter().map(|e| e.to_string()).collect(),
+        ..comparison_row()
+    };
+    analyze(&cmp, &runs, &VerdictSettings::default())
+}

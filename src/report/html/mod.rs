@@ -198,21 +198,16 @@ pub fn figure(f: &Figure) -> String {
     }
 }
 
-/// Every figure of a report as a standalone SVG file's name and content.
-pub fn figure_files(d: &Document) -> Vec<(String, String)> {
-    d.figures()
-        .into_iter()
-        .map(|f| {
-            let svg = figure(f);
-            let svg = match svg.find('>') {
-                Some(i) => format!(
-                    "<?xml version=\"1.0\" encoding=\"utf-8\"?>\n{}{SVG_STYLE}{}\n",
-                    &svg[..=i],
-                    &svg[i + 1..]
-                ),
-                None => svg,
-            };
-            (format!("{}.svg", f.id), svg)
-        })
-        .collect()
+/// A figure as a standalone SVG file: an XML declaration, and the styles
+/// the page would give it inside.
+pub fn standalone(f: &Figure) -> String {
+    let svg = figure(f);
+    match svg.find('>') {
+        Some(i) => format!(
+            "<?xml version=\"1.0\" encoding=\"utf-8\"?>\n{}{SVG_STYLE}{}\n",
+            &svg[..=i],
+            &svg[i + 1..]
+        ),
+        None => svg,
+    }
 }
