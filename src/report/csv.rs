@@ -6,7 +6,7 @@ use std::fmt::Write as _;
 
 use crate::analysis::fleet::{Fleet, Measure};
 use crate::analysis::Analysis;
-use crate::report::registry::Data;
+use crate::report::format::Data;
 
 pub struct CsvExporter;
 

@@ -4,7 +4,7 @@
 
 use crate::analysis::fleet::Fleet;
 use crate::analysis::Analysis;
-use crate::report::registry::Data;
+use crate::report::format::Data;
 use crate::report::sections::area_slowdowns;
 
 pub struct JsonExporter;

@@ -4,8 +4,8 @@
 
 use std::fmt::Write as _;
 
+use crate::report::format::Layout;
 use crate::report::model::{self, Block, Document, Table};
-use crate::report::registry::Layout;
 
 pub struct MarkdownExporter;
 

@@ -1,41 +1,18 @@
-//! Every report format, one line each, and how `--format` finds one.
-//!
-//! A format is of one of two kinds. A *layout* (the terminal table,
-//! markdown, HTML) lays out the report's `Document`: what the report says
-//! is decided once, by `report::document` and its sections, and a layout
-//! only decides how it looks. A *data* format (CSV, JSON) carries the
-//! `Analysis` itself, every figure whatever `--detail` says, for other
-//! tools to read.
+//! Every report format, one line each, as an `Exporter` of its kind (a
+//! layout of the document or data, as `format` says), and how `--format`
+//! finds one.
 
 use crate::analysis::fleet::Fleet;
 use crate::analysis::Analysis;
 use crate::core::options::CliError;
 use crate::report::csv::CsvExporter;
 use crate::report::document::{document, fleet_document};
+use crate::report::format::{Data, Layout};
 use crate::report::html::HtmlExporter;
 use crate::report::json::JsonExporter;
 use crate::report::markdown::MarkdownExporter;
-use crate::report::model::{Document, View};
+use crate::report::model::View;
 use crate::report::table::TableExporter;
-
-/// A format that lays out the document.
-pub trait Layout: Sync {
-    /// The `--format` word.
-    fn name(&self) -> &'static str;
-    /// The document, laid out: a comparison's, or a fleet's (its fleet
-    /// view, then each host's sections one level down).
-    fn render(&self, d: &Document) -> String;
-}
-
-/// A format that carries the analysis itself.
-pub trait Data: Sync {
-    /// The `--format` word.
-    fn name(&self) -> &'static str;
-    fn render(&self, a: &Analysis) -> String;
-    /// Several hosts' stores at once: the fleet's figures and each host's
-    /// analysis as `render` gives it.
-    fn render_fleet(&self, f: &Fleet) -> String;
-}
 
 /// A registered format: a layout or data.
 #[derive(Clone, Copy)]

@@ -1,6 +1,6 @@
 //! Analyses made up for the report's unit tests.
 
-use super::*;
+use crate::analysis::{analyze, Analysis};
 use crate::core::result::{Metric, ResultDoc};
 use crate::stats::VerdictSettings;
 use crate::store::{ComparisonRow, RunRow};

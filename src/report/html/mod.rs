@@ -11,8 +11,8 @@ mod svg;
 
 use std::fmt::Write as _;
 
+use crate::report::format::Layout;
 use crate::report::model::{Block, Document, Figure, FigureKind, Table, Tone};
-use crate::report::registry::Layout;
 pub use svg::esc;
 use svg::*;
 
