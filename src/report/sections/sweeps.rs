@@ -133,3 +133,101 @@ fn heat_cells(g: &Grid, m: &MetricAnalysis, ei: usize) -> Vec<(usize, usize, f64
         })
         .collect()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::analysis::analyze;
+    use crate::core::result::Metric;
+    use crate::report::document::document;
+    use crate::report::sections::area_slowdowns;
+    use crate::report::tests_support::{comparison_row, run};
+    use crate::stats::VerdictSettings;
+    use crate::store::RunRow;
+
+    /// A memory sweep over block size × threads, the vm 2× slower at 2
+    /// threads only.
+    fn grid_runs() -> Vec<RunRow> {
+        let mut runs = Vec::new();
+        let mut entry = 0;
+        for threads in [1, 2] {
+            for block in ["1K", "4K"] {
+                for r in 0..4 {
+                    for (env, speed) in
+                        [("host", 1.0), ("vm", if threads == 2 { 0.5 } else { 1.0 })]
+                    {
+                        let mut row = run(env, r, 100.0 * speed * (1.0 + 0.001 * r as f64), 0.0);
+                        row.entry = entry;
+                        row.label = format!("memory threads={threads} block={block}");
+                        let doc = row.doc.as_mut().unwrap();
+                        doc.workload = "memory".into();
+                        doc.params = serde_json::json!({"threads": threads, "memory_block_size": block, "memory_oper": "write"})
+                            .as_object()
+                            .unwrap()
+                            .clone();
+                        doc.metrics = vec![Metric::new(
+                            "mib_per_sec",
+                            100.0 * speed * (1.0 + 0.001 * r as f64),
+                            "MiB/s",
+                            true,
+                        )];
+                        runs.push(row);
+                    }
+                }
+                entry += 1;
+            }
+        }
+        runs
+    }
+
+    #[test]
+    fn sweeps_become_lines_and_a_grid_a_heat_map() {
+        let a = analyze(&comparison_row(), &grid_runs(), &VerdictSettings::default());
+        assert_eq!(a.entries.len(), 4);
+        // threads is numeric: one line chart per block size.
+        let lines = one_way(&a);
+        assert_eq!(
+            lines.len(),
+            2,
+            "{:?}",
+            lines.iter().map(|l| &l.1).collect::<Vec<_>>()
+        );
+        assert!(lines
+            .iter()
+            .all(|(w, k, g)| w == "memory" && k == "threads" && g.len() == 2));
+        // Block size × threads is a full 2 × 2 grid.
+        let grids = two_way(&a);
+        assert_eq!(grids.len(), 1);
+        let g = &grids[0];
+        assert_eq!((g.xs.len(), g.ys.len(), g.entries.len()), (2, 2, 4));
+        let d = document(&a, View::default());
+        let heat: Vec<&Figure> = d
+            .figures()
+            .into_iter()
+            .filter(|f| matches!(f.kind, FigureKind::Heat { .. }))
+            .collect();
+        assert_eq!(heat.len(), 1, "one heat map, for the vm");
+        let FigureKind::Heat { cells, xs, ys, .. } = &heat[0].kind else {
+            unreachable!()
+        };
+        for (xi, yi, v, _) in cells {
+            let threads = if g.xkey == "threads" {
+                &xs[*xi]
+            } else {
+                &ys[*yi]
+            };
+            let want = if threads == "2" { 2.0 } else { 1.0 };
+            assert!((v - want).abs() < 0.01, "threads {threads}: {v}");
+        }
+        // The overview: memory only, 2 of 4 metrics slower.
+        let areas = area_slowdowns(&a);
+        assert_eq!(areas.len(), 1);
+        assert_eq!(areas[0].area, crate::workload::Area::Memory);
+        assert_eq!(areas[0].verdicts[0], 2, "{:?}", areas[0]);
+        assert!(
+            (areas[0].point - 2f64.sqrt()).abs() < 0.01,
+            "{:?}",
+            areas[0]
+        );
+    }
+}
