@@ -134,7 +134,7 @@ pub fn main(args: CompareArgs, old_args: ArgvParser) -> Result<()> {
     );
     observer.note(&format!("report written to {}", html.display()));
     if let Some(dir) = &args.figures {
-        let n = report::write_figures(&report::model::document(&analysis, args.view), dir)?;
+        let n = report::write_figures(&report::document(&analysis, args.view), dir)?;
         observer.note(&format!("{n} figures written to {}", dir.display()));
     }
     if !outcome.failed.is_empty() {

@@ -210,7 +210,7 @@ pub struct CompareArgs {
     /// `--out`: the results directory.
     pub out: PathBuf,
     /// `--format`: what to print at the end.
-    pub format: &'static dyn Exporter,
+    pub format: &'static Exporter,
     pub view: View,
     /// `--figures`: where each chart goes as an SVG file.
     pub figures: Option<PathBuf>,

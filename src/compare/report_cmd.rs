@@ -97,7 +97,7 @@ pub struct ReportArgs {
     /// default is `virtperf-results`), none given twice.
     pub targets: Vec<String>,
     /// `--format`.
-    pub format: &'static dyn Exporter,
+    pub format: &'static Exporter,
     /// `--out`: a file to write instead of standard output.
     pub out: Option<PathBuf>,
     /// `--margin`, in percent.
@@ -119,13 +119,13 @@ pub fn report_main(args: &ReportArgs) -> Result<()> {
     let text = if hosts.len() == 1 {
         let a = hosts.remove(0).analysis;
         if let Some(dir) = &args.figures {
-            report::write_figures(&report::model::document(&a, args.view), dir)?;
+            report::write_figures(&report::document(&a, args.view), dir)?;
         }
         args.format.render(&a, args.view)
     } else {
         let fleet = Fleet::build(hosts).map_err(|why| CliError::Usage(format!("report: {why}")))?;
         if let Some(dir) = &args.figures {
-            report::write_figures(&report::model::fleet_document(&fleet, args.view), dir)?;
+            report::write_figures(&report::fleet_document(&fleet, args.view), dir)?;
         }
         args.format.render_fleet(&fleet, args.view)
     };

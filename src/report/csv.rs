@@ -4,7 +4,9 @@
 
 use std::fmt::Write as _;
 
-use super::{Analysis, Exporter, Fleet, View};
+use crate::analysis::fleet::{Fleet, Measure};
+use crate::analysis::Analysis;
+use crate::report::format::Data;
 
 pub struct CsvExporter;
 
@@ -29,16 +31,12 @@ fn opt(x: Option<f64>) -> String {
     x.map(|v| v.to_string()).unwrap_or_default()
 }
 
-impl Exporter for CsvExporter {
+impl Data for CsvExporter {
     fn name(&self) -> &'static str {
         "csv"
     }
 
-    fn extension(&self) -> &'static str {
-        "csv"
-    }
-
-    fn render(&self, a: &Analysis, _view: View) -> String {
+    fn render(&self, a: &Analysis) -> String {
         let mut out = format!("{HEADER}\n");
         for row in rows(a) {
             let _ = writeln!(out, "{}", row.line);
@@ -49,7 +47,7 @@ impl Exporter for CsvExporter {
     /// One table: every host's rows as `render` gives them, with the host
     /// first and, on headline rows, the fleet figures of their entry,
     /// metric and environment kind after.
-    fn render_fleet(&self, f: &Fleet, _view: View) -> String {
+    fn render_fleet(&self, f: &Fleet) -> String {
         let mut out = format!(
             "host,{HEADER},kind,fleet_measure,fleet_value,fleet_outlier,fleet_hosts,fleet_median,fleet_min,fleet_max,fleet_q1,fleet_q3\n"
         );
@@ -75,8 +73,8 @@ impl Exporter for CsvExporter {
                     Some((r, p)) => format!(
                         "{},{},{},{},{},{},{},{},{}",
                         match r.measure {
-                            super::Measure::OverheadPct => "overhead_pct",
-                            super::Measure::TimesSlower => "times_slower",
+                            Measure::OverheadPct => "overhead_pct",
+                            Measure::TimesSlower => "times_slower",
                         },
                         p.value,
                         p.outlier,
@@ -182,6 +180,9 @@ fn rows(a: &Analysis) -> Vec<Row> {
 #[cfg(test)]
 mod tests {
     use super::field;
+    use crate::report::model::View;
+    use crate::report::registry::exporter;
+    use crate::report::tests_support::fixture;
 
     #[test]
     fn formulas_stay_text_and_numbers_stay_numbers() {
@@ -196,5 +197,25 @@ mod tests {
         assert_eq!(field("\t=1"), "'\t=1");
         assert_eq!(field("-1.5"), "-1.5");
         assert_eq!(field("docker:cpus=0.5"), "docker:cpus=0.5");
+    }
+
+    #[test]
+    fn csv_is_pinned() {
+        let csv = exporter("csv").unwrap().render(&fixture(), View::default());
+        let lines: Vec<&str> = csv.lines().collect();
+        assert_eq!(lines.len(), 3);
+        assert!(lines[0].contains(",p_welch,p_welch_holm,p_rank,p_rank_holm,"));
+        assert_eq!(
+            lines[1],
+            "7,0,cpu,cpu,events_per_sec,events/s,true,true,host,5,100,100,0.7071067811865476,0.007071067811865475,99,101,99.12201096691491,100.87798903308509,,,,,,,,,,,,baseline,,false"
+        );
+        assert!(lines[2].starts_with("7,0,cpu,cpu,events_per_sec,events/s,true,true,vm,5,50,50,"));
+        assert!(lines[2].ends_with(",false,slower,,true"), "{}", lines[2]);
+        let col = |i: usize| -> f64 { lines[2].split(',').nth(i).unwrap().parse().unwrap() };
+        assert!((col(18) - 0.5).abs() < 0.001, "ratio {}", col(18));
+        assert!((col(21) - 50.0).abs() < 0.1, "overhead {}", col(21));
+        assert!(col(23) < 1e-6, "Welch p {}", col(23));
+        // Tied values: the rank test's normal approximation.
+        assert!((col(25) - 0.0102).abs() < 0.0005, "rank p {}", col(25));
     }
 }

@@ -2,25 +2,24 @@
 //! summary, samples and full assessment, whatever `--detail` says, and the
 //! overview's slowdown per environment and area.
 
-use super::{Analysis, Exporter, Fleet, View};
+use crate::analysis::fleet::Fleet;
+use crate::analysis::Analysis;
+use crate::report::format::Data;
+use crate::report::sections::area_slowdowns;
 
 pub struct JsonExporter;
 
-impl Exporter for JsonExporter {
+impl Data for JsonExporter {
     fn name(&self) -> &'static str {
         "json"
     }
 
-    fn extension(&self) -> &'static str {
-        "json"
-    }
-
-    fn render(&self, a: &Analysis, _view: View) -> String {
+    fn render(&self, a: &Analysis) -> String {
         let mut v = serde_json::to_value(a).unwrap_or_default();
         if let Some(obj) = v.as_object_mut() {
             obj.insert("schema".into(), serde_json::json!("virtperf.comparison/2"));
             // The overview's figures, as the other formats show them.
-            let overview: Vec<serde_json::Value> = super::model::area_slowdowns(a)
+            let overview: Vec<serde_json::Value> = area_slowdowns(a)
                 .iter()
                 .map(|c| {
                     let mut v = serde_json::to_value(c).unwrap_or_default();
@@ -40,13 +39,13 @@ impl Exporter for JsonExporter {
 
     /// `virtperf.fleet/1`: the hosts with each one's whole analysis (as
     /// `virtperf.comparison/2`), and the fleet rows.
-    fn render_fleet(&self, f: &Fleet, view: View) -> String {
+    fn render_fleet(&self, f: &Fleet) -> String {
         let hosts: Vec<serde_json::Value> = f
             .hosts
             .iter()
             .map(|h| {
                 let analysis: serde_json::Value =
-                    serde_json::from_str(&self.render(&h.analysis, view)).unwrap_or_default();
+                    serde_json::from_str(&self.render(&h.analysis)).unwrap_or_default();
                 serde_json::json!({"host": h.host, "analysis": analysis})
             })
             .collect();

@@ -4,8 +4,8 @@
 
 use std::fmt::Write as _;
 
-use super::model::{self, Block, Document, Table};
-use super::{Analysis, Exporter, Fleet, View};
+use crate::report::format::Layout;
+use crate::report::model::{self, Block, Document, Table};
 
 pub struct MarkdownExporter;
 
@@ -25,21 +25,13 @@ fn cell(s: &str) -> String {
     crate::core::text::one_line(&s, usize::MAX)
 }
 
-impl Exporter for MarkdownExporter {
+impl Layout for MarkdownExporter {
     fn name(&self) -> &'static str {
         "markdown"
     }
 
-    fn extension(&self) -> &'static str {
-        "md"
-    }
-
-    fn render(&self, a: &Analysis, view: View) -> String {
-        markdown(&model::document(a, view))
-    }
-
-    fn render_fleet(&self, f: &Fleet, view: View) -> String {
-        markdown(&model::fleet_document(f, view))
+    fn render(&self, d: &Document) -> String {
+        markdown(d)
     }
 }
 
@@ -102,6 +94,9 @@ fn table(out: &mut String, t: &Table) {
 #[cfg(test)]
 mod tests {
     use super::cell;
+    use crate::report::model::View;
+    use crate::report::registry::exporter;
+    use crate::report::tests_support::fixture;
 
     #[test]
     fn cells_carry_no_markup_or_control_characters() {
@@ -113,5 +108,40 @@ mod tests {
             "{c}"
         );
         assert!(c.contains("\\`code\\`") && c.ends_with("\\|"), "{c}");
+    }
+
+    #[test]
+    fn markdown_puts_the_headline_summary_first() {
+        let md = exporter("markdown")
+            .unwrap()
+            .render(&fixture(), View::default());
+        assert!(md.starts_with("# virtperf comparison #7\n"));
+        let summary = md.find("## Headline summary").unwrap();
+        assert!(
+            md.contains(
+                "| cpu | vm | events_per_sec | 0.500× \\[0.491, 0.509\\] | 50.0% overhead | slower ⚑ |"
+            ),
+            "{md}"
+        );
+        assert!(md.contains("Headline verdicts: 1 slower."), "{md}");
+        assert!(!md.contains("## Every metric"));
+        assert!(md.find("## Flagged runs").unwrap() > summary);
+        assert!(
+            md.contains("1 run flagged:\n\n- steal: 1 run (vm 1), median 9.0%"),
+            "{md}"
+        );
+        let long = exporter("markdown")
+            .unwrap()
+            .render(&fixture(), View { detail: true });
+        assert!(
+            long.contains("- ⚑ vm / cpu / round 3: steal 9.0%"),
+            "{long}"
+        );
+        assert!(
+            long.contains(
+                "| events_per_sec (events/s) | host | 5 | 100.0 | \\[99.1, 100.9\\] | 0.7% |"
+            ),
+            "{long}"
+        );
     }
 }

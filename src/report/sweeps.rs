@@ -3,8 +3,7 @@
 
 use std::collections::BTreeMap;
 
-use super::Analysis;
-use crate::analysis::EntryAnalysis;
+use crate::analysis::{Analysis, EntryAnalysis};
 
 /// Entries of one workload whose parameters, all but `keys`, are equal.
 fn groups<'a>(

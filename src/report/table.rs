@@ -4,26 +4,18 @@
 
 use std::fmt::Write as _;
 
-use super::model::{self, Block, Document, Table};
-use super::{Analysis, Exporter, Fleet, View};
+use crate::report::format::Layout;
+use crate::report::model::{self, Block, Document, Table};
 
 pub struct TableExporter;
 
-impl Exporter for TableExporter {
+impl Layout for TableExporter {
     fn name(&self) -> &'static str {
         "table"
     }
 
-    fn extension(&self) -> &'static str {
-        "txt"
-    }
-
-    fn render(&self, a: &Analysis, view: View) -> String {
-        text(&model::document(a, view))
-    }
-
-    fn render_fleet(&self, f: &Fleet, view: View) -> String {
-        text(&model::fleet_document(f, view))
+    fn render(&self, d: &Document) -> String {
+        text(d)
     }
 }
 

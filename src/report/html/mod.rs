@@ -11,8 +11,8 @@ mod svg;
 
 use std::fmt::Write as _;
 
-use super::model::{self, Block, Document, Figure, FigureKind, Table, Tone};
-use super::{Analysis, Exporter, Fleet, View};
+use crate::report::format::Layout;
+use crate::report::model::{Block, Document, Figure, FigureKind, Table, Tone};
 pub use svg::esc;
 use svg::*;
 
@@ -30,27 +30,20 @@ svg{margin:6px 12px 6px 0;background:#fff;border:1px solid #eee}svg .t{font-size
 /// The styles the charts use, for a standalone SVG file.
 const SVG_STYLE: &str = "<style>svg{font-family:system-ui,-apple-system,Segoe UI,Helvetica,Arial,sans-serif;background:#fff}.t{font-size:13px;font-weight:600}.a{font-size:11px;fill:#444}.v{font-size:10.5px;fill:#222}</style>";
 
-impl Exporter for HtmlExporter {
+impl Layout for HtmlExporter {
     fn name(&self) -> &'static str {
         "html"
     }
 
-    fn extension(&self) -> &'static str {
-        "html"
-    }
-
-    fn render(&self, a: &Analysis, view: View) -> String {
-        page(&model::document(a, view), "virtperf comparison")
-    }
-
-    fn render_fleet(&self, f: &Fleet, view: View) -> String {
-        page(&model::fleet_document(f, view), "virtperf fleet report")
+    fn render(&self, d: &Document) -> String {
+        page(d)
     }
 }
 
-fn page(d: &Document, title: &str) -> String {
+fn page(d: &Document) -> String {
     let mut h = format!(
-        "<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\"><meta name=\"viewport\" content=\"width=device-width, initial-scale=1\"><title>{title}</title><style>\n{STYLE}\n</style></head><body><h1>{}</h1><p class=\"note\">{}</p><nav>",
+        "<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\"><meta name=\"viewport\" content=\"width=device-width, initial-scale=1\"><title>{}</title><style>\n{STYLE}\n</style></head><body><h1>{}</h1><p class=\"note\">{}</p><nav>",
+        esc(d.short_title),
         esc(&d.title),
         d.intro.iter().map(|p| esc(p)).collect::<Vec<_>>().join(" ")
     );
@@ -205,21 +198,16 @@ pub fn figure(f: &Figure) -> String {
     }
 }
 
-/// Every figure of a report as a standalone SVG file's name and content.
-pub fn figure_files(d: &Document) -> Vec<(String, String)> {
-    d.figures()
-        .into_iter()
-        .map(|f| {
-            let svg = figure(f);
-            let svg = match svg.find('>') {
-                Some(i) => format!(
-                    "<?xml version=\"1.0\" encoding=\"utf-8\"?>\n{}{SVG_STYLE}{}\n",
-                    &svg[..=i],
-                    &svg[i + 1..]
-                ),
-                None => svg,
-            };
-            (format!("{}.svg", f.id), svg)
-        })
-        .collect()
+/// A figure as a standalone SVG file: an XML declaration, and the styles
+/// the page would give it inside.
+pub fn standalone(f: &Figure) -> String {
+    let svg = figure(f);
+    match svg.find('>') {
+        Some(i) => format!(
+            "<?xml version=\"1.0\" encoding=\"utf-8\"?>\n{}{SVG_STYLE}{}\n",
+            &svg[..=i],
+            &svg[i + 1..]
+        ),
+        None => svg,
+    }
 }

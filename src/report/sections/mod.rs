@@ -1,0 +1,48 @@
+//! The sections of a comparison's report, one file each, and the one list
+//! that orders them. A section builder reads the analysis and returns its
+//! sections: none when it has nothing to say, one, or one per entry.
+//!
+//! Adding a section is a file here with a `build` function, its `mod` line
+//! and one line in `SECTIONS` where the reader should meet it.
+
+mod against_baseline;
+mod areas;
+mod categories;
+mod entry;
+mod environments;
+mod failures;
+mod flags;
+mod fleet;
+mod headline;
+mod imported;
+mod net_paths;
+mod overview;
+mod storage;
+mod sweeps;
+
+pub(crate) use areas::area_slowdowns;
+pub(crate) use fleet::fleet_view;
+
+use crate::analysis::Analysis;
+use crate::report::model::{Section, View};
+
+/// What builds one part of the report.
+pub(crate) type Build = fn(&Analysis, View) -> Vec<Section>;
+
+/// The report's sections, in the order a reader wants them: an overview
+/// to read in ten seconds, the headline verdicts, what was compared, the
+/// figures, then each entry in detail and what went wrong.
+pub(crate) const SECTIONS: &[Build] = &[
+    overview::build,
+    headline::build,
+    environments::build,
+    imported::build,
+    against_baseline::build,
+    sweeps::build,
+    categories::build,
+    net_paths::build,
+    storage::build,
+    entry::build,
+    flags::build,
+    failures::build,
+];

@@ -1,0 +1,404 @@
+//! How a report words what it shows: numbers, ratios and p-values to the
+//! digits they warrant, verdicts and their marks, and the sentences every
+//! format prints (the method, the tally, the flags, a file system that
+//! ignores fsync). Every section and every format takes its words from here.
+
+use std::fmt::Write as _;
+
+use crate::analysis::fleet::{Fleet, FleetRow};
+use crate::analysis::{Analysis, EnvStat, HeadlineRow};
+use crate::core::result::Storage;
+use crate::env::def::Check;
+use crate::stats::{Assessment, Goal, Outcome};
+
+/// Each environment whose results name their storage, in the report's
+/// order: (environment, its kind, the file system).
+pub fn storages(a: &Analysis) -> Vec<(&str, &str, &Storage)> {
+    a.envs
+        .iter()
+        .filter_map(|e| {
+            let f = a.fingerprints.get(e)?;
+            Some((e.as_str(), f.kind.as_str(), f.storage.as_ref()?))
+        })
+        .collect()
+}
+
+/// The warning for an environment whose file system ignores fsync: its
+/// durable commits and fsyncs cost nothing, which is not a disk's speed.
+pub fn fsync_warning(env: &str, kind: &str, s: &Storage) -> String {
+    let why = s.fsync_ignored.as_deref().unwrap_or("");
+    let fix = if has_storage_volume(kind) {
+        format!("{kind}:storage=volume puts them on a disk")
+    } else {
+        "--file-dir, --disk-dir or --oltp-dir on a disk's file system measure one".into()
+    };
+    format!(
+        "⚠ {env}: fsync reaches no disk there ({} {why}), so fsyncs and durable commits cost nothing: figures that include them (fileio's fsyncs, OLTP's commits) are not a disk's; {fix}.",
+        s.fs
+    )
+}
+
+/// Whether the driver of that kind takes `storage=volume` (files on a disk
+/// the engine manages), as its own option table says.
+fn has_storage_volume(kind: &str) -> bool {
+    crate::env::find_driver(kind)
+        .and_then(|d| d.option("storage"))
+        .is_some_and(|o| matches!(o.check, Check::Choice(words) if words.contains(&"volume")))
+}
+
+/// A number with as many decimals as its size warrants.
+pub fn num(x: f64) -> String {
+    if !x.is_finite() {
+        return "–".into();
+    }
+    if x == 0.0 {
+        return "0".into();
+    }
+    let a = x.abs();
+    if a >= 1000.0 {
+        format!("{x:.0}")
+    } else if a >= 10.0 {
+        format!("{x:.1}")
+    } else if a >= 1.0 {
+        format!("{x:.2}")
+    } else {
+        format!("{x:.4}")
+    }
+}
+
+/// A p-value to four decimals, "<0.0001" below that.
+pub fn pval(p: f64) -> String {
+    if p.is_nan() {
+        "–".into()
+    } else if p < 1e-4 {
+        "<0.0001".into()
+    } else {
+        format!("{p:.4}")
+    }
+}
+
+/// A fraction as a percentage without needless decimals: 0.05 is "5".
+pub fn percent(x: f64) -> String {
+    let s = format!("{:.2}", x * 100.0);
+    s.trim_end_matches('0').trim_end_matches('.').to_string()
+}
+
+/// A ratio with three significant figures or so: 0.0412, 0.970, 36.9. The
+/// headline rows' ratios and intervals; the overview's cells use the
+/// shorter `model::sig3`.
+pub fn ratio_num(x: f64) -> String {
+    if !x.is_finite() {
+        return "–".into();
+    }
+    let a = x.abs();
+    if a >= 100.0 {
+        format!("{x:.0}")
+    } else if a >= 10.0 {
+        format!("{x:.1}")
+    } else if a >= 0.1 {
+        format!("{x:.3}")
+    } else {
+        format!("{x:.4}")
+    }
+}
+
+/// "0.970× [0.951, 0.990]"
+pub fn ratio_text(a: &Assessment) -> String {
+    format!(
+        "{}× [{}, {}]",
+        ratio_num(a.ratio.point),
+        ratio_num(a.ratio.lower),
+        ratio_num(a.ratio.upper)
+    )
+}
+
+/// "12.3% overhead" / "4.0% faster" for rates, "1.52× slower" / "1.10×
+/// faster" for times.
+pub fn effect(a: &Assessment) -> String {
+    match (a.overhead_pct, a.times_slower) {
+        (Some(o), _) if o >= 0.0 => format!("{o:.1}% overhead"),
+        (Some(o), _) => format!("{:.1}% faster", -o),
+        (_, Some(t)) if t >= 1.0 => format!("{t:.2}× slower"),
+        (_, Some(t)) => format!("{:.2}× faster", 1.0 / t),
+        _ => String::new(),
+    }
+}
+
+/// The verdict word, and for an inconclusive one the repetitions per side
+/// that would decide it at the observed variance.
+pub fn verdict_text(a: &Assessment) -> String {
+    match (a.outcome, a.runs_needed) {
+        (Outcome::Inconclusive, Some(n)) => {
+            let goal = match n.to_show {
+                Goal::Difference => "a difference",
+                Goal::Equivalence => "equivalence",
+            };
+            match n.per_side {
+                Some(k) => format!("inconclusive (~{k} runs to show {goal})"),
+                None => format!(
+                    "inconclusive (over {} runs to show {goal})",
+                    crate::stats::MAX_RUNS_PER_SIDE
+                ),
+            }
+        }
+        (o, _) => o.label().to_string(),
+    }
+}
+
+/// The verdict cell of any table: the verdict, in brackets when it is a
+/// descriptive one of the detail family, "baseline", or why there is none.
+pub fn verdict_cell(s: &EnvStat, headline: bool, baseline: bool) -> String {
+    match (&s.vs_baseline, &s.not_comparable) {
+        (Some(a), _) if headline => verdict_text(a),
+        (Some(a), _) => format!("[{}]", a.outcome.label()),
+        (None, Some(_)) => "not comparable".into(),
+        (None, None) if baseline => "baseline".into(),
+        (None, None) => String::new(),
+    }
+}
+
+/// Marks after a headline row's verdict: ⚑ a noisy run, † the tests
+/// disagree.
+pub fn marks(r: &HeadlineRow) -> String {
+    let mut m = String::new();
+    if r.noisy {
+        m.push_str(" ⚑");
+    }
+    if r.fsync_ignored {
+        m.push_str(" ⚠");
+    }
+    if r.stat
+        .vs_baseline
+        .as_ref()
+        .is_some_and(|a| a.tests_disagree)
+    {
+        m.push_str(" †");
+    }
+    m
+}
+
+/// The method, in one paragraph every format prints.
+pub fn method(a: &Analysis) -> String {
+    if a.adaptive {
+        return format!(
+            "Adaptive design: each environment's runs are paired with the baseline's of the same round; ratios are the geometric mean of the paired ratios, \
+             with anytime-valid 95% confidence-sequence intervals (t-intervals with α spent over a schedule of looks, intersected with a t-mixture and robust betting e-process), so the verdicts could be read after every round. \
+             Verdicts at α = {} over each entry's headline metrics (Bonferroni, family-wise): slower or faster when the interval excludes 1, \
+             equivalent when its two one-sided bounds lie within ±{}% (the interval shown for such a row has each end at α on its own side), otherwise inconclusive with the pairs that would decide it; \
+             across the whole summary, slower and faster are also held to a false-discovery rate of {} (Benjamini–Hochberg over the rows' anytime-valid p-values). \
+             Welch's and the Mann–Whitney p (--detail) are descriptive here. ⚑: a run was noisy (steal, or other processes' load).{}",
+            a.settings.alpha,
+            percent(a.settings.margin),
+            a.settings.alpha,
+            if a.fsync_ignored.is_empty() {
+                ""
+            } else {
+                " ⚠: its files were where fsync reaches no disk (see Storage)."
+            }
+        );
+    }
+    format!(
+        "Ratios are environment / baseline of geometric means, with 95% intervals (Welch's t on log values). \
+         Verdicts over each entry's headline metrics, Holm-corrected, at α = {}: slower or faster when the difference is significant \
+         (and, across the whole summary, within a false-discovery rate of α by Benjamini–Yekutieli), \
+         equivalent when the ratio lies within ±{}% (two one-sided tests), otherwise inconclusive with the runs per side that would decide it. \
+         The exact Mann–Whitney p is shown beside Welch's as a robustness check (†: they disagree). ⚑: a run was noisy (steal, or other processes' load).{}",
+        a.settings.alpha,
+        percent(a.settings.margin),
+        if a.fsync_ignored.is_empty() {
+            ""
+        } else {
+            " ⚠: its files were where fsync reaches no disk (see Storage)."
+        }
+    )
+}
+
+/// "3 slower, 2 equivalent, 1 inconclusive" over the headline verdicts,
+/// and the repetitions that would decide the inconclusive ones.
+pub fn tally(a: &Analysis) -> String {
+    let (counts, not_comparable) = a.headline_counts();
+    let mut parts: Vec<String> = ["slower", "faster", "equivalent", "inconclusive"]
+        .iter()
+        .filter_map(|k| counts.get(k).map(|n| format!("{n} {k}")))
+        .collect();
+    if not_comparable > 0 {
+        parts.push(format!("{not_comparable} not comparable"));
+    }
+    if parts.is_empty() {
+        return "No headline verdicts.".into();
+    }
+    let mut out = format!("Headline verdicts: {}.", parts.join(", "));
+    match a.headline_runs_needed() {
+        Some(Some(n)) => {
+            // The fixed design is told its --repeat; the adaptive one
+            // already repeats as needed, and was stopped by its budget.
+            let how = if a.adaptive {
+                "with a larger --budget".to_string()
+            } else {
+                format!("--repeat {n}, or the adaptive default")
+            };
+            let _ = write!(
+                out,
+                " About {n} runs per side would decide every inconclusive one at the observed noise ({how})."
+            );
+        }
+        Some(None) => {
+            let _ = write!(
+                out,
+                " Some inconclusive ones would need more than {} runs per side: the difference is too close to the ±{}% margin to tell at this noise.",
+                crate::stats::MAX_RUNS_PER_SIDE,
+                percent(a.settings.margin)
+            );
+        }
+        None => {}
+    }
+    out
+}
+
+/// The flagged runs in a few lines, one per kind of flag (the full list
+/// is for `--detail`): how many runs, in which environments, how strong.
+pub fn flag_summary(a: &Analysis) -> Vec<String> {
+    use crate::analysis::FlagKind;
+    use std::collections::{BTreeMap, BTreeSet};
+    // The distinct runs among some flags.
+    let runs_of = |flags: &[&crate::analysis::Flag]| -> BTreeSet<(String, String, usize)> {
+        flags
+            .iter()
+            .map(|f| (f.env.clone(), f.label.clone(), f.round))
+            .collect()
+    };
+    let all: Vec<_> = a.flags.iter().collect();
+    let runs = runs_of(&all);
+    if runs.is_empty() {
+        return Vec::new();
+    }
+    let mut out = vec![format!("{} flagged:", counted(runs.len(), "run"))];
+    for (kind, what) in [
+        (FlagKind::Load, "other processes' load"),
+        (FlagKind::Steal, "steal"),
+        (FlagKind::Multimodal, "multimodal timings"),
+    ] {
+        let of_kind: Vec<_> = a.flags.iter().filter(|f| f.kind == kind).collect();
+        if of_kind.is_empty() {
+            continue;
+        }
+        let kind_runs = runs_of(&of_kind);
+        let mut per_env: BTreeMap<&str, usize> = BTreeMap::new();
+        for (env, _, _) in &kind_runs {
+            *per_env.entry(env).or_default() += 1;
+        }
+        let envs = a
+            .envs
+            .iter()
+            .filter_map(|e| per_env.get(e.as_str()).map(|n| format!("{e} {n}")))
+            .collect::<Vec<_>>()
+            .join(", ");
+        out.push(if kind == FlagKind::Multimodal {
+            format!(
+                "{what}: {} in {} ({envs}); a part measured two faces of the machine",
+                counted(of_kind.len(), "part"),
+                counted(kind_runs.len(), "run"),
+            )
+        } else {
+            let pct: Vec<f64> = of_kind.iter().map(|f| f.pct).collect();
+            format!(
+                "{what}: {} ({envs}), median {:.1}%, up to {:.1}% of the CPUs",
+                counted(kind_runs.len(), "run"),
+                crate::stats::median(&pct),
+                pct.iter().copied().fold(f64::MIN, f64::max),
+            )
+        });
+    }
+    out
+}
+
+/// "1 run", "3 runs".
+fn counted(n: usize, noun: &str) -> String {
+    format!("{n} {noun}{}", if n == 1 { "" } else { "s" })
+}
+
+/// "h1, h2 (3 hosts)": the hosts of a fleet report, for its heading.
+pub fn fleet_hosts(f: &Fleet) -> String {
+    let names: Vec<&str> = f.hosts.iter().map(|h| h.host.as_str()).collect();
+    format!("{}: {}", counted(names.len(), "host"), names.join(", "))
+}
+
+/// A fleet row's spread as text: "min … max, IQR q1 … q3".
+pub fn fleet_spread(r: &FleetRow) -> (String, String) {
+    (
+        format!("{} … {}", r.measure.show(r.min), r.measure.show(r.max)),
+        format!("{} … {}", r.measure.show(r.q1), r.measure.show(r.q3)),
+    )
+}
+
+/// A name made safe for a file and an anchor: letters, digits, '-'.
+pub fn slug(s: &str) -> String {
+    let mut out = String::new();
+    for c in s.chars() {
+        if c.is_ascii_alphanumeric() {
+            out.push(c.to_ascii_lowercase());
+        } else if !out.ends_with('-') {
+            out.push('-');
+        }
+    }
+    let t = out.trim_matches('-');
+    let t: String = t.chars().take(60).collect();
+    if t.is_empty() {
+        "x".into()
+    } else {
+        t
+    }
+}
+
+/// "vm / cpu / round 3: why", a run in a list of flagged or failed ones.
+pub fn run_line(env: &str, label: &str, round: usize, why: &str) -> String {
+    format!("{env} / {label} / round {}: {why}", round + 1)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::tests_support::fixture;
+
+    #[test]
+    fn slugs_are_file_names() {
+        assert_eq!(slug("qemu <b>&\"x\""), "qemu-b-x");
+        assert_eq!(slug("///"), "x");
+        assert_eq!(slug("cpu threads=2"), "cpu-threads-2");
+    }
+
+    #[test]
+    fn flags_are_summarised_by_kind_with_counts_per_environment() {
+        use crate::analysis::{Flag, FlagKind};
+        let mut a = fixture();
+        a.flags.clear();
+        let flag = |env: &str, round, kind, pct, reason: &str| Flag {
+            env: env.into(),
+            label: "cpu".into(),
+            round,
+            kind,
+            pct,
+            reason: reason.into(),
+        };
+        a.flags.push(flag("host", 0, FlagKind::Load, 20.0, "load"));
+        a.flags.push(flag("vm", 0, FlagKind::Load, 40.0, "load"));
+        a.flags.push(flag("vm", 1, FlagKind::Load, 90.0, "load"));
+        a.flags.push(flag("vm", 1, FlagKind::Multimodal, 0.0, "a"));
+        a.flags.push(flag("vm", 1, FlagKind::Multimodal, 0.0, "b"));
+        let lines = flag_summary(&a);
+        assert_eq!(
+            lines,
+            [
+                "3 runs flagged:",
+                "other processes' load: 3 runs (host 1, vm 2), median 40.0%, up to 90.0% of the CPUs",
+                "multimodal timings: 2 parts in 1 run (vm 1); a part measured two faces of the machine",
+            ],
+        );
+        a.flags.truncate(2);
+        assert!(
+            flag_summary(&a)[1].contains("median 30.0%"),
+            "{:?}",
+            flag_summary(&a)
+        );
+    }
+}
