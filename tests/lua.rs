@@ -770,3 +770,44 @@ fn hooks_report_intermediate_figures_and_see_restarted_events() {
         "only the scripts stay"
     );
 }
+
+/// A script's own secret options (issue 53, item 4) reach neither the
+/// result's `params` nor anything `--json` prints: the one secret test
+/// applies to options no list names.
+#[test]
+fn a_scripts_own_secrets_stay_out_of_its_result() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("secret.lua"),
+        "sysbench.cmdline.options = {\n\
+         \x20  api_password = {\"a password\", \"\"},\n\
+         \x20  token_secret = {\"a token\", \"\"},\n\
+         \x20  api_user = {\"a user\", \"\"},\n\
+         }\n\
+         function event() end\n",
+    )
+    .unwrap();
+    let out = run_in(
+        dir.path(),
+        &[
+            "./secret.lua",
+            "--api-password=hunter2",
+            "--token-secret=s3cr3t",
+            "--api-user=alice",
+            "--events=5",
+            "--json",
+            "run",
+        ],
+    );
+    let doc = json_of(&out, "secret.lua --json");
+    let (stdout, stderr) = text(&out);
+    for secret in ["hunter2", "s3cr3t"] {
+        assert!(
+            !stdout.contains(secret) && !stderr.contains(secret),
+            "{stdout}{stderr}"
+        );
+    }
+    let params = doc["params"].as_object().unwrap();
+    assert!(!params.contains_key("api_password") && !params.contains_key("token_secret"));
+    assert_eq!(params["api_user"], "alice", "{params:?}");
+}

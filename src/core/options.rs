@@ -4,7 +4,13 @@
 
 use std::collections::BTreeMap;
 
+use crate::core::text;
 use crate::core::units::Bytes;
+
+/// Options that shape a run's output, not its measurement: kept out of a
+/// result's `params`, as every secret and secret file is
+/// ([`text::is_secret_or_its_file`], applied by `to_params` itself).
+pub const NOT_PARAMS: &[&str] = &["report-interval", "debug", "forced-shutdown"];
 
 /// What values an option accepts.
 #[derive(Debug, Clone, Copy)]
@@ -234,11 +240,12 @@ impl Values {
 
     /// The values as the result document's `params`: snake_case names.
     /// `skip` names options that describe the invocation rather than the
-    /// measurement (`json`, `env`).
+    /// measurement (`json`, `env`); a secret, or the file it is read from,
+    /// is never a parameter, whoever declared the option.
     pub fn to_params(&self, skip: &[&str]) -> serde_json::Map<String, serde_json::Value> {
         self.values
             .iter()
-            .filter(|(name, _)| !skip.contains(name))
+            .filter(|(name, _)| !skip.contains(name) && !text::is_secret_or_its_file(name))
             .map(|(name, value)| (name.replace('-', "_"), value.to_json()))
             .collect()
     }
@@ -519,5 +526,36 @@ mod tests {
         let params = v.to_params(&["json", "env"]);
         assert_eq!(params["block_size"], serde_json::json!(2048));
         assert!(!params.contains_key("json"));
+    }
+
+    #[test]
+    fn secrets_and_their_files_are_never_params_whoever_declares_them() {
+        // Options as a Lua script declares its own (issue 53, item 4): no
+        // list names them, the one secret test does.
+        const SCRIPT: &[OptionSpec] = &[
+            OptionSpec::new("api-password", OptKind::Text, "", "a password"),
+            OptionSpec::new("token-secret", OptKind::Text, "", "a token"),
+            OptionSpec::new("token-secret-file", OptKind::Text, "", "its file"),
+            OptionSpec::new("api-user", OptKind::Text, "", "not one"),
+        ];
+        let given = args(&[
+            "--api-password=hunter2",
+            "--token-secret=s3cr3t",
+            "--token-secret-file=/run/t",
+            "--api-user=x",
+        ]);
+        let (v, _) = parse(&[SCRIPT], &given, "x").unwrap();
+        let params = v.to_params(&[]);
+        let shown = serde_json::to_string(&params).unwrap();
+        for hidden in [
+            "hunter2",
+            "s3cr3t",
+            "/run/t",
+            "api_password",
+            "token_secret",
+        ] {
+            assert!(!shown.contains(hidden), "{hidden} in {shown}");
+        }
+        assert_eq!(params["api_user"], "x");
     }
 }

@@ -117,6 +117,13 @@ pub fn is_secret(option: &str) -> bool {
     (n.contains("password") || n.contains("secret")) && !n.ends_with("-file")
 }
 
+/// Whether an option holds a secret or names the file it is read from
+/// (`--mysql-password-file`): neither is a measurement's parameter, so
+/// neither reaches a result's `params`, the store or a report.
+pub fn is_secret_or_its_file(option: &str) -> bool {
+    is_secret(option) || option.strip_suffix("-file").is_some_and(is_secret)
+}
+
 /// The option name of an argument `--name=value` or `--name`.
 fn option_name(arg: &str) -> Option<&str> {
     let rest = arg.strip_prefix("--")?;

@@ -13,19 +13,7 @@ use crate::core::time::now_rfc3339_ms;
 use crate::engine::EngineOptions;
 use crate::sys::{fingerprint, monitor, storage};
 
-/// Options that shape the run's output, not the measurement, and the OLTP
-/// passwords (kept out of the results store and reports): not in `params`.
-const NOT_PARAMS: &[&str] = &[
-    "report-interval",
-    "debug",
-    "forced-shutdown",
-    "mysql-password",
-    "pgsql-password",
-    "mysql-password-file",
-    "pgsql-password-file",
-    "net-secret",
-    "net-secret-file",
-];
+use crate::core::options::NOT_PARAMS;
 
 /// Executes `job` here. `run` yields a result document (fingerprinted as
 /// environment `env_name` of `env_kind`); `prepare` and `cleanup` yield none.

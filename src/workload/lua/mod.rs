@@ -61,17 +61,7 @@ pub const METRICS: &[MetricDef] = &[
     MetricDef::new("latency_p99_ms", "ms", false, false, None),
 ];
 
-/// Options kept out of a result's `params` (passwords) or that only shape
-/// its output.
-const NOT_PARAMS: &[&str] = &[
-    "report-interval",
-    "debug",
-    "forced-shutdown",
-    "mysql-password",
-    "pgsql-password",
-    "mysql-password-file",
-    "pgsql-password-file",
-];
+use crate::core::options::NOT_PARAMS;
 
 /// Whether a command line's first word names a script rather than a
 /// built-in workload: a `.lua` file name, or a path to a file.
