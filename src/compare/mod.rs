@@ -60,10 +60,11 @@ pub fn main(args: CompareArgs, old_args: ArgvParser) -> Result<()> {
         }
         Err(resume) => resumed(&store, resume, &args.out, old_args, &observer)?,
     };
+    let entries = plan.suite.entries.len();
     observer.note(&format!(
-        "comparison #{id}: suite {} ({} runs), environments {}, {} repetitions; results in {}",
+        "comparison #{id}: suite {} ({entries} {}), environments {}, repetitions: {}; results in {}",
         plan.suite.name,
-        plan.suite.entries.len(),
+        if entries == 1 { "entry" } else { "entries" },
         plan.specs
             .iter()
             .map(|s| s.label.as_str())
