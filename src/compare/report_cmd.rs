@@ -27,10 +27,10 @@ pub const REPORT_OPTIONS: &[OptionSpec] = &[
     super::plan::FIGURES,
 ];
 
+/// `virtperf report --help` below its synopsis (the command table's).
 pub fn report_help() -> String {
     format!(
-        "virtperf report [RUN|DIR ...] [--format FORMAT] [--out FILE] [--margin PCT] [--detail]\n\n\
-         Renders a stored comparison: RUN is a comparison number in ./virtperf-results, DIR a\n\
+        "Renders a stored comparison: RUN is a comparison number in ./virtperf-results, DIR a\n\
          results directory (its newest comparison), DIR/N a number in DIR. Default: the newest in\n\
          ./virtperf-results.\n\n\
          Several DIRs (one per host of a fleet, the same suite run on each): every host's report,\n\

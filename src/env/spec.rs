@@ -27,8 +27,12 @@ impl Spec {
             None => (text, ""),
         };
         let driver = super::find_driver(kind_word).ok_or_else(|| {
+            let hint =
+                crate::core::options::nearest(kind_word, super::DRIVERS.iter().map(|d| d.name))
+                    .map(|d| format!(" (did you mean '{d}'?)"))
+                    .unwrap_or_default();
             bad(format!(
-                "unknown environment '{kind_word}': use {} (see 'virtperf envs --help')",
+                "unknown environment '{kind_word}'{hint}: use {} (see 'virtperf envs --help')",
                 super::DRIVERS
                     .iter()
                     .map(|d| d.usage())

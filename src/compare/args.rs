@@ -1,19 +1,20 @@
 //! `virtperf compare`'s arguments into a typed `CompareArgs`: its options,
 //! a one-off workload given after them, and what `--resume` would not use.
+//! `cli` parses a command line with it, and a resume the arguments a store
+//! from before typed requests kept.
 
 use std::path::PathBuf;
 use std::time::Duration;
 
-use crate::compare::plan::{CompareArgs, PlanArgs, Resume, SuiteSource, OPTIONS};
-use crate::compare::schedule::Repeat;
+use super::plan::{CompareArgs, PlanArgs, Resume, SuiteSource, OPTIONS};
+use super::schedule::Repeat;
 use crate::core::options::{self, CliError};
 use crate::env::Spec;
 use crate::report::{self, View};
 use crate::workload;
 
-/// Parses compare's arguments (without the word `compare`). Also reads the
-/// arguments a store from before typed requests kept, so it is handed to
-/// `compare::main` for a resume.
+/// Parses compare's arguments (without the word `compare`); also the
+/// arguments a store from before typed requests kept, for a resume.
 pub fn parse(args: &[String]) -> Result<CompareArgs, CliError> {
     let (own, invocation) = split_args(args);
     let (v, rest) = options::parse(&[OPTIONS], &own, "compare")?;
