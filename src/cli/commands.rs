@@ -41,8 +41,8 @@ const ENVS_OPTIONS: &[OptionSpec] = &[OptionSpec::new(
 pub const COMMANDS: &[CommandDef] = &[
     CommandDef {
         name: "compare",
-        operands: "[WORKLOAD|SCRIPT.lua [its options]]",
-        summary: "run a suite or one workload on the baseline and every environment, and compare",
+        operands: "[WORKLOAD|SCRIPT.lua ...]",
+        summary: "a suite or one workload on the baseline and each environment, compared",
         options: crate::compare::plan::OPTIONS,
         about: crate::compare::help,
         parse: |args| {
@@ -55,7 +55,7 @@ pub const COMMANDS: &[CommandDef] = &[
     CommandDef {
         name: "report",
         operands: "[RUN|DIR|DIR/N ...]",
-        summary: "render stored comparisons (several DIRs: a fleet) in any format",
+        summary: "stored comparisons in any format (several DIRs: a fleet)",
         options: crate::compare::REPORT_OPTIONS,
         about: crate::compare::report_help,
         parse: |args| Ok(Request::Report(report::parse(args)?)),
@@ -97,7 +97,7 @@ pub const COMMANDS: &[CommandDef] = &[
     CommandDef {
         name: "help",
         operands: "[COMMAND|WORKLOAD|SCRIPT.lua]",
-        summary: "this text, or a command's, a workload's or a script's help",
+        summary: "this text, or a command's, a workload's or a script's",
         options: &[],
         about: || {
             "Prints the help of a command, a workload or a Lua script; alone, the general usage.\n"

@@ -245,7 +245,7 @@ pub fn parse_request(args: &[String]) -> Result<Request, CliError> {
     }
     let def = workload::find(&word).ok_or_else(|| {
         CliError::Usage(format!(
-            "unknown workload or command '{word}'{}: choose a workload ({}) or a command ({}). Run 'virtperf --help' for usage",
+            "unknown workload '{word}'{}: choose one of {}, or a command ({}). Run 'virtperf --help' for usage",
             commands::did_you_mean(&word),
             workload::names(),
             commands::command_names()
