@@ -314,6 +314,68 @@ mod tests {
         }
     }
 
+    /// Every option table the command line reads: the commands', the
+    /// workloads' and the engine's, and the output options.
+    fn every_table() -> Vec<&'static [OptionSpec]> {
+        let mut tables: Vec<&'static [OptionSpec]> = COMMANDS.iter().map(|c| c.options).collect();
+        tables.extend(workload::WORKLOADS.iter().map(|d| d.options));
+        tables.extend([crate::engine::OPTIONS, super::super::OUTPUT]);
+        tables
+    }
+
+    #[test]
+    fn a_secret_is_declared_once_by_its_name_and_every_redaction_follows() {
+        // The one declaration is the name (core::text::is_secret); what a
+        // secret is read from when not typed, its file option and its
+        // environment variable, is declared beside the option, and every
+        // place that hides a value — params, labels, the stored arguments —
+        // asks the same test.
+        let sources: Vec<&str> = crate::workload::oltp::PASSWORD_SOURCES
+            .iter()
+            .chain(crate::workload::net::SECRET_SOURCES)
+            .map(|(name, _)| *name)
+            .collect();
+        let mut secrets = 0;
+        for table in every_table() {
+            for o in table
+                .iter()
+                .filter(|o| crate::core::text::is_secret(o.name))
+            {
+                secrets += 1;
+                let file = format!("{}-file", o.name);
+                assert!(
+                    table.iter().any(|t| t.name == file),
+                    "--{} has no --{file}, the way to keep it out of ps",
+                    o.name
+                );
+                assert!(
+                    sources.contains(&o.name),
+                    "--{}: no environment variable",
+                    o.name
+                );
+                let typed = s(&[
+                    &format!("--{}=hunter2", o.name),
+                    &format!("--{}", o.name),
+                    "hunter2",
+                ]);
+                let shown = crate::core::text::redact_args(&typed).join(" ");
+                assert!(!shown.contains("hunter2"), "{shown}");
+                assert!(crate::core::text::without_secrets(&typed).is_empty());
+                let mut values = options::defaults(&[table]);
+                values.set(o, "hunter2").unwrap();
+                let params = serde_json::to_string(&values.to_params(&[])).unwrap();
+                assert!(!params.contains("hunter2") && !params.contains(&file.replace('-', "_")));
+            }
+        }
+        assert!(secrets >= 3, "{secrets}");
+        for name in sources {
+            assert!(
+                crate::core::text::is_secret(name),
+                "{name} is read as a secret but not named one"
+            );
+        }
+    }
+
     #[test]
     fn the_synopsis_names_every_option() {
         // The usage written by hand lacked compare's --budget, --margin,
