@@ -26,16 +26,7 @@ impl Spec {
             Some((k, r)) => (k, r),
             None => (text, ""),
         };
-        let driver = super::find_driver(kind_word).ok_or_else(|| {
-            bad(format!(
-                "unknown environment '{kind_word}': use {} (see 'virtperf envs --help')",
-                super::DRIVERS
-                    .iter()
-                    .map(|d| d.usage())
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            ))
-        })?;
+        let driver = super::find_driver(kind_word).ok_or_else(|| bad(unknown_kind(kind_word)))?;
         let mut pairs = rest;
         let mut target = None;
         if driver.target.is_some() {
@@ -215,6 +206,22 @@ impl Spec {
             members,
         })
     }
+}
+
+/// An environment kind no driver has: the near miss it was probably
+/// meant as, and every driver's syntax.
+fn unknown_kind(kind_word: &str) -> String {
+    let hint = crate::core::options::nearest(kind_word, super::DRIVERS.iter().map(|d| d.name))
+        .map(|d| format!(" (did you mean '{d}'?)"))
+        .unwrap_or_default();
+    format!(
+        "unknown environment '{kind_word}'{hint}: use {} (see 'virtperf envs --help')",
+        super::DRIVERS
+            .iter()
+            .map(|d| d.usage())
+            .collect::<Vec<_>>()
+            .join(", ")
+    )
 }
 
 #[cfg(test)]
