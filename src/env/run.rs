@@ -10,9 +10,10 @@ use std::time::Duration;
 
 use anyhow::{anyhow, bail, Context, Result};
 
+use super::peer::{self, Peers};
 use super::session::Session;
-use super::{net, Environment, NetNeed, OnHost, Reboot, Spec};
-use crate::agent::protocol::{Message, Plan, Served, ServerAnswer, BYE, GO, PROTOCOL};
+use super::{Environment, NetNeed, OnHost, Reboot};
+use crate::agent::protocol::{Message, Plan, BYE, GO, PROTOCOL};
 use crate::core::observer::Observer;
 use crate::core::result::ResultDoc;
 use crate::core::text;
@@ -50,7 +51,7 @@ pub fn run_with(
     obs: &dyn Observer,
     on_result: &mut OnResult,
 ) -> Result<Vec<InstanceOutcome>> {
-    check_jobs(jobs)?;
+    peer::check(jobs)?;
     let mut open = Opened::start(env, NetNeed::of(jobs), obs)?;
     let outcome = open.run(env, None, jobs, on_result, obs)?;
     open.close();
@@ -76,25 +77,6 @@ fn clean_up_here(jobs: &[Job], label: &str) {
             );
         }
     }
-}
-
-/// Jobs that ask for two contradicting network peers are refused before
-/// anything starts.
-fn check_jobs(jobs: &[Job]) -> Result<()> {
-    for job in jobs {
-        if let Some(peer) = job.def.needs.network {
-            if peer.address_given(&job.values) && peer.server_inside(&job.values) {
-                bail!(
-                    "{}: --{} names a server that already runs; --{}={} starts one inside the environment: give one of them",
-                    job.def.name,
-                    peer.address_option,
-                    peer.placement_option,
-                    peer.placement_env
-                );
-            }
-        }
-    }
-    Ok(())
 }
 
 /// An environment's instances, started and greeted, kept for as many plans
@@ -207,9 +189,7 @@ impl Opened {
         on_result: &mut OnResult,
         obs: &dyn Observer,
     ) -> Result<Vec<InstanceOutcome>> {
-        if jobs.iter().any(|j| j.def.needs.network.is_some()) {
-            wait_for_conntrack_room(&env.spec().label, obs)?;
-        }
+        peer::make_room(jobs, &env.spec().label, obs)?;
         let outcome = self.run_jobs(env, round, jobs, on_result, obs);
         if let Err(e) = &outcome {
             let stopped = e
@@ -308,13 +288,13 @@ impl Opened {
         jobs: &[Job],
         on_result: &mut OnResult,
     ) -> Result<Vec<InstanceOutcome>> {
-        check_jobs(jobs)?;
+        peer::check(jobs)?;
         let need = NetNeed::of(jobs);
         if !self.covers(need) {
             bail!("internal: these jobs need a network the instances were not started with");
         }
         let together = self.sessions.len() > 1;
-        let mut nets = self.send_plans(env, jobs, together)?;
+        let mut peers = self.send_plans(env, jobs, together)?;
         if together {
             self.release_together()?;
         }
@@ -324,21 +304,15 @@ impl Opened {
         // Instances run concurrently; read each one's stream in turn, every
         // message is buffered by its reader thread meanwhile.
         for (i, s) in self.sessions.iter_mut().enumerate() {
-            let net = &mut nets[i];
+            let peers = &mut peers[i];
             for (want, job) in jobs.iter().enumerate() {
-                let msg = answer_until_result(env, i, s, net, want, job)?;
-                // The job is over: its host server, if any, stops now.
-                net.stop_for(want);
+                let msg = answer_until_result(env, i, s, peers, want, job)?;
                 let mut outcome = outcome_of(msg, want, job, &s.label)?;
-                // A network run that failed while the kernel dropped new
-                // connections says so.
-                if let (Err(message), true) = (&mut outcome, job.def.needs.network.is_some()) {
-                    if let Some(why) = crate::sys::conntrack::full_now() {
-                        message.push_str(&format!(" ({why})"));
-                    }
-                }
+                // The job is over: its host server, if any, stops now; its
+                // result records the network path.
+                peers.job_over(want, job, &mut outcome);
                 // What only the host knows: how long the instance took to
-                // be ready, the network path, other processes' load.
+                // be ready, other processes' load.
                 if let Ok(doc) = &mut outcome {
                     doc.env.ready_s = Some(self.ready_after[i].as_secs_f64());
                     doc.env.reboot = env.spec().reboot.name().map(str::to_string);
@@ -347,9 +321,6 @@ impl Opened {
                     let settings = env.settings(i);
                     if !settings.is_empty() {
                         doc.env.settings = settings;
-                    }
-                    if let Some(path) = net.path(want) {
-                        doc.env.net_path = Some(path.to_string());
                     }
                     if let (Some(load), false) = (&mut load, together) {
                         load.stamp(doc);
@@ -389,16 +360,17 @@ impl Opened {
         env: &dyn Environment,
         jobs: &[Job],
         together: bool,
-    ) -> Result<Vec<net::InstanceNet>> {
-        let mut nets = Vec::with_capacity(self.sessions.len());
+    ) -> Result<Vec<Peers>> {
+        let mut all = Vec::with_capacity(self.sessions.len());
         for (i, s) in self.sessions.iter_mut().enumerate() {
             let forwarded = s.forwarded;
             // One instance's server starts when its job asks; simultaneous
             // instances are read one after the other, so theirs start with
             // the plan, for its length.
-            let (own_jobs, net) = net::InstanceNet::plan(
+            let (own_jobs, peers) = Peers::place(
                 jobs,
                 !together,
+                (&s.label, env.spec().driver.name),
                 || env.route_to_host(i),
                 || env.route_to_env(i, forwarded),
             )
@@ -410,12 +382,12 @@ impl Opened {
                 workdir: s.workdir.clone(),
                 wait_for_go: together,
                 jobs: own_jobs.iter().map(Job::to_wire).collect(),
-                host_servers: net.on_demand(),
+                host_servers: peers.on_demand(),
             };
             s.send_line(&serde_json::to_string(&plan)?)?;
-            nets.push(net);
+            all.push(peers);
         }
-        Ok(nets)
+        Ok(all)
     }
 
     /// Waits until every instance has said it is ready, then releases them
@@ -471,50 +443,17 @@ fn check_hello(label: &str, first: Message, obs: &dyn Observer) -> Result<()> {
     Ok(())
 }
 
-/// Before a network run: waits until the kernel's connection-tracking
-/// table has room (sys::conntrack), telling the user why the wait.
-fn wait_for_conntrack_room(label: &str, obs: &dyn Observer) -> Result<()> {
-    use crate::sys::conntrack;
-    let time_wait = conntrack::time_wait();
-    let limit = time_wait + Duration::from_secs(10);
-    let waited = conntrack::wait_for_room(
-        conntrack::usage,
-        limit,
-        Duration::from_millis(500),
-        |count, max| {
-            obs.note(&format!(
-                "{label}: waiting for room in the kernel's connection-tracking table before a \
-                 network run ({count} of {max} entries in use; closed connections leave it \
-                 after {} s, at most {} s)",
-                time_wait.as_secs(),
-                limit.as_secs()
-            ))
-        },
-        crate::core::signals::check,
-    )?;
-    if let conntrack::Waited::GaveUp(count, max) = waited {
-        obs.note(&format!(
-            "{label}: the connection-tracking table is still {count} of {max} entries after {} s; \
-             running anyway (new connections may be dropped)",
-            limit.as_secs()
-        ));
-    }
-    Ok(())
-}
-
 /// Reads instance `i`'s messages until job `want`'s result or error, and
-/// returns that. On the way it answers the job's one request for its
-/// network peer: a client run here against a server inside (`Serving`), or
-/// a server started here (`NeedServer`).
+/// returns that. On the way `peers` answers the job's one request for its
+/// network peer.
 fn answer_until_result(
     env: &dyn Environment,
     i: usize,
     s: &mut Session,
-    net: &mut net::InstanceNet,
+    peers: &mut Peers,
     want: usize,
     job: &Job,
 ) -> Result<Message> {
-    let mut served = false;
     loop {
         let msg = match s.next(env.job_deadline(job)) {
             Ok(msg) => msg,
@@ -526,18 +465,9 @@ fn answer_until_result(
                 });
             }
         };
-        match msg {
-            Message::Serving { index, port } if index == want && !served => {
-                served = true;
-                let answer = serve_client(net, want, job, port, &s.label, env.spec());
-                s.send_line(&serde_json::to_string(&answer)?)?;
-            }
-            Message::NeedServer { index } if index == want && !served => {
-                served = true;
-                let answer = start_server(net, want, job);
-                s.send_line(&serde_json::to_string(&answer)?)?;
-            }
-            other => return Ok(other),
+        match peers.answer(&msg, want, job)? {
+            Some(reply) => s.send_line(&reply)?,
+            None => return Ok(msg),
         }
     }
 }
@@ -584,51 +514,6 @@ fn await_done(env: &dyn Environment, s: &mut Session, jobs: &[Job]) -> Result<()
 /// A message the host did not expect, for an error: one line, bounded.
 fn shown(msg: &Message) -> String {
     text::one_line(&format!("{msg:?}"), 200)
-}
-
-/// Runs the client of job `k` here against its server inside the instance
-/// (listening on `port` there): the answer the agent waits for.
-fn serve_client(
-    net: &net::InstanceNet,
-    k: usize,
-    job: &Job,
-    port: u16,
-    label: &str,
-    spec: &Spec,
-) -> Served {
-    let run = net.client_of(k, job, port).and_then(|client| {
-        crate::workload::execute(
-            &client,
-            label,
-            spec.driver.name,
-            Arc::new(crate::core::observer::Silent),
-        )
-    });
-    match run {
-        Ok(Some(done)) => Served::Served {
-            doc: Box::new(done.doc),
-        },
-        Ok(None) => Served::Failed {
-            message: "the client produced no result".into(),
-        },
-        Err(e) => Served::Failed {
-            message: format!("the client on the host: {e:#}"),
-        },
-    }
-}
-
-/// Starts job `k`'s server here, as the agent asked: where its client
-/// dials and the secret, or why there is no server.
-fn start_server(net: &mut net::InstanceNet, k: usize, job: &Job) -> ServerAnswer {
-    match net.start_for(k, job.def.name) {
-        Ok((address, secret)) => ServerAnswer::Listening {
-            address: address.to_string(),
-            secret,
-        },
-        Err(e) => ServerAnswer::Failed {
-            message: format!("{e:#}"),
-        },
-    }
 }
 
 /// Why a result the agent sent cannot be this job's, if it cannot: another
