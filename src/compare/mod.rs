@@ -47,16 +47,7 @@ pub fn main(args: CompareArgs) -> Result<()> {
     let store = Store::open(&args.out)?;
     let (plan, id) = match fresh {
         Ok((plan, stored)) => {
-            let labels: Vec<String> = plan.specs.iter().map(|s| s.label.clone()).collect();
-            let id = store.begin(
-                &crate::core::time::now_rfc3339(),
-                &plan.suite.name,
-                &plan.specs[0].label,
-                &labels,
-                &stored.to_args(),
-            )?;
-            store.set_plan_digest(id, &plan::digest(&plan))?;
-            store.set_request(id, &serde_json::to_string(&stored)?)?;
+            let id = begin(&store, &plan, &stored)?;
             (plan, id)
         }
         Err(resume) => resumed(&store, resume, &args.out, &observer)?,
@@ -125,22 +116,50 @@ pub fn main(args: CompareArgs) -> Result<()> {
     store.finish(id)?;
     let cmp = store.comparison(id)?.expect("exists");
     let analysis = report::analyze(&cmp, &store.runs(id)?, &plan.settings);
+    write_reports(&args, id, &analysis, &observer)?;
+    if !outcome.failed.is_empty() {
+        bail!("some environments failed; their errors are in the report");
+    }
+    Ok(())
+}
+
+/// Records a new comparison of `plan` in the store, with its digest and
+/// the request it was made from (what `--resume` reads back); its id.
+fn begin(store: &Store, plan: &Plan, stored: &PlanArgs) -> Result<i64> {
+    let labels: Vec<String> = plan.specs.iter().map(|s| s.label.clone()).collect();
+    let id = store.begin(
+        &crate::core::time::now_rfc3339(),
+        &plan.suite.name,
+        &plan.specs[0].label,
+        &labels,
+        &stored.to_args(),
+    )?;
+    store.set_plan_digest(id, &plan::digest(plan))?;
+    store.set_request(id, &serde_json::to_string(stored)?)?;
+    Ok(id)
+}
+
+/// The HTML report in `--out`, the report in `--format` on stdout, and
+/// with `--figures` the charts as SVG files.
+fn write_reports(
+    args: &CompareArgs,
+    id: i64,
+    analysis: &report::Analysis,
+    observer: &Terminal,
+) -> Result<()> {
     let html = args.out.join(format!("comparison-{id}.html"));
-    let page = report::html().render(&analysis, args.view);
+    let page = report::html().render(analysis, args.view);
     std::fs::write(&html, text::output(&page, text::Form::Text).as_bytes())
         .with_context(|| format!("writing {}", html.display()))?;
-    let report = args.format.render(&analysis, args.view);
+    let report = args.format.render(analysis, args.view);
     print!(
         "{}",
         text::output(&report, text::Form::of(args.format.name()))
     );
     observer.note(&format!("report written to {}", html.display()));
     if let Some(dir) = &args.figures {
-        let n = report::write_figures(&report::document(&analysis, args.view), dir)?;
+        let n = report::write_figures(&report::document(analysis, args.view), dir)?;
         observer.note(&format!("{n} figures written to {}", dir.display()));
-    }
-    if !outcome.failed.is_empty() {
-        bail!("some environments failed; their errors are in the report");
     }
     Ok(())
 }
