@@ -5,6 +5,7 @@
 //! Also `virtperf report`, which renders a stored comparison.
 
 pub mod adaptive;
+pub mod args;
 pub mod plan;
 mod report_cmd;
 pub mod schedule;
@@ -21,14 +22,14 @@ use crate::env;
 use crate::report;
 use crate::store::Store;
 use plan::Plan;
-pub use plan::{help, ArgvParser, CompareArgs, PlanArgs, Resume, SuiteSource};
+pub use plan::{help, CompareArgs, PlanArgs, Resume, SuiteSource};
 pub use report_cmd::{report_help, report_main, ReportArgs, REPORT_OPTIONS};
 use schedule::{Drivers, EnvSlot, Repeat, Schedule};
 
 /// `virtperf compare ...`. A resume takes its plan from the store; a store
-/// from before typed requests kept only the arguments, which `old_args`
-/// parses (`cli`'s parser: nothing here imports the command line).
-pub fn main(args: CompareArgs, old_args: ArgvParser) -> Result<()> {
+/// from before typed requests kept only the arguments, which
+/// [`args::parse`] reads as it reads a command line.
+pub fn main(args: CompareArgs) -> Result<()> {
     let observer = Terminal::new(true);
     // A new comparison's plan is resolved before anything is written; a
     // resumed one's is read from the store.
@@ -49,12 +50,13 @@ pub fn main(args: CompareArgs, old_args: ArgvParser) -> Result<()> {
             let id = begin(&store, &plan, &stored)?;
             (plan, id)
         }
-        Err(resume) => resumed(&store, resume, &args.out, old_args, &observer)?,
+        Err(resume) => resumed(&store, resume, &args.out, &observer)?,
     };
+    let entries = plan.suite.entries.len();
     observer.note(&format!(
-        "comparison #{id}: suite {} ({} runs), environments {}, {} repetitions; results in {}",
+        "comparison #{id}: suite {} ({entries} {}), environments {}, repetitions: {}; results in {}",
         plan.suite.name,
-        plan.suite.entries.len(),
+        if entries == 1 { "entry" } else { "entries" },
         plan.specs
             .iter()
             .map(|s| s.label.as_str())
@@ -168,7 +170,6 @@ fn resumed(
     store: &Store,
     resume: &Resume,
     out: &Path,
-    old_args: ArgvParser,
     observer: &dyn Observer,
 ) -> Result<(Plan, i64)> {
     let last = store
@@ -194,7 +195,7 @@ fn resumed(
             )
         })?,
         // A store from before typed requests kept only the arguments.
-        None => old_args(&last.args)?.plan,
+        None => args::parse(&last.args)?.plan,
     };
     let (plan, _) = plan::resolve(&request, observer)?;
     if let Some(stored) = store.plan_digest(last.id)? {
