@@ -13,10 +13,11 @@ use anyhow::{anyhow, bail, Context, Result};
 use super::session::Session;
 use super::{net, Environment, NetNeed, OnHost, Reboot, Spec};
 use crate::agent::protocol::{Message, Plan, Served, ServerAnswer, BYE, GO, PROTOCOL};
+use crate::core::accounting::Accounting;
 use crate::core::observer::Observer;
 use crate::core::result::ResultDoc;
 use crate::core::text;
-use crate::sys::monitor;
+use crate::sys::{account, monitor};
 use crate::workload::Job;
 
 /// What one instance produced.
@@ -326,7 +327,10 @@ impl Opened {
         for (i, s) in self.sessions.iter_mut().enumerate() {
             let net = &mut nets[i];
             for (want, job) in jobs.iter().enumerate() {
-                let msg = answer_until_result(env, i, s, net, want, job)?;
+                let watch = account_watch(s, job, together);
+                let mut mark = None;
+                let mut started = || mark = watch.as_ref().and_then(|w| w.mark());
+                let msg = answer_until_result(env, i, s, net, want, job, &mut started)?;
                 // The job is over: its host server, if any, stops now.
                 net.stop_for(want);
                 let mut outcome = outcome_of(msg, want, job, &s.label)?;
@@ -340,6 +344,8 @@ impl Opened {
                 // What only the host knows: how long the instance took to
                 // be ready, the network path, other processes' load.
                 if let Ok(doc) = &mut outcome {
+                    let outside = watch.zip(mark).and_then(|(w, m)| w.since(&m));
+                    doc.accounting = Accounting::received(doc.accounting.take(), outside);
                     doc.env.ready_s = Some(self.ready_after[i].as_secs_f64());
                     doc.env.reboot = env.spec().reboot.name().map(str::to_string);
                     // The guest's text: one bounded line.
@@ -513,6 +519,7 @@ fn answer_until_result(
     net: &mut net::InstanceNet,
     want: usize,
     job: &Job,
+    started: &mut dyn FnMut(),
 ) -> Result<Message> {
     let mut served = false;
     loop {
@@ -527,8 +534,10 @@ fn answer_until_result(
             }
         };
         match msg {
+            Message::Running { index } if index == want => started(),
             Message::Serving { index, port } if index == want && !served => {
                 served = true;
+                started();
                 let answer = serve_client(net, want, job, port, &s.label, env.spec());
                 s.send_line(&serde_json::to_string(&answer)?)?;
             }
@@ -739,6 +748,20 @@ impl ForeignLoad {
 fn put_load(doc: &mut ResultDoc, load: &monitor::HostLoad) {
     doc.monitor.foreign_busy_pct = load.foreign_pct;
     doc.monitor.env_busy_pct = Some(load.env_pct);
+}
+
+/// The host's accounting of `job` in a session on this machine
+/// (`sys::account::outside`); None elsewhere, for simultaneous instances
+/// (their runs share the host) and with accounting off.
+fn account_watch(s: &Session, job: &Job, together: bool) -> Option<account::outside::Watch> {
+    let init = match &s.on_host {
+        OnHost::Elsewhere => return None,
+        _ if together => return None,
+        OnHost::Tree => None,
+        OnHost::Container(init) => init(),
+    };
+    let peer = job.def.needs.network.is_some();
+    account::outside::Watch::new(vec![s.pid()?], init, peer)
 }
 
 /// What works for a session on this machine: the launched process's tree
