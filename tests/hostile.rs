@@ -345,7 +345,7 @@ fn an_agent_from_before_serving_is_refused_by_its_version() {
     // served network job as a client, and a host of that age would choke
     // on `serving`; the version check stops both before any plan.
     let err = hostile(
-        &SCRIPTED.replace("\"protocol\":4", "\"protocol\":2"),
+        &SCRIPTED.replace("\"protocol\":5", "\"protocol\":2"),
         &result_line(0, |_| {}),
     );
     assert!(
