@@ -16,6 +16,7 @@ mod fleet;
 mod headline;
 mod imported;
 mod net_paths;
+mod overhead;
 mod overview;
 mod storage;
 mod sweeps;
@@ -34,6 +35,7 @@ pub(crate) type Build = fn(&Analysis, View) -> Vec<Section>;
 /// figures, then each entry in detail and what went wrong.
 pub(crate) const SECTIONS: &[Build] = &[
     overview::build,
+    overhead::build,
     headline::build,
     environments::build,
     imported::build,
