@@ -355,54 +355,6 @@ pub fn run_line(env: &str, label: &str, round: usize, why: &str) -> String {
     format!("{env} / {label} / round {}: {why}", round + 1)
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::report::tests_support::fixture;
-
-    #[test]
-    fn slugs_are_file_names() {
-        assert_eq!(slug("qemu <b>&\"x\""), "qemu-b-x");
-        assert_eq!(slug("///"), "x");
-        assert_eq!(slug("cpu threads=2"), "cpu-threads-2");
-    }
-
-    #[test]
-    fn flags_are_summarised_by_kind_with_counts_per_environment() {
-        use crate::analysis::{Flag, FlagKind};
-        let mut a = fixture();
-        a.flags.clear();
-        let flag = |env: &str, round, kind, pct, reason: &str| Flag {
-            env: env.into(),
-            label: "cpu".into(),
-            round,
-            kind,
-            pct,
-            reason: reason.into(),
-        };
-        a.flags.push(flag("host", 0, FlagKind::Load, 20.0, "load"));
-        a.flags.push(flag("vm", 0, FlagKind::Load, 40.0, "load"));
-        a.flags.push(flag("vm", 1, FlagKind::Load, 90.0, "load"));
-        a.flags.push(flag("vm", 1, FlagKind::Multimodal, 0.0, "a"));
-        a.flags.push(flag("vm", 1, FlagKind::Multimodal, 0.0, "b"));
-        let lines = flag_summary(&a);
-        assert_eq!(
-            lines,
-            [
-                "3 runs flagged:",
-                "other processes' load: 3 runs (host 1, vm 2), median 40.0%, up to 90.0% of the CPUs",
-                "multimodal timings: 2 parts in 1 run (vm 1); a part measured two faces of the machine",
-            ],
-        );
-        a.flags.truncate(2);
-        assert!(
-            flag_summary(&a)[1].contains("median 30.0%"),
-            "{:?}",
-            flag_summary(&a)
-        );
-    }
-}
-
 /// One measured cause of a verdict, as a clause with its figures and the
 /// rule it rests on: "the runtime's helpers outside the environment used
 /// 412 µs of host CPU per event (baseline: none; 80% of the extra)
@@ -484,4 +436,52 @@ pub fn explanation_text(e: &crate::analysis::explain::Explanation) -> String {
     }
     let clauses: Vec<String> = e.findings.iter().map(finding_clause).collect();
     format!("{head}: {}.", clauses.join("; "))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::tests_support::fixture;
+
+    #[test]
+    fn slugs_are_file_names() {
+        assert_eq!(slug("qemu <b>&\"x\""), "qemu-b-x");
+        assert_eq!(slug("///"), "x");
+        assert_eq!(slug("cpu threads=2"), "cpu-threads-2");
+    }
+
+    #[test]
+    fn flags_are_summarised_by_kind_with_counts_per_environment() {
+        use crate::analysis::{Flag, FlagKind};
+        let mut a = fixture();
+        a.flags.clear();
+        let flag = |env: &str, round, kind, pct, reason: &str| Flag {
+            env: env.into(),
+            label: "cpu".into(),
+            round,
+            kind,
+            pct,
+            reason: reason.into(),
+        };
+        a.flags.push(flag("host", 0, FlagKind::Load, 20.0, "load"));
+        a.flags.push(flag("vm", 0, FlagKind::Load, 40.0, "load"));
+        a.flags.push(flag("vm", 1, FlagKind::Load, 90.0, "load"));
+        a.flags.push(flag("vm", 1, FlagKind::Multimodal, 0.0, "a"));
+        a.flags.push(flag("vm", 1, FlagKind::Multimodal, 0.0, "b"));
+        let lines = flag_summary(&a);
+        assert_eq!(
+            lines,
+            [
+                "3 runs flagged:",
+                "other processes' load: 3 runs (host 1, vm 2), median 40.0%, up to 90.0% of the CPUs",
+                "multimodal timings: 2 parts in 1 run (vm 1); a part measured two faces of the machine",
+            ],
+        );
+        a.flags.truncate(2);
+        assert!(
+            flag_summary(&a)[1].contains("median 30.0%"),
+            "{:?}",
+            flag_summary(&a)
+        );
+    }
 }
