@@ -117,13 +117,6 @@ fn outside_figures(doc: &ResultDoc, o: &Outside, out: &mut Vec<Metric>) {
                 out.push(lower(&place_metric(place), s / events * 1e6, "µs/event"));
             }
         }
-        if let Some(d) = &o.device {
-            out.push(lower(
-                DEVICE_WRITTEN,
-                d.write_bytes as f64 / 1024.0 / events,
-                "KiB/event",
-            ));
-        }
     }
     if let (Some(t), true) = (
         o.cgroup.as_ref().and_then(|c| c.throttled_s),
@@ -131,15 +124,22 @@ fn outside_figures(doc: &ResultDoc, o: &Outside, out: &mut Vec<Metric>) {
     ) {
         out.push(lower(THROTTLED, 100.0 * t / o.wall_s, "%"));
     }
-    let moved = doc
-        .accounting
-        .as_ref()
-        .and_then(|a| a.inside.as_ref())
-        .and_then(|i| Some(i.syscall_read_bytes? + i.syscall_write_bytes?));
-    if let (Some(d), Some(moved)) = (&o.device, moved) {
-        if moved >= MIN_WORKLOAD_BYTES {
+    // The device is the whole machine's: beside a workload that moves
+    // little, its bytes are other processes'.
+    let inside = doc.accounting.as_ref().and_then(|a| a.inside.as_ref());
+    let (Some(d), Some(i)) = (&o.device, inside) else {
+        return;
+    };
+    if let (Some(wrote), true) = (i.syscall_write_bytes, events > 0.0) {
+        if wrote >= MIN_WORKLOAD_BYTES {
+            let kib = d.write_bytes as f64 / 1024.0 / events;
+            out.push(lower(DEVICE_WRITTEN, kib, "KiB/event"));
+        }
+    }
+    if let (Some(r), Some(w)) = (i.syscall_read_bytes, i.syscall_write_bytes) {
+        if r + w >= MIN_WORKLOAD_BYTES {
             let device = (d.read_bytes + d.write_bytes) as f64;
-            out.push(lower(AMPLIFICATION, device / moved as f64, "×"));
+            out.push(lower(AMPLIFICATION, device / (r + w) as f64, "×"));
         }
     }
 }
