@@ -11,7 +11,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 
 use super::{
     assess, is_headline, metric_def, EntryAnalysis, EnvStat, Failure, Family, Flag, FlagKind,
-    ImportedSource, MetricAnalysis, FOREIGN_LIMIT_PCT, MAX_METRICS, STEAL_LIMIT_PCT,
+    ImportedSource, MetricAnalysis, Sides, FOREIGN_LIMIT_PCT, MAX_METRICS, STEAL_LIMIT_PCT,
 };
 use crate::core::result::ResultDoc;
 use crate::stats::{self, VerdictSettings};
@@ -250,11 +250,13 @@ impl EntryRuns {
     }
 
     /// The entry's summaries and each environment's verdicts against the
-    /// baseline; None when the baseline is not among `envs`.
+    /// baseline (`imported[i]`: environment `i`'s runs came from another
+    /// tool's output); None when the baseline is not among `envs`.
     pub fn analyze(
         self,
         index: usize,
         envs: &[String],
+        imported: &[bool],
         baseline: &str,
         settings: &VerdictSettings,
     ) -> Option<EntryAnalysis> {
@@ -267,7 +269,12 @@ impl EntryRuns {
             .collect();
         for ei in (0..envs.len()).filter(|&i| i != bi) {
             for family in [Family::Headline, Family::Detail, Family::Accounting] {
-                assess(&mut metrics, bi, ei, family, settings);
+                let sides = Sides {
+                    base: bi,
+                    env: ei,
+                    imported: [imported[bi], imported[ei]],
+                };
+                assess(&mut metrics, sides, family, settings);
             }
         }
         Some(EntryAnalysis {

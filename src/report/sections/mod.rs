@@ -15,6 +15,7 @@ mod flags;
 mod fleet;
 mod headline;
 mod imported;
+mod method;
 mod net_paths;
 mod overhead;
 mod overview;
@@ -32,7 +33,8 @@ pub(crate) type Build = fn(&Analysis, View) -> Vec<Section>;
 
 /// The report's sections, in the order a reader wants them: an overview
 /// to read in ten seconds, the headline verdicts, what was compared, the
-/// figures, then each entry in detail and what went wrong.
+/// figures, then each entry in detail, what went wrong, and last how the
+/// verdicts were reached.
 pub(crate) const SECTIONS: &[Build] = &[
     overview::build,
     overhead::build,
@@ -47,4 +49,5 @@ pub(crate) const SECTIONS: &[Build] = &[
     entry::build,
     flags::build,
     failures::build,
+    method::build,
 ];
