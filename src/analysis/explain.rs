@@ -34,7 +34,10 @@ pub struct Explanation {
     pub label: String,
     pub env: String,
     pub metric: String,
+    /// Environment / baseline of the geometric means.
     pub ratio: f64,
+    /// The same as a slowdown factor (a rate's inverted): above 1 slower.
+    pub slowdown: f64,
     pub outcome: &'static str,
     pub findings: Vec<Finding>,
 }
@@ -132,12 +135,27 @@ pub fn explain(a: &Analysis) -> (Vec<Breakdown>, Vec<Explanation>) {
         if !matches!(v.outcome, Outcome::Slower | Outcome::Faster) {
             continue;
         }
+        // Only what was accounted for is explained (or said not to be).
+        let accounted = row
+            .entry
+            .metrics
+            .iter()
+            .any(|m| account::is_derived(&m.name) && !samples(m, &row.stat.env).is_empty());
+        if !accounted {
+            continue;
+        }
         let slower = v.outcome == Outcome::Slower;
+        let p = v.ratio.point;
         explanations.push(Explanation {
             label: row.entry.label.clone(),
             env: row.stat.env.clone(),
             metric: row.metric.name.clone(),
-            ratio: v.ratio.point,
+            ratio: p,
+            slowdown: if row.metric.higher_is_better {
+                1.0 / p
+            } else {
+                p
+            },
             outcome: v.outcome.label(),
             findings: findings(
                 row.entry,
