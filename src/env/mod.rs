@@ -11,6 +11,7 @@ mod combine;
 pub mod def;
 pub mod docker;
 pub mod group;
+pub mod gvisor;
 pub mod host;
 pub mod libvirt;
 pub mod net;
@@ -21,6 +22,7 @@ mod run;
 mod session;
 pub mod spec;
 pub mod ssh;
+mod vethns;
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
