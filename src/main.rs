@@ -3,7 +3,7 @@
 
 use std::process::ExitCode;
 
-use virtperf::cli::{self, Request};
+use virtperf::cli;
 use virtperf::core::fatal::{InitFatal, SysbenchFatal};
 use virtperf::core::options::CliError;
 use virtperf::core::signals;
@@ -50,7 +50,7 @@ fn virtperf_main() -> ExitCode {
     }
     match cli::parse_request(&args)
         .map_err(anyhow::Error::from)
-        .and_then(run)
+        .and_then(cli::run)
     {
         Ok(()) => ExitCode::SUCCESS,
         Err(err) if err.downcast_ref::<cli::script::Exit>().is_some() => {
@@ -96,7 +96,7 @@ fn as_sysbench(args: &[String]) -> ExitCode {
         }
     };
     print!("{prefix}");
-    match run(request) {
+    match cli::run(request) {
         Ok(()) => ExitCode::SUCCESS,
         Err(err) if err.downcast_ref::<signals::Interrupted>().is_some() => ExitCode::from(130),
         Err(err) if err.downcast_ref::<cli::script::Exit>().is_some() => {
@@ -132,20 +132,4 @@ fn as_sysbench(args: &[String]) -> ExitCode {
             ExitCode::FAILURE
         }
     }
-}
-
-fn run(request: Request) -> anyhow::Result<()> {
-    match request {
-        Request::Help(text) => print!("{text}"),
-        Request::Version => println!("virtperf {}", env!("CARGO_PKG_VERSION")),
-        Request::Agent => virtperf::agent::main()?,
-        Request::Compare(args) => virtperf::compare::main(*args, cli::compare::parse)?,
-        Request::Report(args) => virtperf::compare::report_main(&args)?,
-        Request::Serve(args) => virtperf::workload::net::server::main(&args)?,
-        Request::Import(args) => virtperf::import::main(&args)?,
-        Request::Envs(specs) => print!("{}", virtperf::env::probe::report(&specs)),
-        Request::Workload(inv) => cli::single::main(&inv)?,
-        Request::Script(inv) => cli::script::main(&inv)?,
-    }
-    Ok(())
 }

@@ -352,3 +352,132 @@ fn a_reader_that_goes_away_ends_the_output_quietly() {
     assert_eq!(out.status.code(), Some(141), "{err}");
     assert!(!err.contains("panicked"), "{err}");
 }
+
+/// One error style (issue 52, item 9): `report` in a directory with no
+/// results says so and how to make some; a comparison the store lacks is
+/// bad input (exit 2), said once, with the ones it holds; `--out` makes
+/// missing parents as compare's does.
+#[test]
+fn report_errors_say_what_is_there_and_what_to_do() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = virtperf()
+        .current_dir(dir.path())
+        .arg("report")
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("no results here") && err.contains("virtperf compare"),
+        "{err}"
+    );
+    let log = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/import/sysbench-0.4-cpu.txt");
+    virtperf()
+        .current_dir(dir.path())
+        .args(["import", "--env", "cli-old", "--out", "store"])
+        .arg(&log)
+        .assert()
+        .success();
+    let out = virtperf()
+        .current_dir(dir.path())
+        .args(["report", "store/5"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert_eq!(err.matches("report:").count(), 1, "{err}");
+    assert!(
+        err.contains("no comparison #5 in store") && err.contains("#1 ("),
+        "{err}"
+    );
+    let html = dir.path().join("missing/dir/r.html");
+    virtperf()
+        .current_dir(dir.path())
+        .args(["report", "store", "--format=html", "--out"])
+        .arg(&html)
+        .assert()
+        .success();
+    assert!(std::fs::read_to_string(&html).unwrap().contains("<html"));
+}
+
+/// A mistyped name gets the name it was probably meant as (issue 52, item
+/// 10, and the commands and workloads alike), exit 2.
+#[test]
+fn a_mistyped_name_gets_a_suggestion() {
+    for (args, needle) in [
+        (&["envs", "--env", "dokcer"][..], "did you mean 'docker'"),
+        (&["cpu", "--env=dokcer"][..], "did you mean 'docker'"),
+        (&["comprae"][..], "did you mean 'compare'"),
+        (&["memroy"][..], "did you mean 'memory'"),
+        (&["help", "reprot"][..], "did you mean 'report'"),
+    ] {
+        virtperf()
+            .args(args)
+            .assert()
+            .code(2)
+            .stdout(predicate::str::is_empty())
+            .stderr(predicate::str::contains(needle));
+    }
+}
+
+/// `virtperf help TOPIC` prints the topic's help, as `virtperf TOPIC help`
+/// does (issue 52, item 8).
+#[test]
+fn help_topic_prints_that_topics_help() {
+    for topic in ["cpu", "compare", "report", "import", "envs", "serve"] {
+        let by_help = virtperf().args(["help", topic]).output().unwrap();
+        let by_topic = virtperf().args([topic, "--help"]).output().unwrap();
+        assert!(by_help.status.success(), "{topic}");
+        assert_eq!(by_help.stdout, by_topic.stdout, "{topic}");
+        let general = virtperf().arg("--help").output().unwrap();
+        assert_ne!(by_help.stdout, general.stdout, "{topic}");
+    }
+}
+
+/// The README's list of commands is the command table's
+/// (`cli::commands::readme_list`), and every option a README command line
+/// gives a command is one of that command's options.
+#[test]
+fn the_readme_lists_the_command_tables_commands_and_options() {
+    let readme = include_str!("../README.md");
+    let begin = "<!-- commands: generated from src/cli/commands.rs; tests/cli.rs checks it -->\n";
+    let end = "<!-- /commands -->";
+    let start = readme
+        .find(begin)
+        .expect("the README's command list marker")
+        + begin.len();
+    let stop = start + readme[start..].find(end).expect("its end marker");
+    assert_eq!(
+        &readme[start..stop],
+        virtperf::cli::commands::readme_list(),
+        "update the README's command list from cli::commands::readme_list()"
+    );
+    let mut checked = 0;
+    let outside = format!("{}{}", &readme[..start], &readme[stop..]);
+    for line in outside.lines() {
+        let Some(rest) = line.trim_start().strip_prefix("virtperf ") else {
+            continue;
+        };
+        let mut words = rest.split_whitespace();
+        let Some(command) = words.next().and_then(virtperf::cli::commands::find) else {
+            continue;
+        };
+        // A one-off workload's options after compare's are the workload's.
+        for word in
+            words.take_while(|w| !w.starts_with('#') && virtperf::workload::find(w).is_none())
+        {
+            let Some(name) = word.strip_prefix("--") else {
+                continue;
+            };
+            let name = name.split('=').next().unwrap();
+            assert!(
+                command.options.iter().any(|o| o.name == name) || name == "help",
+                "README: '{line}': {} has no --{name}",
+                command.name
+            );
+            checked += 1;
+        }
+    }
+    assert!(checked > 10, "only {checked} options checked");
+}

@@ -1,35 +1,98 @@
 //! The crate's layering, checked from the source: every `crate::` path in a
-//! module names a layer below it (the order is at the top of `src/lib.rs`),
-//! `stats` imports nothing of the crate, `cli` is imported by nobody, the
-//! files of one folder do not import each other in a cycle, outside a
+//! module names a layer below it (the order is the table at the top of
+//! `src/lib.rs`, its one source; ARCHITECTURE.md's copy is checked against
+//! it), `stats` imports nothing of the crate, `cli` is imported by nobody,
+//! the files of one folder do not import each other in a cycle, outside a
 //! workload's folder no code matches on a workload's name or names a
 //! metric, and outside `env` none matches on a driver's name. Workload and
-//! driver names come from the registries.
+//! driver names come from the registries. Every check reads a file's
+//! production code: all of it but its `#[cfg(test)] mod` blocks (and the
+//! files such a `mod NAME;` declares); a test-only item outside them is read
+//! as production.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
 
 use virtperf::env::DRIVERS;
 use virtperf::workload::WORKLOADS;
 
-/// Layers from the bottom; modules on one line are peers and may not import
-/// each other.
-const LAYERS: &[&[&str]] = &[
-    &["core"],
-    &["stats", "sys"],
-    &["engine"],
-    &["workload"],
-    &["agent", "suite"],
-    &["env"],
-    &["store"],
-    &["analysis"],
-    &["report"],
-    &["compare", "import"],
-    &["cli"],
-];
+fn read(rel: &str) -> String {
+    std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join(rel)).unwrap()
+}
+
+/// The first ```text block after `heading` in `doc`, each line's `prefix`
+/// (`//! ` in lib.rs) removed.
+fn text_block(doc: &str, heading: &str, prefix: &str) -> Vec<String> {
+    let lines: Vec<&str> = doc
+        .lines()
+        .map(|l| {
+            l.strip_prefix(prefix)
+                .or_else(|| l.strip_prefix(prefix.trim_end()))
+                .unwrap_or(l)
+        })
+        .collect();
+    let from = lines
+        .iter()
+        .position(|l| l.starts_with(heading))
+        .unwrap_or_else(|| panic!("no '{heading}'"));
+    let open = from
+        + lines[from..]
+            .iter()
+            .position(|l| *l == "```text")
+            .expect("a ```text block");
+    lines[open + 1..]
+        .iter()
+        .take_while(|l| **l != "```")
+        .map(|l| l.to_string())
+        .collect()
+}
+
+/// The layer table of `src/lib.rs`'s doc, its one source.
+fn lib_table() -> Vec<String> {
+    text_block(&read("src/lib.rs"), "Layers, from the bottom", "//! ")
+}
+
+/// Layers from the bottom, read from the table: a module per line, and a
+/// line saying `(peer of NAME)` shares its layer with NAME's line, next
+/// to it. Peers may not import each other.
+fn layers() -> &'static [Vec<String>] {
+    static LAYERS: OnceLock<Vec<Vec<String>>> = OnceLock::new();
+    LAYERS.get_or_init(|| parse_layers(&lib_table()))
+}
+
+fn parse_layers(table: &[String]) -> Vec<Vec<String>> {
+    let peer_of = |line: &str| -> Option<String> {
+        let at = line.rfind("(peer of ")?;
+        Some(
+            line[at + "(peer of ".len()..]
+                .trim_end_matches(')')
+                .to_string(),
+        )
+    };
+    let mut out: Vec<Vec<String>> = Vec::new();
+    let mut previous: Option<&String> = None;
+    for line in table {
+        let module = line
+            .split_whitespace()
+            .next()
+            .expect("a module")
+            .to_string();
+        let joins = previous.is_some_and(|p| {
+            peer_of(p).as_deref() == Some(module.as_str())
+                || peer_of(line) == Some(p.split_whitespace().next().unwrap().to_string())
+        });
+        match out.last_mut() {
+            Some(layer) if joins => layer.push(module),
+            _ => out.push(vec![module]),
+        }
+        previous = Some(line);
+    }
+    out
+}
 
 fn rank(module: &str) -> Option<usize> {
-    LAYERS.iter().position(|l| l.contains(&module))
+    layers().iter().position(|l| l.iter().any(|m| m == module))
 }
 
 fn sources(dir: &Path, out: &mut Vec<PathBuf>) {
@@ -43,29 +106,207 @@ fn sources(dir: &Path, out: &mut Vec<PathBuf>) {
     }
 }
 
-/// The top-level module a file belongs to, and its code before the tests.
+/// The top-level module of each file under `src` (but main.rs and lib.rs),
+/// with its path and its production code.
 fn modules() -> Vec<(String, PathBuf, String)> {
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
     let mut files = Vec::new();
     sources(&src, &mut files);
     files.sort();
-    files
+    let texts: Vec<(PathBuf, String)> = files
         .into_iter()
-        .filter_map(|path| {
+        .map(|path| {
+            let text = std::fs::read_to_string(&path).unwrap();
+            (path, text)
+        })
+        .collect();
+    // Files a `#[cfg(test)] mod NAME;` declares are tests.
+    let mut test_files = BTreeSet::new();
+    for (path, text) in &texts {
+        let dir = match path.file_stem().and_then(|s| s.to_str()) {
+            Some("mod" | "lib" | "main") => path.parent().unwrap().to_path_buf(),
+            _ => path.with_extension(""),
+        };
+        for name in production(text).1 {
+            test_files.insert(dir.join(format!("{name}.rs")));
+            test_files.insert(dir.join(&name).join("mod.rs"));
+        }
+    }
+    texts
+        .into_iter()
+        .filter(|(path, _)| {
+            !test_files
+                .iter()
+                .any(|t| path.starts_with(t.with_extension("")))
+                && !test_files.contains(path)
+        })
+        .filter_map(|(path, text)| {
             let rel = path.strip_prefix(&src).unwrap();
             let first = rel.components().next()?.as_os_str().to_str()?.to_string();
             let module = first.trim_end_matches(".rs").to_string();
             if module == "main" || module == "lib" {
                 return None;
             }
-            let text = std::fs::read_to_string(&path).unwrap();
-            let code = match text.find("#[cfg(test)]") {
-                Some(i) => text[..i].to_string(),
-                None => text,
-            };
-            Some((module, path, code))
+            Some((module, path, production(&text).0))
         })
         .collect()
+}
+
+/// Which bytes of Rust source `text` are code: not inside a comment, a
+/// string or a character literal.
+fn code_mask(text: &str) -> Vec<bool> {
+    let b = text.as_bytes();
+    let mut mask = vec![true; b.len()];
+    let mut i = 0;
+    while i < b.len() {
+        match not_code(text, i) {
+            Some(end) => {
+                let end = end.min(b.len());
+                mask[i..end].iter_mut().for_each(|m| *m = false);
+                i = end;
+            }
+            None => i += 1,
+        }
+    }
+    mask
+}
+
+/// Where the comment, string or character literal starting at byte `i` of
+/// `text` ends; None if none starts there.
+fn not_code(text: &str, i: usize) -> Option<usize> {
+    let b = text.as_bytes();
+    let rest = &b[i..];
+    let ident_before = i > 0 && (b[i - 1].is_ascii_alphanumeric() || b[i - 1] == b'_');
+    let find = |from: usize, what: &[u8]| -> usize {
+        b[from..]
+            .windows(what.len())
+            .position(|w| w == what)
+            .map_or(b.len(), |p| from + p + what.len())
+    };
+    if rest.starts_with(b"//") {
+        return Some(find(i, b"\n"));
+    }
+    if rest.starts_with(b"/*") {
+        let (mut depth, mut j) = (0, i);
+        while j < b.len() {
+            if b[j..].starts_with(b"/*") {
+                depth += 1;
+                j += 2;
+            } else if b[j..].starts_with(b"*/") {
+                depth -= 1;
+                j += 2;
+                if depth == 0 {
+                    break;
+                }
+            } else {
+                j += 1;
+            }
+        }
+        return Some(j);
+    }
+    let raw = rest.strip_prefix(b"b").unwrap_or(rest);
+    if !ident_before && raw.starts_with(b"r") {
+        let hashes = raw[1..].iter().take_while(|&&c| c == b'#').count();
+        if raw.get(1 + hashes) == Some(&b'"') {
+            let body = i + (rest.len() - raw.len()) + 1 + hashes + 1;
+            let close: Vec<u8> = std::iter::once(b'"')
+                .chain(std::iter::repeat_n(b'#', hashes))
+                .collect();
+            return Some(find(body, &close));
+        }
+    }
+    match rest[0] {
+        b'"' => {
+            let mut j = i + 1;
+            while j < b.len() && b[j] != b'"' {
+                j += if b[j] == b'\\' { 2 } else { 1 };
+            }
+            Some(j + 1)
+        }
+        // A character literal ('x', '\n', '\u{..}'), not a lifetime ('a).
+        b'\'' => {
+            let close = if rest.get(1) == Some(&b'\\') {
+                i + 2 + rest[2..].iter().position(|&c| c == b'\'')?
+            } else {
+                i + 1 + text[i + 1..].chars().next()?.len_utf8()
+            };
+            (b.get(close) == Some(&b'\'')).then_some(close + 1)
+        }
+        _ => None,
+    }
+}
+
+/// `text` with its `#[cfg(test)] mod NAME { ... }` blocks blanked (their
+/// lines kept empty, so line numbers hold), and the NAMEs of the
+/// `#[cfg(test)] mod NAME;` declarations it has.
+fn production(text: &str) -> (String, Vec<String>) {
+    const MARK: &str = "#[cfg(test)]";
+    let mask = code_mask(text);
+    let mut out = text.as_bytes().to_vec();
+    let mut declared = Vec::new();
+    let mut from = 0;
+    while let Some(at) = text[from..].find(MARK).map(|i| from + i) {
+        from = at + MARK.len();
+        if !mask[at] {
+            continue;
+        }
+        // Other attributes and the visibility between the mark and `mod`.
+        let mut j = from;
+        loop {
+            j += text[j..].len() - text[j..].trim_start().len();
+            if text[j..].starts_with("#[") {
+                j += text[j..].find(']').unwrap() + 1;
+            } else if let Some(v) = ["pub(crate) ", "pub(super) ", "pub "]
+                .iter()
+                .find(|v| text[j..].starts_with(**v))
+            {
+                j += v.len();
+            } else {
+                break;
+            }
+        }
+        let Some(after) = text[j..].strip_prefix("mod ") else {
+            continue;
+        };
+        let name: String = after
+            .chars()
+            .take_while(|c| c.is_alphanumeric() || *c == '_')
+            .collect();
+        let k = j + "mod ".len() + name.len();
+        let k = k + text[k..].len() - text[k..].trim_start().len();
+        if text[k..].starts_with(';') {
+            declared.push(name);
+            continue;
+        }
+        assert!(
+            text[k..].starts_with('{'),
+            "#[cfg(test)] mod {name} without a body"
+        );
+        let mut depth = 0;
+        let mut end = k;
+        for (n, c) in text.bytes().enumerate().skip(k) {
+            if !mask[n] {
+                continue;
+            }
+            match c {
+                b'{' => depth += 1,
+                b'}' => depth -= 1,
+                _ => {}
+            }
+            if depth == 0 {
+                end = n + 1;
+                break;
+            }
+        }
+        assert!(depth == 0, "#[cfg(test)] mod {name}: no closing brace");
+        for byte in &mut out[at..end] {
+            if *byte != b'\n' {
+                *byte = b' ';
+            }
+        }
+        from = end;
+    }
+    (String::from_utf8(out).unwrap(), declared)
 }
 
 /// Every `crate::NAME` in `code`, with its line number.
@@ -128,31 +369,50 @@ fn every_import_goes_down() {
 }
 
 #[test]
-fn the_layer_list_matches_lib_rs() {
-    let lib =
-        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("src/lib.rs")).unwrap();
-    let mut declared: Vec<String> = lib
+fn the_layer_table_names_each_module_of_lib_rs_once() {
+    let mut declared: Vec<String> = read("src/lib.rs")
         .lines()
         .filter_map(|l| l.strip_prefix("pub mod "))
         .map(|m| m.trim_end_matches(';').to_string())
         .collect();
     declared.sort();
-    let mut layered: Vec<String> = LAYERS
-        .iter()
-        .flat_map(|l| l.iter())
-        .map(|m| m.to_string())
-        .collect();
+    let mut layered: Vec<String> = layers().iter().flatten().cloned().collect();
     layered.sort();
     assert_eq!(
         declared, layered,
-        "src/lib.rs's modules and the layer list differ"
+        "src/lib.rs's modules and its layer table differ"
     );
-    for layer in LAYERS.iter().flat_map(|l| l.iter()) {
-        assert!(
-            lib.contains(&format!("//! {layer} ")),
-            "{layer} missing from lib.rs's doc"
-        );
-    }
+    // The order the rest of this file relies on.
+    assert_eq!(layers()[0], ["core"]);
+    assert_eq!(layers()[1], ["stats", "sys"]);
+    assert_eq!(layers().last().unwrap(), &["cli"]);
+}
+
+#[test]
+fn architecture_md_shows_lib_rs_layer_table() {
+    let doc = text_block(&read("ARCHITECTURE.md"), "## Layers", "");
+    assert_eq!(
+        doc.join("\n"),
+        lib_table().join("\n"),
+        "ARCHITECTURE.md's layer table differs from src/lib.rs's (the one source): copy it over"
+    );
+}
+
+#[test]
+fn peers_share_a_layer() {
+    let table: Vec<String> = [
+        "a  bottom",
+        "b  one   (peer of c)",
+        "c  two",
+        "d  three",
+        "e  four  (peer of d)",
+    ]
+    .map(String::from)
+    .to_vec();
+    assert_eq!(
+        parse_layers(&table),
+        [vec!["a"], vec!["b", "c"], vec!["d", "e"]]
+    );
 }
 
 /// The ways code matches on a name.
@@ -587,4 +847,29 @@ fn the_cycle_check_reads_paths_as_rust_does() {
         tangles(&edges),
         [BTreeSet::from(["a", "b", "c"].map(String::from))]
     );
+}
+
+#[test]
+fn only_test_modules_are_left_out() {
+    let text = "use crate::a;\n\
+                #[cfg(test)]\n\
+                fn helper() { crate::b::f() }\n\
+                /* #[cfg(test)] mod c { */\n\
+                #[cfg(test)]\n\
+                #[allow(unused)]\n\
+                pub(crate) mod tests {\n\
+                    use crate::c;\n\
+                    const S: &str = \"}\";\n\
+                    const R: &str = r#\"}\"\"#;\n\
+                    const C: char = '}';\n\
+                    fn f<'a>(x: &'a str) -> &'a str { /* } */ x } // }\n\
+                }\n\
+                fn after() { crate::d::g() }\n\
+                #[cfg(test)]\n\
+                mod more;\n";
+    let (code, declared) = production(text);
+    assert_eq!(code.lines().count(), text.lines().count());
+    let named: Vec<String> = crate_paths(&code).into_iter().map(|(_, n)| n).collect();
+    assert_eq!(named, ["a", "b", "d"]);
+    assert_eq!(declared, ["more"]);
 }

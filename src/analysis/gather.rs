@@ -11,7 +11,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 
 use super::{
     assess, is_headline, metric_def, EntryAnalysis, EnvStat, Failure, Flag, FlagKind,
-    ImportedSource, MetricAnalysis, FOREIGN_LIMIT_PCT, MAX_METRICS, STEAL_LIMIT_PCT,
+    ImportedSource, MetricAnalysis, Sides, FOREIGN_LIMIT_PCT, MAX_METRICS, STEAL_LIMIT_PCT,
 };
 use crate::core::result::ResultDoc;
 use crate::stats::{self, VerdictSettings};
@@ -244,11 +244,13 @@ impl EntryRuns {
     }
 
     /// The entry's summaries and each environment's verdicts against the
-    /// baseline; None when the baseline is not among `envs`.
+    /// baseline (`imported[i]`: environment `i`'s runs came from another
+    /// tool's output); None when the baseline is not among `envs`.
     pub fn analyze(
         self,
         index: usize,
         envs: &[String],
+        imported: &[bool],
         baseline: &str,
         settings: &VerdictSettings,
     ) -> Option<EntryAnalysis> {
@@ -261,7 +263,12 @@ impl EntryRuns {
             .collect();
         for ei in (0..envs.len()).filter(|&i| i != bi) {
             for headline in [true, false] {
-                assess(&mut metrics, bi, ei, headline, settings);
+                let sides = Sides {
+                    base: bi,
+                    env: ei,
+                    imported: [imported[bi], imported[ei]],
+                };
+                assess(&mut metrics, sides, headline, settings);
             }
         }
         Some(EntryAnalysis {

@@ -176,7 +176,10 @@ pub fn analyze(cmp: &ComparisonRow, runs: &[RunRow], settings: &VerdictSettings)
     }
     let entries = std::mem::take(&mut g.entries)
         .into_iter()
-        .filter_map(|(index, e)| e.analyze(index, &envs, &baseline, settings))
+        .filter_map(|(index, e)| {
+            let imported: Vec<bool> = envs.iter().map(|e| g.imported.contains_key(e)).collect();
+            e.analyze(index, &envs, &imported, &baseline, settings)
+        })
         .collect();
     let mut a = Analysis {
         id: cmp.id,
@@ -274,11 +277,11 @@ fn solutions(a: &Analysis) -> Vec<stats::Solution> {
 /// the baseline `bi`: one `assess_family` call, results written back.
 fn assess(
     metrics: &mut [MetricAnalysis],
-    bi: usize,
-    ei: usize,
+    sides: Sides,
     headline: bool,
     settings: &VerdictSettings,
 ) {
+    let (bi, ei) = (sides.base, sides.env);
     let members: Vec<usize> = (0..metrics.len())
         .filter(|&i| {
             let m = &metrics[i];
@@ -301,8 +304,43 @@ fn assess(
         let s = &mut metrics[i].per_env[ei];
         match r {
             Ok(a) => s.vs_baseline = Some(a),
-            Err(e) => s.not_comparable = Some(e.to_string()),
+            Err(e) => s.not_comparable = Some(why_not_comparable(&e, sides.imported)),
         }
+    }
+}
+
+/// The baseline's and an environment's indexes in an entry, and whether
+/// each side's runs were imported (which changes what would make them
+/// comparable).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Sides {
+    pub base: usize,
+    pub env: usize,
+    /// [baseline, environment]
+    pub imported: [bool; 2],
+}
+
+/// Why a metric has no ratio, naming what would give it one: more
+/// repetitions of a measured side, another log of an imported one.
+fn why_not_comparable(e: &stats::SampleError, imported: [bool; 2]) -> String {
+    match *e {
+        stats::SampleError::TooFew { side, n } => {
+            let imported = match side {
+                stats::Side::Baseline => imported[0],
+                stats::Side::Environment => imported[1],
+            };
+            let fix = if imported {
+                "import another log of the same test into the same environment"
+            } else {
+                "compare with --repeat 2 or more"
+            };
+            format!(
+                "the {} has {n} run{} of this metric; a ratio with an interval needs at least 2 per side: {fix}",
+                side.label(),
+                if n == 1 { "" } else { "s" }
+            )
+        }
+        _ => e.to_string(),
     }
 }
 

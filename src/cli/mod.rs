@@ -3,7 +3,7 @@
 //! and the other commands — with help generated from the registries.
 //! Imported by nothing but `main.rs`.
 
-pub mod compare;
+pub mod commands;
 mod refusal;
 pub mod report;
 pub mod script;
@@ -117,19 +117,20 @@ pub enum Request {
     Import(crate::import::ImportArgs),
 }
 
+/// The general help: the single-workload and script forms, the command
+/// table's commands, the workloads and the options every workload takes.
 pub fn usage() -> String {
     let mut out = format!(
         "virtperf {} — measures what virtualization costs\n\n\
          Usage:\n  virtperf <workload> [prepare|run|cleanup|help] [--option=value ...] [--json] [--env SPEC]...\n  \
-         virtperf SCRIPT.lua [--option=value ...] [run|prepare|cleanup|help|COMMAND] [--json] [--env SPEC]...\n  \
-         virtperf compare [--suite quick|standard|FILE] [--baseline SPEC] [--env SPEC]... [--repeat N|auto] [--out DIR] [WORKLOAD|SCRIPT.lua ...]\n  \
-         virtperf report [RUN|DIR] [--format FORMAT] [--out FILE]\n  \
-         virtperf import --env NAME [--kind KIND] [--out DIR] FILE...   other tools' logs into a results store\n  \
-         virtperf envs [--env SPEC]...      which environments this machine can run, and why not\n  \
-         virtperf serve [--bind ADDR] [--port N]   the server for `virtperf net`\n  \
-         virtperf help | --help | --version\n\n\
-         Workloads (`virtperf <workload> help` lists a workload's options):\n",
+         virtperf SCRIPT.lua [--option=value ...] [run|prepare|cleanup|help|COMMAND] [--json] [--env SPEC]...\n",
         env!("CARGO_PKG_VERSION")
+    );
+    out.push_str(&commands::command_lines("  "));
+    out.push_str(
+        "  virtperf --help | --version\n\n\
+         `virtperf help COMMAND` (or `virtperf COMMAND --help`) shows a command's options.\n\n\
+         Workloads (`virtperf help WORKLOAD` lists a workload's options):\n",
     );
     for def in workload::WORKLOADS {
         out.push_str(&format!("  {:<10} {}\n", def.name, def.summary));
@@ -208,7 +209,9 @@ pub fn banner() -> String {
     }
 }
 
-/// Resolves raw arguments (without the program name) into a request.
+/// Resolves raw arguments (without the program name) into a request: a
+/// command of the [`commands::COMMANDS`] table, a Lua script, or a
+/// workload.
 pub fn parse_request(args: &[String]) -> Result<Request, CliError> {
     let mut args: Vec<String> = args.iter().map(|a| rename_old_option(a)).collect();
     // sysbench 0.4 spelled the workload as --test=NAME; old scripts do too.
@@ -224,87 +227,39 @@ pub fn parse_request(args: &[String]) -> Result<Request, CliError> {
             return Ok(Request::Help(usage()));
         }
         return Err(CliError::Usage(format!(
-            "no workload given: name one of {}. Run 'virtperf --help' for usage",
-            workload::names()
+            "no workload given: name one of {}, or a command ({}). Run 'virtperf --help' for usage",
+            workload::names(),
+            commands::command_names()
         )));
     };
     let word = args.remove(first_pos);
-    match word.as_str() {
-        "help" => return Ok(Request::Help(usage())),
-        "version" => return Ok(Request::Version),
-        "agent" => return Ok(Request::Agent),
-        "import" => {
-            if args
-                .iter()
-                .any(|a| a == "--help" || a == "-h" || a == "help")
-            {
-                return Ok(Request::Help(crate::import::help()));
-            }
-            return Ok(Request::Import(crate::import::parse(&args)?));
+    let asks_help = |words: &[&str]| args.iter().any(|a| words.contains(&a.as_str()));
+    if let Some(command) = commands::find(&word) {
+        if command.name != "help" && asks_help(&["--help", "-h", "help"]) {
+            return Ok(Request::Help(command.help()));
         }
-        "serve" | "compare" | "report" => {
-            if args
-                .iter()
-                .any(|a| a == "--help" || a == "-h" || a == "help")
-            {
-                return Ok(Request::Help(match word.as_str() {
-                    "serve" => workload::net::server::help(),
-                    "compare" => crate::compare::help(),
-                    _ => crate::compare::report_help(),
-                }));
-            }
-            return Ok(match word.as_str() {
-                "serve" => Request::Serve(serve::parse(&args)?),
-                "compare" => Request::Compare(Box::new(compare::parse(&args)?)),
-                _ => Request::Report(report::parse(&args)?),
-            });
-        }
-        "envs" => {
-            const ENVS: &[OptionSpec] = &[OptionSpec::new(
-                "env",
-                OptKind::Text,
-                "",
-                "also check this environment (e.g. an ssh target)",
-            )
-            .repeatable()];
-            if args.iter().any(|a| a == "--help" || a == "-h") {
-                return Ok(Request::Help(format!(
-                    "virtperf envs [--env SPEC]...\n\nLists the environments this machine can run and, where it cannot, why.\n\n{}\n{}",
-                    options::render_help("Options", ENVS),
-                    crate::env::help()
-                )));
-            }
-            let (values, rest) = options::parse(&[ENVS], &args, "envs")?;
-            if let Some(extra) = rest.first() {
-                return Err(CliError::Usage(format!(
-                    "envs takes no argument '{extra}'; use --env SPEC"
-                )));
-            }
-            let specs = values
-                .list("env")
-                .iter()
-                .map(|s| Spec::parse(s))
-                .collect::<Result<Vec<_>, _>>()?;
-            return Ok(Request::Envs(specs));
-        }
-        _ => {}
+        return (command.parse)(&args);
     }
     if workload::lua::is_script(&word) {
         return script::parse(&word, &args, false);
     }
     let def = workload::find(&word).ok_or_else(|| {
         CliError::Usage(format!(
-            "unknown workload '{word}': choose one of {}. Run 'virtperf --help' for usage",
-            workload::names()
+            "unknown workload '{word}'{}: choose one of {}, or a command ({}). Run 'virtperf --help' for usage",
+            commands::did_you_mean(&word),
+            workload::names(),
+            commands::command_names()
         ))
     })?;
-    if args
-        .iter()
-        .any(|a| a == "--help" || a == "-h" || a == "help")
-    {
+    if asks_help(&["--help", "-h", "help"]) {
         return Ok(Request::Help(workload_help(def)));
     }
-    let (job, all) = Job::parse(def, &args, &[OUTPUT])?;
+    single(def, &args)
+}
+
+/// A single-workload run: its job and the output options beside it.
+fn single(def: &'static WorkloadDef, args: &[String]) -> Result<Request, CliError> {
+    let (job, all) = Job::parse(def, args, &[OUTPUT])?;
     let envs = all
         .list("env")
         .iter()
@@ -328,6 +283,24 @@ pub fn parse_request(args: &[String]) -> Result<Request, CliError> {
         rand_seed: 0,
         validate: false,
     }))
+}
+
+/// Runs a request: the one dispatch from what was asked to the module
+/// that does it.
+pub fn run(request: Request) -> anyhow::Result<()> {
+    match request {
+        Request::Help(text) => print!("{text}"),
+        Request::Version => println!("virtperf {}", env!("CARGO_PKG_VERSION")),
+        Request::Agent => crate::agent::main()?,
+        Request::Compare(args) => crate::compare::main(*args)?,
+        Request::Report(args) => crate::compare::report_main(&args)?,
+        Request::Serve(args) => crate::workload::net::server::main(&args)?,
+        Request::Import(args) => crate::import::main(&args)?,
+        Request::Envs(specs) => print!("{}", crate::env::probe::report(&specs)),
+        Request::Workload(inv) => single::main(&inv)?,
+        Request::Script(inv) => script::main(&inv)?,
+    }
+    Ok(())
 }
 
 /// sysbench 0.4's names for the common options, still in many scripts

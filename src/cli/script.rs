@@ -9,7 +9,7 @@ use anyhow::Result;
 
 use super::{refusal, summary, Invocation, Request, OUTPUT};
 use crate::core::observer::{Observer, Terminal};
-use crate::core::options::{self, CliError};
+use crate::core::options::{self, CliError, OptKind};
 use crate::env::Spec;
 use crate::workload::lua::{Output, Refusal, Script, Source};
 use crate::workload::Job;
@@ -45,24 +45,22 @@ impl std::error::Error for Exit {}
 /// `--env`, the script becomes a job that travels into each environment,
 /// run there as a workload's job is.
 pub fn parse(script: &str, args: &[String], persona: bool) -> Result<Request, CliError> {
-    const FLAGS: &[&str] = &["json", "histogram"];
-    const VALUED: &[&str] = &["verbosity", "env", "start-at"];
     let (mut mine, mut theirs) = (Vec::new(), Vec::new());
     let mut it = args.iter();
     while let Some(a) = it.next() {
         let name = a
             .strip_prefix("--")
             .map(|b| b.split('=').next().unwrap_or(b));
-        match name {
-            Some(n) if FLAGS.contains(&n) => mine.push(a.clone()),
-            Some(n) if VALUED.contains(&n) => {
+        match name.and_then(|n| OUTPUT.iter().find(|o| o.name == n)) {
+            Some(o) if matches!(o.kind, OptKind::Bool) => mine.push(a.clone()),
+            Some(_) => {
                 mine.push(a.clone());
                 // `--env docker`: the value is the next word.
                 if !a.contains('=') {
                     mine.extend(it.next().cloned());
                 }
             }
-            _ => theirs.push(a.clone()),
+            None => theirs.push(a.clone()),
         }
     }
     let (values, _) = options::parse(&[OUTPUT], &mine, script)?;

@@ -185,22 +185,8 @@ pub fn next_round(
     left_s: f64,
     worth_s: f64,
 ) -> Step {
-    let n_envs = active.len();
-    let mut want = vec![Vec::new(); n_envs];
     if round < MIN_PAIRS {
-        for (_, w) in want.iter_mut().enumerate().filter(|(e, _)| active[*e]) {
-            *w = (0..entries).collect();
-        }
-        let eta_s = (round..MIN_PAIRS)
-            .map(|_| {
-                (0..n_envs)
-                    .filter(|&e| active[e])
-                    .flat_map(|e| (0..entries).map(move |k| (e, k)))
-                    .map(|(e, k)| cost(e, k))
-                    .sum::<f64>()
-            })
-            .sum();
-        return Step::Run { want, eta_s };
+        return opening_round(round, entries, active, cost);
     }
     // (pair, (pairs to its next decision, to its last))
     let mut pending: Vec<(&PairState, (Option<usize>, usize))> = open
@@ -212,17 +198,7 @@ pub fn next_round(
         Some(n) => 1.0 / (n as f64 * c.max(1e-3)),
         None => 0.0,
     };
-    let mut undecided = Vec::new();
-    let mut round_s = 0.0;
-    // Seconds of runs the pairs taken so far are projected to need.
-    let mut committed_s = 0.0;
-    // And those that wait for the horizon, which are closer to a decision
-    // than the pairs after them.
-    let mut queued_s = 0.0;
-    let mut waited = false;
-    let mut not_worth = false;
-    let mut eta_s = 0.0;
-    let mut base_has = vec![false; entries];
+    let mut plan = Plan::new(active.len(), entries, left_s, worth_s);
     // What a pair of runs costs now: its environment's run, and the
     // baseline's unless this round already runs that entry there (then
     // the pair shares it, and so will the pairs after).
@@ -241,42 +217,133 @@ pub fn next_round(
             .rev()
             .max_by(|&a, &b| {
                 let (pa, pb) = (pending[a], pending[b]);
-                rate(pa.1 .0, pair_cost(pa.0, &base_has))
-                    .total_cmp(&rate(pb.1 .0, pair_cost(pb.0, &base_has)))
+                rate(pa.1 .0, pair_cost(pa.0, &plan.base_has))
+                    .total_cmp(&rate(pb.1 .0, pair_cost(pb.0, &plan.base_has)))
             })
             .expect("pending is not empty");
-        let (p, (need, need_all)) = pending.remove(best);
-        let c = pair_cost(p, &base_has);
+        let (p, need) = pending.remove(best);
+        let c = pair_cost(p, &plan.base_has);
+        plan.place(p, need, c);
+    }
+    if plan.want.iter().all(|w| w.is_empty()) {
+        let why = plan.why_stopped(round, active, open);
+        return Step::Stop {
+            why,
+            undecided: plan.undecided,
+        };
+    }
+    for w in &mut plan.want {
+        w.sort_unstable();
+    }
+    Step::Run {
+        want: plan.want,
+        eta_s: plan.eta_s.min(left_s.max(0.0)),
+    }
+}
+
+/// The first [`MIN_PAIRS`] rounds: every active environment runs every
+/// entry; the ETA is what those rounds cost.
+fn opening_round(
+    round: usize,
+    entries: usize,
+    active: &[bool],
+    cost: &dyn Fn(usize, usize) -> f64,
+) -> Step {
+    let n_envs = active.len();
+    let mut want = vec![Vec::new(); n_envs];
+    for (_, w) in want.iter_mut().enumerate().filter(|(e, _)| active[*e]) {
+        *w = (0..entries).collect();
+    }
+    let eta_s = (round..MIN_PAIRS)
+        .map(|_| {
+            (0..n_envs)
+                .filter(|&e| active[e])
+                .flat_map(|e| (0..entries).map(move |k| (e, k)))
+                .map(|(e, k)| cost(e, k))
+                .sum::<f64>()
+        })
+        .sum();
+    Step::Run { want, eta_s }
+}
+
+/// A round being planned after the first [`MIN_PAIRS`]: the pairs taken so
+/// far and what they are projected to cost, and why each other pair is
+/// left out.
+struct Plan {
+    /// The entries each environment runs this round.
+    want: Vec<Vec<usize>>,
+    undecided: Vec<(usize, usize, String)>,
+    /// Seconds this round's runs are expected to take.
+    round_s: f64,
+    /// Seconds of runs the pairs taken so far are projected to need.
+    committed_s: f64,
+    /// And those that wait for the horizon, which are closer to a decision
+    /// than the pairs after them.
+    queued_s: f64,
+    /// A pair waited for the budget, and one because its decision is worth
+    /// less than it costs.
+    waited: bool,
+    not_worth: bool,
+    eta_s: f64,
+    /// Entries the baseline runs this round.
+    base_has: Vec<bool>,
+    left_s: f64,
+    worth_s: f64,
+}
+
+impl Plan {
+    fn new(n_envs: usize, entries: usize, left_s: f64, worth_s: f64) -> Plan {
+        Plan {
+            want: vec![Vec::new(); n_envs],
+            undecided: Vec::new(),
+            round_s: 0.0,
+            committed_s: 0.0,
+            queued_s: 0.0,
+            waited: false,
+            not_worth: false,
+            eta_s: 0.0,
+            base_has: vec![false; entries],
+            left_s,
+            worth_s,
+        }
+    }
+
+    /// Takes pair `p` into the round, queues it for the horizon, or leaves
+    /// it out saying why; `need` is (pairs to its next decision, to its
+    /// last), `c` what one more pair of runs costs now.
+    fn place(&mut self, p: &PairState, (need, need_all): (Option<usize>, usize), c: f64) {
+        let (left_s, worth_s) = (self.left_s, self.worth_s);
         let need = match need {
             Some(n) => n,
             None if p.have < PLAN_AFTER => 1,
             None => {
-                undecided.push((p.entry, p.env, p.why()));
-                continue;
+                self.undecided.push((p.entry, p.env, p.why()));
+                return;
             }
         };
         // Why this pair does not run this round, after why it is open.
+        let undecided = &mut self.undecided;
         let mut left_out = |because: String| {
             undecided.push((p.entry, p.env, format!("{}; {because}", p.why())));
         };
         // A decision that costs more than it is worth in this comparison
         // waits, as one that does not fit in the budget does.
         if p.have >= PLAN_AFTER && need as f64 * c > worth_s {
-            waited = true;
-            not_worth = true;
+            self.waited = true;
+            self.not_worth = true;
             left_out(format!(
                 "its next decision is projected to take {need} more pairs (~{:.0} s), more than one verdict is worth here ({:.0} s: {WORTH:.0}× the budget's share per headline row)",
                 need as f64 * c,
                 worth_s
             ));
-            continue;
+            return;
         }
-        if round_s + c > left_s {
+        if self.round_s + c > left_s {
             left_out(format!(
                 "~{:.0} s more than the budget has",
                 (need as f64 * c - left_s).max(c)
             ));
-            continue;
+            return;
         }
         // The budget left goes to the pairs closest to a decision per
         // second first: a pair whose projected need does not fit beside
@@ -285,51 +352,54 @@ pub fn next_round(
         // instead of spending the rest on verdicts it cannot reach. Before
         // PLAN_AFTER pairs a projection is too rough to make a pair wait.
         if p.have >= PLAN_AFTER
-            && committed_s + queued_s + need as f64 * c > SLACK * left_s.max(0.0)
+            && self.committed_s + self.queued_s + need as f64 * c > SLACK * left_s.max(0.0)
         {
-            waited = true;
+            self.waited = true;
             left_out(format!(
                 "its next {need} pairs (~{:.0} s) do not fit in the budget's {:.0} s left beside pairs closer to a decision",
                 need as f64 * c,
                 left_s.max(0.0)
             ));
-            continue;
+            return;
         }
         // Beside the best-ranked pair, the round takes those whose needs
         // fit in the horizon with it; the others are planned again next
         // round, and count in the ETA, which is time to decided.
         if p.have >= PLAN_AFTER
-            && want.iter().any(|w| !w.is_empty())
-            && committed_s + need as f64 * c > HORIZON * left_s
+            && self.want.iter().any(|w| !w.is_empty())
+            && self.committed_s + need as f64 * c > HORIZON * left_s
         {
-            queued_s += need as f64 * c;
-            eta_s += need_all.max(need) as f64 * c;
-            continue;
+            self.queued_s += need as f64 * c;
+            self.eta_s += need_all.max(need) as f64 * c;
+            return;
         }
-        committed_s += need as f64 * c;
-        round_s += c;
-        eta_s += need_all.max(need) as f64 * c;
-        base_has[p.entry] = true;
-        want[p.env].push(p.entry);
-        if !want[0].contains(&p.entry) {
-            want[0].push(p.entry);
+        self.committed_s += need as f64 * c;
+        self.round_s += c;
+        self.eta_s += need_all.max(need) as f64 * c;
+        self.base_has[p.entry] = true;
+        self.want[p.env].push(p.entry);
+        if !self.want[0].contains(&p.entry) {
+            self.want[0].push(p.entry);
         }
     }
-    if want.iter().all(|w| w.is_empty()) {
-        let why = if undecided.is_empty() {
+
+    /// Why nothing is left to run after `round` rounds.
+    fn why_stopped(&self, round: usize, active: &[bool], open: &[PairState]) -> String {
+        let (undecided, left_s) = (&self.undecided, self.left_s);
+        if undecided.is_empty() {
             format!("every headline verdict is decided after {round} rounds")
         } else if open.iter().all(|p| active[p.env] && p.need().0.is_none()) {
             format!(
                 "stopped after {round} rounds: {} pairs cannot be decided at their noise",
                 undecided.len()
             )
-        } else if waited && not_worth && left_s >= 10.0 {
+        } else if self.waited && self.not_worth && left_s >= 10.0 {
             format!(
                 "stopped after {round} rounds with {:.0} s of --budget left: the {} undecided pairs of entry and environment are projected to need more runs than a verdict is worth in this comparison (or than the budget has left)",
                 left_s,
                 undecided.len()
             )
-        } else if waited && left_s >= 10.0 {
+        } else if self.waited && left_s >= 10.0 {
             format!(
                 "stopped after {round} rounds with {:.0} s of --budget left: what the {} undecided pairs of entry and environment are projected to need does not fit in it",
                 left_s,
@@ -340,15 +410,7 @@ pub fn next_round(
                 "--budget spent after {round} rounds; {} pairs of entry and environment are still undecided",
                 undecided.len()
             )
-        };
-        return Step::Stop { why, undecided };
-    }
-    for w in &mut want {
-        w.sort_unstable();
-    }
-    Step::Run {
-        want,
-        eta_s: eta_s.min(left_s.max(0.0)),
+        }
     }
 }
 

@@ -5,6 +5,7 @@
 //! Also `virtperf report`, which renders a stored comparison.
 
 pub mod adaptive;
+pub mod args;
 pub mod plan;
 mod report_cmd;
 pub mod schedule;
@@ -21,14 +22,14 @@ use crate::env;
 use crate::report;
 use crate::store::Store;
 use plan::Plan;
-pub use plan::{help, ArgvParser, CompareArgs, PlanArgs, Resume, SuiteSource};
+pub use plan::{help, CompareArgs, PlanArgs, Resume, SuiteSource};
 pub use report_cmd::{report_help, report_main, ReportArgs, REPORT_OPTIONS};
 use schedule::{Drivers, EnvSlot, Repeat, Schedule};
 
 /// `virtperf compare ...`. A resume takes its plan from the store; a store
-/// from before typed requests kept only the arguments, which `old_args`
-/// parses (`cli`'s parser: nothing here imports the command line).
-pub fn main(args: CompareArgs, old_args: ArgvParser) -> Result<()> {
+/// from before typed requests kept only the arguments, which
+/// [`args::parse`] reads as it reads a command line.
+pub fn main(args: CompareArgs) -> Result<()> {
     let observer = Terminal::new(true);
     // A new comparison's plan is resolved before anything is written; a
     // resumed one's is read from the store.
@@ -46,24 +47,16 @@ pub fn main(args: CompareArgs, old_args: ArgvParser) -> Result<()> {
     let store = Store::open(&args.out)?;
     let (plan, id) = match fresh {
         Ok((plan, stored)) => {
-            let labels: Vec<String> = plan.specs.iter().map(|s| s.label.clone()).collect();
-            let id = store.begin(
-                &crate::core::time::now_rfc3339(),
-                &plan.suite.name,
-                &plan.specs[0].label,
-                &labels,
-                &stored.to_args(),
-            )?;
-            store.set_plan_digest(id, &plan::digest(&plan))?;
-            store.set_request(id, &serde_json::to_string(&stored)?)?;
+            let id = begin(&store, &plan, &stored)?;
             (plan, id)
         }
-        Err(resume) => resumed(&store, resume, &args.out, old_args, &observer)?,
+        Err(resume) => resumed(&store, resume, &args.out, &observer)?,
     };
+    let entries = plan.suite.entries.len();
     observer.note(&format!(
-        "comparison #{id}: suite {} ({} runs), environments {}, {} repetitions; results in {}",
+        "comparison #{id}: suite {} ({entries} {}), environments {}, repetitions: {}; results in {}",
         plan.suite.name,
-        plan.suite.entries.len(),
+        if entries == 1 { "entry" } else { "entries" },
         plan.specs
             .iter()
             .map(|s| s.label.as_str())
@@ -123,22 +116,50 @@ pub fn main(args: CompareArgs, old_args: ArgvParser) -> Result<()> {
     store.finish(id)?;
     let cmp = store.comparison(id)?.expect("exists");
     let analysis = report::analyze(&cmp, &store.runs(id)?, &plan.settings);
+    write_reports(&args, id, &analysis, &observer)?;
+    if !outcome.failed.is_empty() {
+        bail!("some environments failed; their errors are in the report");
+    }
+    Ok(())
+}
+
+/// Records a new comparison of `plan` in the store, with its digest and
+/// the request it was made from (what `--resume` reads back); its id.
+fn begin(store: &Store, plan: &Plan, stored: &PlanArgs) -> Result<i64> {
+    let labels: Vec<String> = plan.specs.iter().map(|s| s.label.clone()).collect();
+    let id = store.begin(
+        &crate::core::time::now_rfc3339(),
+        &plan.suite.name,
+        &plan.specs[0].label,
+        &labels,
+        &stored.to_args(),
+    )?;
+    store.set_plan_digest(id, &plan::digest(plan))?;
+    store.set_request(id, &serde_json::to_string(stored)?)?;
+    Ok(id)
+}
+
+/// The HTML report in `--out`, the report in `--format` on stdout, and
+/// with `--figures` the charts as SVG files.
+fn write_reports(
+    args: &CompareArgs,
+    id: i64,
+    analysis: &report::Analysis,
+    observer: &Terminal,
+) -> Result<()> {
     let html = args.out.join(format!("comparison-{id}.html"));
-    let page = report::html().render(&analysis, args.view);
+    let page = report::html().render(analysis, args.view);
     std::fs::write(&html, text::output(&page, text::Form::Text).as_bytes())
         .with_context(|| format!("writing {}", html.display()))?;
-    let report = args.format.render(&analysis, args.view);
+    let report = args.format.render(analysis, args.view);
     print!(
         "{}",
         text::output(&report, text::Form::of(args.format.name()))
     );
     observer.note(&format!("report written to {}", html.display()));
     if let Some(dir) = &args.figures {
-        let n = report::write_figures(&report::document(&analysis, args.view), dir)?;
+        let n = report::write_figures(&report::document(analysis, args.view), dir)?;
         observer.note(&format!("{n} figures written to {}", dir.display()));
-    }
-    if !outcome.failed.is_empty() {
-        bail!("some environments failed; their errors are in the report");
     }
     Ok(())
 }
@@ -149,7 +170,6 @@ fn resumed(
     store: &Store,
     resume: &Resume,
     out: &Path,
-    old_args: ArgvParser,
     observer: &dyn Observer,
 ) -> Result<(Plan, i64)> {
     let last = store
@@ -175,7 +195,7 @@ fn resumed(
             )
         })?,
         // A store from before typed requests kept only the arguments.
-        None => old_args(&last.args)?.plan,
+        None => args::parse(&last.args)?.plan,
     };
     let (plan, _) = plan::resolve(&request, observer)?;
     if let Some(stored) = store.plan_digest(last.id)? {

@@ -93,10 +93,10 @@ pub fn settings(margin_pct: f64) -> VerdictSettings {
     }
 }
 
+/// `virtperf compare --help` below its synopsis (the command table's).
 pub fn help() -> String {
     format!(
-        "virtperf compare [options] [WORKLOAD|SCRIPT.lua [its options]]\n\n\
-         Runs a suite (or one workload or sysbench Lua script given after the options; a\n\
+        "Runs a suite (or one workload or sysbench Lua script given after the options; a\n\
          script's text, at most 1 MiB, travels into each environment) on the baseline and on every\n\
          environment, each entry in every environment back to back with the order rotated,\n\
          stores every result in --out/results.db as it arrives, and reports each environment\n\
@@ -202,7 +202,7 @@ impl PlanArgs {
     }
 }
 
-/// `virtperf compare`, parsed (by `cli`).
+/// `virtperf compare`, parsed ([`super::args::parse`]).
 #[derive(Clone)]
 pub struct CompareArgs {
     /// What to run; with `resume`, what the command line said is unused.
@@ -229,10 +229,6 @@ pub struct Resume {
     /// dropped.
     pub ignored: Vec<String>,
 }
-
-/// Parses the arguments a store from before typed requests kept for a
-/// comparison (compare's own, as `cli` parses them).
-pub type ArgvParser = fn(&[String]) -> Result<CompareArgs, CliError>;
 
 /// A comparison's plan, resolved: the suite read, the environments found.
 pub struct Plan {

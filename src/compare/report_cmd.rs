@@ -2,12 +2,12 @@
 
 use std::path::{Path, PathBuf};
 
-use anyhow::{anyhow, Context, Result};
+use anyhow::{Context, Result};
 
 use crate::core::options::{self, CliError, OptKind, OptionSpec};
 use crate::core::text::Form;
 use crate::report::{self, Exporter, Fleet, HostAnalysis, View};
-use crate::store::Store;
+use crate::store::{ComparisonRow, Store};
 
 pub const REPORT_OPTIONS: &[OptionSpec] = &[
     OptionSpec::new(
@@ -27,10 +27,10 @@ pub const REPORT_OPTIONS: &[OptionSpec] = &[
     super::plan::FIGURES,
 ];
 
+/// `virtperf report --help` below its synopsis (the command table's).
 pub fn report_help() -> String {
     format!(
-        "virtperf report [RUN|DIR ...] [--format FORMAT] [--out FILE] [--margin PCT] [--detail]\n\n\
-         Renders a stored comparison: RUN is a comparison number in ./virtperf-results, DIR a\n\
+        "Renders a stored comparison: RUN is a comparison number in ./virtperf-results, DIR a\n\
          results directory (its newest comparison), DIR/N a number in DIR. Default: the newest in\n\
          ./virtperf-results.\n\n\
          Several DIRs (one per host of a fleet, the same suite run on each): every host's report,\n\
@@ -43,11 +43,14 @@ pub fn report_help() -> String {
     ) + &format!("\nFormats: {}\n", report::format_names())
 }
 
+/// The results directory `report` reads when given none.
+const DEFAULT_DIR: &str = "virtperf-results";
+
 /// Where one `report` argument points: a results directory and, when
 /// given, a comparison number in it.
-fn resolve(target: &str) -> Result<(PathBuf, Option<i64>)> {
+fn resolve(target: &str) -> Result<(PathBuf, Option<i64>), CliError> {
     let (dir, id) = if let Ok(n) = target.parse::<i64>() {
-        (PathBuf::from("virtperf-results"), Some(n))
+        (PathBuf::from(DEFAULT_DIR), Some(n))
     } else if Path::new(target).is_dir() {
         (PathBuf::from(target), None)
     } else if let Some((d, n)) = target
@@ -55,39 +58,72 @@ fn resolve(target: &str) -> Result<(PathBuf, Option<i64>)> {
         .and_then(|(d, n)| Some((d, n.parse::<i64>().ok()?)))
     {
         (PathBuf::from(d), Some(n))
+    } else if target == DEFAULT_DIR {
+        return Err(CliError::Usage(format!(
+            "report: there are no results here (no ./{DEFAULT_DIR}): make some with 'virtperf compare' (or 'virtperf import'), or name a results directory: 'virtperf report DIR'"
+        )));
     } else {
         return Err(CliError::Usage(format!(
-            "report: '{target}' is neither a comparison number nor a results directory"
-        ))
-        .into());
+            "report: '{target}' is neither a comparison number nor a results directory (no such directory): give RUN, DIR or DIR/N"
+        )));
     };
     if !dir.join("results.db").exists() {
         return Err(CliError::Usage(format!(
             "report: no results store in {} (run virtperf compare first, or give --out's directory)",
             dir.display()
-        ))
-        .into());
+        )));
     }
     Ok((dir, id))
 }
 
-/// One store's comparison, analysed.
+/// One store's comparison, analysed. A comparison the store does not
+/// hold is bad input, answered with the ones it does.
 fn load(target: &str, settings: &crate::stats::VerdictSettings) -> Result<HostAnalysis> {
     let (dir, id) = resolve(target)?;
-    let read = || -> Result<HostAnalysis> {
-        let store = Store::open_read_only(&dir)?;
-        let cmp = match id {
-            Some(n) => store.comparison(n)?,
-            None => store.latest()?,
-        }
-        .ok_or_else(|| anyhow!("report: no such comparison in {}", dir.display()))?;
-        let runs = store.runs(cmp.id)?;
-        Ok(HostAnalysis {
-            host: target.trim_end_matches('/').to_string(),
-            analysis: report::analyze(&cmp, &runs, settings),
-        })
+    let reading = || format!("report: reading the results store in {}", dir.display());
+    let store = Store::open_read_only(&dir).with_context(reading)?;
+    let found = match id {
+        Some(n) => store.comparison(n),
+        None => store.latest(),
+    }
+    .with_context(reading)?;
+    let Some(cmp) = found else {
+        let held = store.comparisons().with_context(reading)?;
+        return Err(no_such_comparison(&dir, id, &held).into());
     };
-    read().with_context(|| format!("report: reading the results store in {}", dir.display()))
+    let runs = store.runs(cmp.id).with_context(reading)?;
+    Ok(HostAnalysis {
+        host: target.trim_end_matches('/').to_string(),
+        analysis: report::analyze(&cmp, &runs, settings),
+    })
+}
+
+/// "No comparison #N in DIR", with the ones it holds to choose from.
+fn no_such_comparison(dir: &Path, id: Option<i64>, held: &[ComparisonRow]) -> CliError {
+    let d = dir.display();
+    if held.is_empty() {
+        return CliError::Usage(format!(
+            "report: {d} holds no comparison yet: make one with 'virtperf compare --out {d}'"
+        ));
+    }
+    let list: Vec<String> = held
+        .iter()
+        .map(|c| {
+            format!(
+                "#{} ({}, {} suite, {})",
+                c.id,
+                c.started_at,
+                c.suite,
+                c.envs.join(" ")
+            )
+        })
+        .collect();
+    let last = held.last().map_or(0, |c| c.id);
+    CliError::Usage(format!(
+        "report: no comparison #{} in {d}; it holds {}: name one, e.g. 'virtperf report {d}/{last}'",
+        id.unwrap_or(0),
+        list.join(", ")
+    ))
 }
 
 /// `virtperf report`, parsed (by `cli`).
@@ -132,8 +168,15 @@ pub fn report_main(args: &ReportArgs) -> Result<()> {
     let text = crate::core::text::output(&text, Form::of(args.format.name()));
     match &args.out {
         None => print!("{text}"),
-        Some(path) => std::fs::write(path, text.as_bytes())
-            .with_context(|| format!("--out {}", path.display()))?,
+        Some(path) => {
+            // Missing parents are made, as compare's --out makes its directory.
+            if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
+                std::fs::create_dir_all(parent)
+                    .with_context(|| format!("--out {}", path.display()))?;
+            }
+            std::fs::write(path, text.as_bytes())
+                .with_context(|| format!("--out {}", path.display()))?
+        }
     }
     Ok(())
 }

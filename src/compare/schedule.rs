@@ -330,28 +330,7 @@ impl Schedule<'_> {
         }
         match outcome {
             Ok(instances) if slot.count > 1 => {
-                for (idx, &k) in pending.iter().enumerate() {
-                    let docs: Vec<ResultDoc> = instances
-                        .iter()
-                        .filter_map(|i| i.results.get(idx).and_then(|r| r.as_ref().ok()))
-                        .cloned()
-                        .collect();
-                    let res = if docs.len() == slot.count {
-                        let combined = match slot.group {
-                            true => env::combine_group(&slot.label, &docs),
-                            false => env::combine(&slot.label, &docs),
-                        };
-                        Ok(combined.expect("non-empty"))
-                    } else {
-                        Err(format!(
-                            "{} of {} instances failed",
-                            slot.count - docs.len(),
-                            slot.count
-                        ))
-                    };
-                    self.record(&slot.label, k, round, &res)?;
-                    st.done += 1;
-                }
+                self.record_instances(slot, &pending, round, &instances, st)?;
             }
             Ok(_) => {}
             Err(e) if e.downcast_ref::<signals::Interrupted>().is_some() => return Ok(false),
@@ -370,6 +349,42 @@ impl Schedule<'_> {
             }
         }
         Ok(true)
+    }
+
+    /// Records what the simultaneous instances of `slot` ran of `pending`
+    /// in `round`: one combined run per job where every instance gave one,
+    /// else a failure saying how many did not.
+    fn record_instances(
+        &self,
+        slot: &EnvSlot,
+        pending: &[usize],
+        round: usize,
+        instances: &[InstanceOutcome],
+        st: &mut State,
+    ) -> Result<()> {
+        for (idx, &k) in pending.iter().enumerate() {
+            let docs: Vec<ResultDoc> = instances
+                .iter()
+                .filter_map(|i| i.results.get(idx).and_then(|r| r.as_ref().ok()))
+                .cloned()
+                .collect();
+            let res = if docs.len() == slot.count {
+                let combined = match slot.group {
+                    true => env::combine_group(&slot.label, &docs),
+                    false => env::combine(&slot.label, &docs),
+                };
+                Ok(combined.expect("non-empty"))
+            } else {
+                Err(format!(
+                    "{} of {} instances failed",
+                    slot.count - docs.len(),
+                    slot.count
+                ))
+            };
+            self.record(&slot.label, k, round, &res)?;
+            st.done += 1;
+        }
+        Ok(())
     }
 
     fn record(

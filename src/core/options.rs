@@ -389,16 +389,23 @@ pub fn parse(
     Ok((values, positionals))
 }
 
-/// "; did you mean --x?" for a near miss, else "".
+/// " (did you mean '--x'?)" for a near miss, else "".
 fn suggestion(name: &str, tables: &[&[OptionSpec]]) -> String {
-    tables
-        .iter()
-        .flat_map(|t| t.iter())
-        .map(|spec| (edit_distance(name, spec.name), spec.name))
-        .filter(|(d, _)| *d <= 2.max(name.len() / 4))
-        .min()
-        .map(|(_, n)| format!(" (did you mean '--{n}'?)"))
+    nearest(name, tables.iter().flat_map(|t| t.iter()).map(|s| s.name))
+        .map(|n| format!(" (did you mean '--{n}'?)"))
         .unwrap_or_default()
+}
+
+/// The candidate a mistyped word most likely meant (a few edits away), for
+/// "did you mean" in every refusal of a name: options, commands,
+/// workloads, environments.
+pub fn nearest<'a>(word: &str, candidates: impl IntoIterator<Item = &'a str>) -> Option<&'a str> {
+    candidates
+        .into_iter()
+        .map(|c| (edit_distance(word, c), c))
+        .filter(|(d, _)| *d <= 2.max(word.len() / 4))
+        .min()
+        .map(|(_, c)| c)
 }
 
 fn edit_distance(a: &str, b: &str) -> usize {

@@ -3,18 +3,24 @@
 //! container, a VM's serial port, an SSH session). This file holds the
 //! `Environment` trait every driver implements and what a launch hands
 //! over; around it, `registry` lists the drivers, `session` holds one live
-//! agent process, `run` speaks the agent protocol to an environment's
-//! instances (`count=N` started together, deadlines, cleanup always) and
-//! `combine` sums simultaneous instances' results.
+//! agent process, `run` holds an environment's instances from start to end
+//! (`count=N` started together, `reboot=`, cleanup always), `exchange`
+//! speaks the agent protocol for one plan, `peer` owns each job's network
+//! peer from placement to stop (over the driver's `net::Route`), `load`
+//! stamps the host's view of a run's load, and `combine` sums simultaneous
+//! instances' results.
 
 mod combine;
 pub mod def;
 pub mod docker;
+mod exchange;
 pub mod group;
 pub mod gvisor;
 pub mod host;
 pub mod libvirt;
+mod load;
 pub mod net;
+mod peer;
 pub mod probe;
 pub mod qemu;
 mod registry;
@@ -35,9 +41,11 @@ use crate::core::observer::Observer;
 use crate::workload::Job;
 pub use combine::{combine, combine_group};
 pub use def::{DriverDef, Reboot, Spec};
-pub use net::{NetNeed, Route};
+pub use exchange::{InstanceOutcome, OnResult};
+pub use net::Route;
+pub use peer::NetNeed;
 pub use registry::{driver, find_driver, help, DRIVERS};
-pub use run::{run, run_with, InstanceOutcome, OnResult, Opened};
+pub use run::{run, run_with, Opened};
 pub use session::{message_in, MAX_LINE};
 
 /// A started agent process, as a driver hands it over.

@@ -1,34 +1,22 @@
-//! Running plans in an environment's instances: start every instance and
-//! check each agent's hello, send each its plan with its network peers
-//! arranged, release simultaneous instances at once, read the results as
-//! they arrive (answering the agent's requests for a network peer, refusing
-//! a result that cannot be the job's, adding the host's view of the run's
-//! load), and end the instances with "bye".
+//! An environment's instances from start to end: start every instance and
+//! check each agent's hello, run plans in them (each plan's exchange is
+//! `exchange`'s), boot them afresh where `reboot=` asks, and end them with
+//! "bye" — after an error or a stop, with the grace and the cleanup the
+//! agent's files need.
 
 use std::sync::Arc;
 use std::time::Duration;
 
-use anyhow::{anyhow, bail, Context, Result};
+use anyhow::{bail, Context, Result};
 
+use super::exchange::{self, check_hello, InstanceOutcome, OnResult};
+use super::peer;
 use super::session::Session;
-use super::{net, Environment, NetNeed, OnHost, Reboot, Spec};
-use crate::agent::protocol::{Message, Plan, Served, ServerAnswer, BYE, GO, PROTOCOL};
+use super::{Environment, NetNeed, Reboot};
+use crate::agent::protocol::BYE;
 use crate::core::observer::Observer;
 use crate::core::result::ResultDoc;
-use crate::core::text;
-use crate::sys::monitor;
 use crate::workload::Job;
-
-/// What one instance produced.
-#[derive(Debug)]
-pub struct InstanceOutcome {
-    /// Launch to agent hello.
-    pub ready_after: Duration,
-    /// One per job: the document, or why it failed.
-    pub results: Vec<std::result::Result<ResultDoc, String>>,
-    /// The instance's forwarded port, (host loopback port, port inside).
-    pub forwarded: Option<(u16, u16)>,
-}
 
 /// Runs `jobs` in every instance of `env`, started together.
 pub fn run(
@@ -39,9 +27,6 @@ pub fn run(
     run_with(env, jobs, obs, &mut |_, _, _| {})
 }
 
-/// Called with (instance, invocation index, outcome) as each result arrives.
-pub type OnResult<'a> = dyn FnMut(usize, usize, &std::result::Result<ResultDoc, String>) + 'a;
-
 /// As `run`, handing every result to `on_result` the moment it arrives:
 /// the instances are started for these jobs and ended after them.
 pub fn run_with(
@@ -50,7 +35,7 @@ pub fn run_with(
     obs: &dyn Observer,
     on_result: &mut OnResult,
 ) -> Result<Vec<InstanceOutcome>> {
-    check_jobs(jobs)?;
+    peer::check(jobs)?;
     let mut open = Opened::start(env, NetNeed::of(jobs), obs)?;
     let outcome = open.run(env, None, jobs, on_result, obs)?;
     open.close();
@@ -76,25 +61,6 @@ fn clean_up_here(jobs: &[Job], label: &str) {
             );
         }
     }
-}
-
-/// Jobs that ask for two contradicting network peers are refused before
-/// anything starts.
-fn check_jobs(jobs: &[Job]) -> Result<()> {
-    for job in jobs {
-        if let Some(peer) = job.def.needs.network {
-            if peer.address_given(&job.values) && peer.server_inside(&job.values) {
-                bail!(
-                    "{}: --{} names a server that already runs; --{}={} starts one inside the environment: give one of them",
-                    job.def.name,
-                    peer.address_option,
-                    peer.placement_option,
-                    peer.placement_env
-                );
-            }
-        }
-    }
-    Ok(())
 }
 
 /// An environment's instances, started and greeted, kept for as many plans
@@ -207,9 +173,7 @@ impl Opened {
         on_result: &mut OnResult,
         obs: &dyn Observer,
     ) -> Result<Vec<InstanceOutcome>> {
-        if jobs.iter().any(|j| j.def.needs.network.is_some()) {
-            wait_for_conntrack_room(&env.spec().label, obs)?;
-        }
+        peer::make_room(jobs, &env.spec().label, obs)?;
         let outcome = self.run_jobs(env, round, jobs, on_result, obs);
         if let Err(e) = &outcome {
             let stopped = e
@@ -308,452 +272,10 @@ impl Opened {
         jobs: &[Job],
         on_result: &mut OnResult,
     ) -> Result<Vec<InstanceOutcome>> {
-        check_jobs(jobs)?;
-        let need = NetNeed::of(jobs);
-        if !self.covers(need) {
+        peer::check(jobs)?;
+        if !self.covers(NetNeed::of(jobs)) {
             bail!("internal: these jobs need a network the instances were not started with");
         }
-        let together = self.sessions.len() > 1;
-        let mut nets = self.send_plans(env, jobs, together)?;
-        if together {
-            self.release_together()?;
-        }
-        let mut results: Vec<Vec<std::result::Result<ResultDoc, String>>> =
-            vec![Vec::new(); self.sessions.len()];
-        let mut load = ForeignLoad::start(&self.sessions, need);
-        // Instances run concurrently; read each one's stream in turn, every
-        // message is buffered by its reader thread meanwhile.
-        for (i, s) in self.sessions.iter_mut().enumerate() {
-            let net = &mut nets[i];
-            for (want, job) in jobs.iter().enumerate() {
-                let msg = answer_until_result(env, i, s, net, want, job)?;
-                // The job is over: its host server, if any, stops now.
-                net.stop_for(want);
-                let mut outcome = outcome_of(msg, want, job, &s.label)?;
-                // A network run that failed while the kernel dropped new
-                // connections says so.
-                if let (Err(message), true) = (&mut outcome, job.def.needs.network.is_some()) {
-                    if let Some(why) = crate::sys::conntrack::full_now() {
-                        message.push_str(&format!(" ({why})"));
-                    }
-                }
-                // What only the host knows: how long the instance took to
-                // be ready, the network path, other processes' load.
-                if let Ok(doc) = &mut outcome {
-                    doc.env.ready_s = Some(self.ready_after[i].as_secs_f64());
-                    doc.env.reboot = env.spec().reboot.name().map(str::to_string);
-                    // The guest's text: one bounded line.
-                    doc.env.boot = doc.env.boot.as_deref().map(|b| text::one_line(b, 120));
-                    let settings = env.settings(i);
-                    if !settings.is_empty() {
-                        doc.env.settings = settings;
-                    }
-                    if let Some(path) = net.path(want) {
-                        doc.env.net_path = Some(path.to_string());
-                    }
-                    if let (Some(load), false) = (&mut load, together) {
-                        load.stamp(doc);
-                    }
-                }
-                on_result(i, results[i].len(), &outcome);
-                results[i].push(outcome);
-            }
-            await_done(env, s, jobs)?;
-        }
-        // Instances that ran at once share one interval, the whole plan's:
-        // each one's own view counts its siblings as other processes.
-        if together {
-            if let Some(plan_load) = load.as_mut().and_then(ForeignLoad::take) {
-                for doc in results.iter_mut().flatten().flatten() {
-                    put_load(doc, &plan_load);
-                }
-            }
-        }
-        Ok(results
-            .into_iter()
-            .zip(self.ready_after.iter().copied())
-            .zip(self.sessions.iter())
-            .map(|((results, ready_after), s)| InstanceOutcome {
-                ready_after,
-                results,
-                forwarded: s.forwarded,
-            })
-            .collect())
-    }
-
-    /// Sends every instance its plan, with its own network peers: servers
-    /// on the host for clients inside, addresses to serve on for servers
-    /// inside. The peers are returned, one per instance.
-    fn send_plans(
-        &mut self,
-        env: &dyn Environment,
-        jobs: &[Job],
-        together: bool,
-    ) -> Result<Vec<net::InstanceNet>> {
-        let mut nets = Vec::with_capacity(self.sessions.len());
-        for (i, s) in self.sessions.iter_mut().enumerate() {
-            let forwarded = s.forwarded;
-            // One instance's server starts when its job asks; simultaneous
-            // instances are read one after the other, so theirs start with
-            // the plan, for its length.
-            let (own_jobs, net) = net::InstanceNet::plan(
-                jobs,
-                !together,
-                || env.route_to_host(i),
-                || env.route_to_env(i, forwarded),
-            )
-            .with_context(|| format!("{}: setting up the network test's server", s.label))?;
-            let plan = Plan {
-                protocol: PROTOCOL,
-                env_name: s.label.clone(),
-                env_kind: env.instance_kind(i),
-                workdir: s.workdir.clone(),
-                wait_for_go: together,
-                jobs: own_jobs.iter().map(Job::to_wire).collect(),
-                host_servers: net.on_demand(),
-            };
-            s.send_line(&serde_json::to_string(&plan)?)?;
-            nets.push(net);
-        }
-        Ok(nets)
-    }
-
-    /// Waits until every instance has said it is ready, then releases them
-    /// all at once.
-    fn release_together(&mut self) -> Result<()> {
-        for s in self.sessions.iter_mut() {
-            match s.next(Duration::from_secs(60))? {
-                Message::Ready => {}
-                other => bail!("{}: expected ready, got {}", s.label, shown(&other)),
-            }
-        }
-        // All instances are waiting: release them at once.
-        for s in self.sessions.iter_mut() {
-            s.send_line(GO)?;
-        }
-        Ok(())
-    }
-}
-
-/// An agent's first message must be a hello in this protocol; a build
-/// other than this one (by checksum) is worth a note, not a refusal.
-fn check_hello(label: &str, first: Message, obs: &dyn Observer) -> Result<()> {
-    let (protocol, version, sha256) = match first {
-        Message::Hello {
-            protocol,
-            version,
-            sha256,
-        } => (protocol, version, sha256),
-        other => bail!(
-            "{label}: expected a hello from the agent, got {}",
-            shown(&other)
-        ),
-    };
-    if protocol != PROTOCOL {
-        bail!(
-            "{label}: the agent is virtperf {version} speaking protocol {protocol}, this is virtperf {} speaking {PROTOCOL}: use the same build on both sides",
-            env!("CARGO_PKG_VERSION")
-        );
-    }
-    let own_sha = match sha256.is_empty() {
-        true => String::new(),
-        false => crate::sys::fingerprint::binary_sha256().unwrap_or_default(),
-    };
-    if !own_sha.is_empty() && sha256 != own_sha {
-        // The guest's text: cut by characters, never raw.
-        let short = |s: &str| text::one_line(&s.chars().take(12).collect::<String>(), 12);
-        obs.note(&format!(
-            "note: {label} runs a different virtperf build (sha256 {}…) than this one ({}…)",
-            short(&sha256),
-            short(&own_sha)
-        ));
-    }
-    Ok(())
-}
-
-/// Before a network run: waits until the kernel's connection-tracking
-/// table has room (sys::conntrack), telling the user why the wait.
-fn wait_for_conntrack_room(label: &str, obs: &dyn Observer) -> Result<()> {
-    use crate::sys::conntrack;
-    let time_wait = conntrack::time_wait();
-    let limit = time_wait + Duration::from_secs(10);
-    let waited = conntrack::wait_for_room(
-        conntrack::usage,
-        limit,
-        Duration::from_millis(500),
-        |count, max| {
-            obs.note(&format!(
-                "{label}: waiting for room in the kernel's connection-tracking table before a \
-                 network run ({count} of {max} entries in use; closed connections leave it \
-                 after {} s, at most {} s)",
-                time_wait.as_secs(),
-                limit.as_secs()
-            ))
-        },
-        crate::core::signals::check,
-    )?;
-    if let conntrack::Waited::GaveUp(count, max) = waited {
-        obs.note(&format!(
-            "{label}: the connection-tracking table is still {count} of {max} entries after {} s; \
-             running anyway (new connections may be dropped)",
-            limit.as_secs()
-        ));
-    }
-    Ok(())
-}
-
-/// Reads instance `i`'s messages until job `want`'s result or error, and
-/// returns that. On the way it answers the job's one request for its
-/// network peer: a client run here against a server inside (`Serving`), or
-/// a server started here (`NeedServer`).
-fn answer_until_result(
-    env: &dyn Environment,
-    i: usize,
-    s: &mut Session,
-    net: &mut net::InstanceNet,
-    want: usize,
-    job: &Job,
-) -> Result<Message> {
-    let mut served = false;
-    loop {
-        let msg = match s.next(env.job_deadline(job)) {
-            Ok(msg) => msg,
-            Err(e) => {
-                let status = s.exit_status();
-                return Err(match env.explain_exit_status(i, status) {
-                    Some(why) => anyhow!("{e:#}: {why}"),
-                    None => e,
-                });
-            }
-        };
-        match msg {
-            Message::Serving { index, port } if index == want && !served => {
-                served = true;
-                let answer = serve_client(net, want, job, port, &s.label, env.spec());
-                s.send_line(&serde_json::to_string(&answer)?)?;
-            }
-            Message::NeedServer { index } if index == want && !served => {
-                served = true;
-                let answer = start_server(net, want, job);
-                s.send_line(&serde_json::to_string(&answer)?)?;
-            }
-            other => return Ok(other),
-        }
-    }
-}
-
-/// Job `want`'s outcome from the message that ends it: its document, or
-/// the agent's error made safe to show. Anything else, and a document
-/// that cannot be this job's, is a protocol error.
-fn outcome_of(
-    msg: Message,
-    want: usize,
-    job: &Job,
-    label: &str,
-) -> Result<std::result::Result<ResultDoc, String>> {
-    match msg {
-        Message::Result { index, doc } => {
-            if let Some(why) = refuse_result(&doc, index, want, job, label) {
-                bail!("{label}: protocol error: the agent sent {why}");
-            }
-            Ok(Ok(*doc))
-        }
-        Message::Error { index, message } if index == want => {
-            Ok(Err(text::terminal_safe(&message, 4000)))
-        }
-        other => bail!(
-            "{label}: protocol error: expected the result of job {want}, got {}",
-            shown(&other)
-        ),
-    }
-}
-
-/// Waits for the agent's "done" after the plan's last result; the last
-/// job's cleanup comes before it.
-fn await_done(env: &dyn Environment, s: &mut Session, jobs: &[Job]) -> Result<()> {
-    let cleanup = jobs
-        .last()
-        .filter(|j| j.def.needs.prepare)
-        .map_or(Duration::from_secs(30), |j| env.job_deadline(j));
-    match s.next(cleanup)? {
-        Message::Done => Ok(()),
-        other => bail!("{}: expected done, got {}", s.label, shown(&other)),
-    }
-}
-
-/// A message the host did not expect, for an error: one line, bounded.
-fn shown(msg: &Message) -> String {
-    text::one_line(&format!("{msg:?}"), 200)
-}
-
-/// Runs the client of job `k` here against its server inside the instance
-/// (listening on `port` there): the answer the agent waits for.
-fn serve_client(
-    net: &net::InstanceNet,
-    k: usize,
-    job: &Job,
-    port: u16,
-    label: &str,
-    spec: &Spec,
-) -> Served {
-    let run = net.client_of(k, job, port).and_then(|client| {
-        crate::workload::execute(
-            &client,
-            label,
-            spec.driver.name,
-            Arc::new(crate::core::observer::Silent),
-        )
-    });
-    match run {
-        Ok(Some(done)) => Served::Served {
-            doc: Box::new(done.doc),
-        },
-        Ok(None) => Served::Failed {
-            message: "the client produced no result".into(),
-        },
-        Err(e) => Served::Failed {
-            message: format!("the client on the host: {e:#}"),
-        },
-    }
-}
-
-/// Starts job `k`'s server here, as the agent asked: where its client
-/// dials and the secret, or why there is no server.
-fn start_server(net: &mut net::InstanceNet, k: usize, job: &Job) -> ServerAnswer {
-    match net.start_for(k, job.def.name) {
-        Ok((address, secret)) => ServerAnswer::Listening {
-            address: address.to_string(),
-            secret,
-        },
-        Err(e) => ServerAnswer::Failed {
-            message: format!("{e:#}"),
-        },
-    }
-}
-
-/// Why a result the agent sent cannot be this job's, if it cannot: another
-/// job's index or workload, another environment, a figure that is not a
-/// finite, non-negative number (every metric is a rate, a count or a time).
-fn refuse_result(
-    doc: &ResultDoc,
-    index: usize,
-    want: usize,
-    job: &Job,
-    env_name: &str,
-) -> Option<String> {
-    if index != want {
-        return Some(format!("a result for job {index} where job {want} was due"));
-    }
-    if doc.workload != job.name() {
-        return Some(format!(
-            "a result of workload '{}' for a {} job",
-            text::one_line(&doc.workload, 40),
-            job.name()
-        ));
-    }
-    if doc.env.name != env_name {
-        return Some(format!(
-            "a result from environment '{}', not '{env_name}'",
-            text::one_line(&doc.env.name, 80)
-        ));
-    }
-    if doc.metrics.len() > crate::core::result::MAX_METRICS {
-        return Some(format!(
-            "a result of {} metrics (at most {} are taken)",
-            doc.metrics.len(),
-            crate::core::result::MAX_METRICS
-        ));
-    }
-    let bad = |x: f64| !x.is_finite() || x < 0.0;
-    if bad(doc.duration_s) {
-        return Some(format!("a duration of {} s", doc.duration_s));
-    }
-    if let Some(m) = doc.metrics.iter().find(|m| bad(m.value)) {
-        return Some(format!(
-            "{} = {}: not a finite, non-negative number",
-            text::one_line(&m.name, 60),
-            m.value
-        ));
-    }
-    if let Some(l) = &doc.latency_ms {
-        if l.figures().into_iter().any(bad) {
-            return Some("a latency that is not a finite, non-negative number".into());
-        }
-    }
-    None
-}
-
-/// The host's check of each run's foreign load (`sys::monitor`): the
-/// processes and cgroups that do the instance's work, and the snapshot the
-/// next run's interval starts from.
-struct ForeignLoad {
-    roots: Vec<u32>,
-    cgroups: Vec<monitor::CgroupCpu>,
-    mark: monitor::HostSnapshot,
-}
-
-impl ForeignLoad {
-    /// None when an instance runs elsewhere or the host cannot be read.
-    /// One instance's results arrive as its runs end, so each run gets its
-    /// own interval; simultaneous instances' results are read one instance
-    /// after the other, so theirs get the plan's (every instance's work,
-    /// siblings included, is the run's own).
-    fn start(sessions: &[Session], need: NetNeed) -> Option<ForeignLoad> {
-        let mut roots = Vec::new();
-        let mut cgroups = Vec::new();
-        for s in sessions {
-            let (r, c) = host_roots(s)?;
-            roots.extend(r);
-            cgroups.extend(c);
-        }
-        // A host server or client runs in this process: its CPU is the
-        // run's own work, not other processes' load.
-        if need.any() {
-            roots.push(std::process::id());
-        }
-        let mark = monitor::HostSnapshot::take(&cgroups)?;
-        Some(ForeignLoad {
-            roots,
-            cgroups,
-            mark,
-        })
-    }
-
-    /// The load since the mark, which moves to now (None when the host
-    /// cannot be read now: the mark is kept).
-    fn take(&mut self) -> Option<monitor::HostLoad> {
-        let now = monitor::HostSnapshot::take(&self.cgroups)?;
-        let load = monitor::host_load(&self.mark, &now, &self.roots);
-        self.mark = now;
-        Some(load)
-    }
-
-    /// Puts the load since the last run's end on `doc`, the run just ended.
-    fn stamp(&mut self, doc: &mut ResultDoc) {
-        if let Some(load) = self.take() {
-            put_load(doc, &load);
-        }
-    }
-}
-
-fn put_load(doc: &mut ResultDoc, load: &monitor::HostLoad) {
-    doc.monitor.foreign_busy_pct = load.foreign_pct;
-    doc.monitor.env_busy_pct = Some(load.env_pct);
-}
-
-/// What works for a session on this machine: the launched process's tree
-/// and, for a container, its cgroup. None when it runs elsewhere.
-fn host_roots(s: &Session) -> Option<(Vec<u32>, Vec<monitor::CgroupCpu>)> {
-    let child = s.pid()?;
-    match &s.on_host {
-        OnHost::Elsewhere => None,
-        OnHost::Tree => Some((vec![child], Vec::new())),
-        OnHost::Container(init) => Some((
-            vec![child],
-            init()
-                .and_then(monitor::CgroupCpu::of)
-                .into_iter()
-                .collect(),
-        )),
+        exchange::run_plan(&mut self.sessions, &self.ready_after, env, jobs, on_result)
     }
 }

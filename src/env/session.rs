@@ -6,7 +6,7 @@
 
 use std::io::{BufRead, BufReader, Write};
 use std::path::PathBuf;
-use std::process::{Child, ChildStdin, ExitStatus};
+use std::process::{Child, ExitStatus};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, SyncSender};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -39,6 +39,11 @@ enum Line {
     Eof,
 }
 
+/// How a protocol message opens (its tag comes first, as the agent writes
+/// it), and how any JSON object does.
+const MESSAGE_OPENS: &str = "{\"type\"";
+const OBJECT_OPENS: char = '{';
+
 /// The protocol message on one line of an agent's output: none on a line of
 /// other text (a shell's banner), or why a line that claims to be one is not.
 /// Public for the fuzz targets.
@@ -46,7 +51,10 @@ pub fn message_in(line: &str) -> std::result::Result<Option<Message>, String> {
     let t = line.trim().trim_start_matches('\u{0}');
     // A message may follow noise on its line (a serial port's); a line that
     // is all JSON is a message whatever its key order.
-    let Some(start) = t.find("{\"type\"").or(t.starts_with('{').then_some(0)) else {
+    let Some(start) = t
+        .find(MESSAGE_OPENS)
+        .or(t.starts_with(OBJECT_OPENS).then_some(0))
+    else {
         return Ok(None);
     };
     serde_json::from_str::<Message>(&t[start..])
@@ -188,7 +196,8 @@ pub(super) struct Session {
     /// The instance's name, which opens every error about it.
     pub(super) label: String,
     child: Option<Child>,
-    stdin: Option<ChildStdin>,
+    /// The agent's stdin (a child's pipe; a scripted agent's in tests).
+    stdin: Option<Box<dyn Write + Send>>,
     lines: Receiver<Line>,
     stderr: Option<Arc<Mutex<Vec<u8>>>>,
     cleanup: Option<Box<dyn FnOnce() + Send>>,
@@ -212,7 +221,7 @@ impl Session {
         let mut session = Session {
             label,
             child: Some(launched.child),
-            stdin,
+            stdin: stdin.map(|s| Box::new(s) as Box<dyn Write + Send>),
             lines: rx,
             stderr: None,
             cleanup: launched.cleanup,
@@ -407,6 +416,62 @@ fn read_tail(path: &std::path::Path, max: u64) -> String {
 impl Drop for Session {
     fn drop(&mut self) {
         self.finish(Duration::from_secs(2));
+    }
+}
+
+/// A session whose agent is a script run on a thread of the test: no
+/// process, no container; its input is the host's lines, its output goes
+/// through the same bounded reader as a real agent's.
+#[cfg(test)]
+pub(super) mod scripted {
+    use super::*;
+    use std::io::{PipeReader, PipeWriter};
+
+    /// The agent's end: the host's lines in, its own out.
+    pub struct Agent {
+        pub input: BufReader<PipeReader>,
+        pub output: PipeWriter,
+    }
+
+    impl Agent {
+        /// Writes `line` as the agent would.
+        pub fn say(&mut self, line: &str) {
+            let _ = writeln!(self.output, "{line}");
+        }
+
+        /// The host's next line, without its newline ("" when it hung up).
+        pub fn hear(&mut self) -> String {
+            let mut line = String::new();
+            let _ = self.input.read_line(&mut line);
+            line.trim_end().to_string()
+        }
+    }
+
+    /// A session labelled `label` whose agent runs `script`.
+    pub fn session(label: &str, script: impl FnOnce(Agent) + Send + 'static) -> Session {
+        let (host_in, agent_out) = std::io::pipe().unwrap();
+        let (agent_in, host_out) = std::io::pipe().unwrap();
+        let (tx, rx) = mpsc::sync_channel(QUEUED_LINES);
+        std::thread::spawn(move || read_lines(host_in, tx));
+        std::thread::spawn(move || {
+            script(Agent {
+                input: BufReader::new(agent_in),
+                output: agent_out,
+            })
+        });
+        Session {
+            label: label.to_string(),
+            child: None,
+            stdin: Some(Box::new(host_out)),
+            lines: rx,
+            stderr: None,
+            cleanup: None,
+            console: None,
+            workdir: "/tmp/scripted".into(),
+            forwarded: None,
+            on_host: OnHost::Elsewhere,
+            launched_at: Instant::now(),
+        }
     }
 }
 

@@ -26,50 +26,12 @@ impl Spec {
             Some((k, r)) => (k, r),
             None => (text, ""),
         };
-        let driver = super::find_driver(kind_word).ok_or_else(|| {
-            bad(format!(
-                "unknown environment '{kind_word}': use {} (see 'virtperf envs --help')",
-                super::DRIVERS
-                    .iter()
-                    .map(|d| d.usage())
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            ))
-        })?;
+        let driver = super::find_driver(kind_word).ok_or_else(|| bad(unknown_kind(kind_word)))?;
         let mut pairs = rest;
         let mut target = None;
         if driver.target.is_some() {
-            let (dest, tail) = match rest.split_once(',') {
-                Some((d, t)) => (d, t),
-                None => (rest, ""),
-            };
-            let (userhost, port) = match dest.rsplit_once(':') {
-                Some((uh, p)) => (
-                    uh,
-                    Some(
-                        p.parse::<u16>()
-                            .ok()
-                            .filter(|&p| p > 0)
-                            .ok_or_else(|| bad(format!("'{p}' is not a port number (1-65535)")))?,
-                    ),
-                ),
-                None => (dest, None),
-            };
-            let valid = |s: &str| {
-                !s.is_empty()
-                    && s.chars()
-                        .all(|c| c.is_ascii_alphanumeric() || "._-".contains(c))
-            };
-            match userhost.split_once('@') {
-                Some((u, h)) if valid(u) && valid(h) => {}
-                _ => {
-                    return Err(bad(
-                        "expected ssh:USER@HOST[:PORT] (letters, digits, '.', '_' and '-' only)"
-                            .into(),
-                    ))
-                }
-            }
-            target = Some((userhost.to_string(), port));
+            let (dest, tail) = parse_target(rest, &bad)?;
+            target = Some(dest);
             pairs = tail;
         }
         let mut opts = BTreeMap::new();
@@ -93,14 +55,9 @@ impl Spec {
                         .ok_or_else(|| bad(format!("count={v}: expected 1 to 64")))?;
                 }
                 "reboot" => {
-                    reboot = match v {
-                        "each-run" => Reboot::EachRun,
-                        "each-round" => Reboot::EachRound,
-                        "no" => Reboot::No,
-                        _ => {
-                            return Err(bad(format!("reboot={v}: use each-run, each-round or no")))
-                        }
-                    };
+                    reboot = reboot_of(v).ok_or_else(|| {
+                        bad(format!("reboot={v}: use each-run, each-round or no"))
+                    })?;
                 }
                 "name" => {
                     if v.is_empty() {
@@ -215,6 +172,70 @@ impl Spec {
             members,
         })
     }
+}
+
+/// An environment kind no driver has: the near miss it was probably
+/// meant as, and every driver's syntax.
+fn unknown_kind(kind_word: &str) -> String {
+    let hint = crate::core::options::nearest(kind_word, super::DRIVERS.iter().map(|d| d.name))
+        .map(|d| format!(" (did you mean '{d}'?)"))
+        .unwrap_or_default();
+    format!(
+        "unknown environment '{kind_word}'{hint}: use {} (see 'virtperf envs --help')",
+        super::DRIVERS
+            .iter()
+            .map(|d| d.usage())
+            .collect::<Vec<_>>()
+            .join(", ")
+    )
+}
+
+/// `reboot=`'s value as a `Reboot`.
+fn reboot_of(word: &str) -> Option<Reboot> {
+    match word {
+        "each-run" => Some(Reboot::EachRun),
+        "each-round" => Some(Reboot::EachRound),
+        "no" => Some(Reboot::No),
+        _ => None,
+    }
+}
+
+/// The target at the head of `rest` (ssh's `USER@HOST[:PORT]`), and the
+/// options after it; `bad` words an error about the whole spec.
+fn parse_target<'a>(
+    rest: &'a str,
+    bad: &dyn Fn(String) -> CliError,
+) -> Result<((String, Option<u16>), &'a str), CliError> {
+    let (dest, tail) = match rest.split_once(',') {
+        Some((d, t)) => (d, t),
+        None => (rest, ""),
+    };
+    let (userhost, port) = match dest.rsplit_once(':') {
+        Some((uh, p)) => (
+            uh,
+            Some(
+                p.parse::<u16>()
+                    .ok()
+                    .filter(|&p| p > 0)
+                    .ok_or_else(|| bad(format!("'{p}' is not a port number (1-65535)")))?,
+            ),
+        ),
+        None => (dest, None),
+    };
+    let valid = |s: &str| {
+        !s.is_empty()
+            && s.chars()
+                .all(|c| c.is_ascii_alphanumeric() || "._-".contains(c))
+    };
+    match userhost.split_once('@') {
+        Some((u, h)) if valid(u) && valid(h) => {}
+        _ => {
+            return Err(bad(
+                "expected ssh:USER@HOST[:PORT] (letters, digits, '.', '_' and '-' only)".into(),
+            ))
+        }
+    }
+    Ok(((userhost.to_string(), port), tail))
 }
 
 #[cfg(test)]

@@ -64,10 +64,10 @@ pub struct ImportArgs {
     pub files: Vec<PathBuf>,
 }
 
+/// `virtperf import --help` below its synopsis (the command table's).
 pub fn help() -> String {
     let mut out = String::from(
-        "virtperf import --env NAME [--kind KIND] [--out DIR] FILE...\n\n\
-         Reads other tools' results into a results store, each file one run (several files:\n\
+        "Reads other tools' results into a results store, each file one run (several files:\n\
          repetitions) under the environment label NAME, so 'virtperf report DIR' sets them\n\
          beside measured runs: last year's logs beside today's comparison.\n\n\
          The runs go into the store's newest comparison (the one 'report' shows), or a new one\n\

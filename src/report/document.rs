@@ -6,20 +6,17 @@ use crate::analysis::fleet::Fleet;
 use crate::analysis::Analysis;
 use crate::report::model::{Block, Document, Section, View};
 use crate::report::sections::{fleet_view, SECTIONS};
-use crate::report::text::{fleet_hosts, method, slug};
+use crate::report::text::{fleet_hosts, slug};
 
 /// The report of one comparison.
 pub fn document(a: &Analysis, view: View) -> Document {
     Document {
         short_title: "virtperf comparison",
         title: format!("virtperf comparison #{}", a.id),
-        intro: vec![
-            format!(
-                "Suite {}, baseline {}, started {}.",
-                a.suite, a.baseline, a.started_at
-            ),
-            method(a),
-        ],
+        intro: vec![format!(
+            "Suite {}, baseline {}, started {}.",
+            a.suite, a.baseline, a.started_at
+        )],
         sections: SECTIONS.iter().flat_map(|build| build(a, view)).collect(),
     }
 }

@@ -102,26 +102,21 @@ pub fn ratio_num(x: f64) -> String {
     }
 }
 
-/// "0.970× [0.951, 0.990]"
-pub fn ratio_text(a: &Assessment) -> String {
-    format!(
-        "{}× [{}, {}]",
-        ratio_num(a.ratio.point),
-        ratio_num(a.ratio.lower),
-        ratio_num(a.ratio.upper)
-    )
+/// A row's slowdown factor and interval: the ratio environment / baseline
+/// with a rate's inverted, so above 1 is always slower, as the overview
+/// states every figure.
+pub fn slowdown(higher_is_better: bool, x: &Assessment) -> (f64, f64, f64) {
+    let s = |r: f64| if higher_is_better { 1.0 / r } else { r };
+    let (l, u) = (s(x.ratio.lower), s(x.ratio.upper));
+    (s(x.ratio.point), l.min(u), l.max(u))
 }
 
-/// "12.3% overhead" / "4.0% faster" for rates, "1.52× slower" / "1.10×
-/// faster" for times.
-pub fn effect(a: &Assessment) -> String {
-    match (a.overhead_pct, a.times_slower) {
-        (Some(o), _) if o >= 0.0 => format!("{o:.1}% overhead"),
-        (Some(o), _) => format!("{:.1}% faster", -o),
-        (_, Some(t)) if t >= 1.0 => format!("{t:.2}× slower"),
-        (_, Some(t)) => format!("{:.2}× faster", 1.0 / t),
-        _ => String::new(),
-    }
+/// "1.91× [1.68, 2.16]": the slowdown factor with its interval, the one
+/// way every layout states a row's ratio (the data formats keep the ratio
+/// environment / baseline itself).
+pub fn slowdown_text(higher_is_better: bool, x: &Assessment) -> String {
+    let (p, l, u) = slowdown(higher_is_better, x);
+    format!("{}× [{}, {}]", ratio_num(p), ratio_num(l), ratio_num(u))
 }
 
 /// The verdict word, and for an inconclusive one the repetitions per side
@@ -181,7 +176,7 @@ pub fn marks(r: &HeadlineRow) -> String {
 pub fn method(a: &Analysis) -> String {
     if a.adaptive {
         return format!(
-            "Adaptive design: each environment's runs are paired with the baseline's of the same round; ratios are the geometric mean of the paired ratios, \
+            "Adaptive design: each environment's runs are paired with the baseline's of the same round; a row's slowdown (how many times slower than the baseline: above 1× slower, below faster; a rate's ratio inverted) is the geometric mean of the paired ratios, \
              with anytime-valid 95% confidence-sequence intervals (t-intervals with α spent over a schedule of looks, intersected with a t-mixture and robust betting e-process), so the verdicts could be read after every round. \
              Verdicts at α = {} over each entry's headline metrics (Bonferroni, family-wise): slower or faster when the interval excludes 1, \
              equivalent when its two one-sided bounds lie within ±{}% (the interval shown for such a row has each end at α on its own side), otherwise inconclusive with the pairs that would decide it; \
@@ -198,7 +193,7 @@ pub fn method(a: &Analysis) -> String {
         );
     }
     format!(
-        "Ratios are environment / baseline of geometric means, with 95% intervals (Welch's t on log values). \
+        "A row's slowdown is how many times slower the environment is than the baseline (above 1× slower, below faster): the ratio of geometric means, a rate's inverted, with a 95% interval (Welch's t on log values). \
          Verdicts over each entry's headline metrics, Holm-corrected, at α = {}: slower or faster when the difference is significant \
          (and, across the whole summary, within a false-discovery rate of α by Benjamini–Yekutieli), \
          equivalent when the ratio lies within ±{}% (two one-sided tests), otherwise inconclusive with the runs per side that would decide it. \

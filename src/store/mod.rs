@@ -284,6 +284,17 @@ impl Store {
         row
     }
 
+    /// Every comparison in the store, oldest first.
+    pub fn comparisons(&self) -> Result<Vec<ComparisonRow>> {
+        let mut stmt = self.conn.prepare(
+            "SELECT id, started_at, suite, baseline, envs, args, finished FROM comparisons ORDER BY id",
+        )?;
+        let rows = stmt
+            .query_map([], Self::row)?
+            .collect::<rusqlite::Result<Vec<_>>>()?;
+        Ok(rows.into_iter().map(|r| self.with_design(r)).collect())
+    }
+
     /// The newest comparison, finished or not.
     pub fn latest(&self) -> Result<Option<ComparisonRow>> {
         let row = self

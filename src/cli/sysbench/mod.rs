@@ -12,7 +12,7 @@ mod help;
 use super::refusal::{self, name_of};
 use super::{parse_request, summary, Request, SYSBENCH_VERSION};
 use crate::core::options::CliError;
-use crate::workload::{self, Command};
+use crate::workload::{self, Command, WorkloadDef};
 
 /// What the persona answers instead of running anything: the text for
 /// each stream and the exit code.
@@ -78,13 +78,6 @@ pub fn front(args: &[String]) -> Result<(String, Request), Answer> {
         .map(|a| general::spell_bare(a))
         .collect();
     let args = &last_of_each(&args);
-    // sysbench's levels: the banner is a notice (3), a warning is 2.
-    let verbosity = verbosity(args);
-    let banner = if verbosity >= 3 {
-        format!("{}\n\n", super::banner())
-    } else {
-        String::new()
-    };
     if args.iter().any(|a| a == "--help" || a == "--help=on") {
         return Err(Answer {
             stdout: help::general_help(),
@@ -97,10 +90,66 @@ pub fn front(args: &[String]) -> Result<(String, Request), Answer> {
             ..Answer::default()
         });
     }
+    let warnings = deprecation_warnings(args);
+    // What sysbench's init() refuses, before its banner (virtperf reads
+    // --threads=0 as one thread per CPU; sysbench refuses it).
+    if let Some(answer) = general::refused(args, &warnings) {
+        return Err(answer);
+    }
+    // sysbench's levels: the banner is a notice (3), a warning is 2.
+    let banner = match verbosity(args) >= 3 {
+        true => format!("{}\n\n", super::banner()),
+        false => String::new(),
+    };
+    let mut front = Front {
+        args,
+        head: format!("{warnings}{banner}"),
+        warnings,
+        stderr: String::new(),
+    };
+    let mut words: Vec<&str> = Vec::new();
+    for a in args {
+        if let Some(test) = a.strip_prefix("--test=") {
+            front.stderr.push_str("WARNING: the --test option is deprecated. You can pass a script name or path on the command line without any options.\n");
+            words.insert(0, test);
+        } else if !a.starts_with('-') || a == "-" {
+            // `-`: the script on standard input.
+            words.push(a);
+        }
+    }
+    if let Some(extra) = words.get(2) {
+        // Refused before the --test warning is said.
+        return Err(Answer {
+            stderr: format!("Unrecognized command line argument: {extra}\n"),
+            code: 1,
+            ..Answer::default()
+        });
+    }
+    // No test named: sysbench reads a script from standard input.
+    let test = words.first().copied().unwrap_or("-");
+    // A test that is no built-in may be a module on LUA_PATH, as in sysbench.
+    let module = (test != "-" && !workload::lua::is_script(test) && workload::find(test).is_none())
+        .then(|| module_path(test))
+        .flatten();
+    if test == "-" || workload::lua::is_script(test) || module.is_some() {
+        return front.script(test, module.as_deref());
+    }
+    let Some(def) = workload::find(test) else {
+        let head = std::mem::take(&mut front.head);
+        return Err(front.refuse(
+            format!("{head}FATAL: Cannot find benchmark '{test}': no such built-in test, file or module\n"),
+            String::new(),
+        ));
+    };
+    front.built_in(def, words.get(1).copied())
+}
+
+/// sysbench's warnings for its 0.4 option names, before it reads
+/// --verbosity: at any level (last given, first warned).
+fn deprecation_warnings(args: &[String]) -> String {
     let mut warnings = String::new();
     for a in args.iter().rev() {
         let name = name_of(a).map(|n| format!("--{n}"));
-        // sysbench warns before it reads --verbosity: at any level.
         if let Some((old, new, _)) = DEPRECATED
             .iter()
             .find(|(old, _, _)| Some(*old) == name.as_deref())
@@ -110,42 +159,34 @@ pub fn front(args: &[String]) -> Result<(String, Request), Answer> {
             ));
         }
     }
-    // What sysbench's init() refuses, before its banner (virtperf reads
-    // --threads=0 as one thread per CPU; sysbench refuses it).
-    if let Some(answer) = general::refused(args, &warnings) {
-        return Err(answer);
-    }
-    let mut stderr = String::new();
-    let mut words: Vec<&str> = Vec::new();
-    for a in args {
-        if let Some(test) = a.strip_prefix("--test=") {
-            stderr.push_str("WARNING: the --test option is deprecated. You can pass a script name or path on the command line without any options.\n");
-            words.insert(0, test);
-        } else if !a.starts_with('-') || a == "-" {
-            // `-`: the script on standard input.
-            words.push(a);
+    warnings
+}
+
+/// A command line on its way through the persona: what is printed before
+/// the request (warnings, then the banner) and on standard error.
+struct Front<'a> {
+    args: &'a [String],
+    /// The warnings, then the banner at notice level.
+    head: String,
+    warnings: String,
+    /// The --test warning, printed on standard error before anything runs.
+    stderr: String,
+}
+
+impl Front<'_> {
+    /// sysbench's refusal: exit 1, `stdout` then this front's warnings on
+    /// standard error before `stderr`.
+    fn refuse(&self, stdout: String, stderr: String) -> Answer {
+        Answer {
+            stdout,
+            stderr: format!("{}{stderr}", self.stderr),
+            code: 1,
         }
     }
-    let refuse = |stdout: String, stderr: String| Answer {
-        stdout,
-        stderr,
-        code: 1,
-    };
-    if let Some(extra) = words.get(2) {
-        return Err(refuse(
-            String::new(),
-            format!("Unrecognized command line argument: {extra}\n"),
-        ));
-    }
-    let head = format!("{warnings}{banner}");
-    // No test named: sysbench reads a script from standard input.
-    let test = words.first().copied().unwrap_or("-");
-    // A test that is no built-in may be a module on LUA_PATH, as in sysbench.
-    let module = (test != "-" && !workload::lua::is_script(test) && workload::find(test).is_none())
-        .then(|| module_path(test))
-        .flatten();
-    if test == "-" || workload::lua::is_script(test) || module.is_some() {
-        let mut rest = args.to_vec();
+
+    /// A Lua script (a path, a module on LUA_PATH, or `-`, standard input).
+    fn script(self, test: &str, module: Option<&str>) -> Result<(String, Request), Answer> {
+        let mut rest = self.args.to_vec();
         if let Some(i) = rest.iter().position(|a| a == test) {
             rest.remove(i);
         }
@@ -155,87 +196,123 @@ pub fn front(args: &[String]) -> Result<(String, Request), Answer> {
                 && !name_of(a).is_some_and(|n| ["db-debug", "rand-spec-iter"].contains(&n.as_str()))
         });
         let rest = with_default_driver(read_deprecated(&rest));
-        if !stderr.is_empty() {
-            eprint!("{stderr}");
+        if !self.stderr.is_empty() {
+            eprint!("{}", self.stderr);
         }
-        let script = module.as_deref().unwrap_or(test);
-        return match super::script::parse(script, &rest, true) {
-            Ok(request) => Ok((head, request)),
-            Err(e) => Err(refuse(head, format!("{}\n", refusal::words(&e, args)))),
-        };
+        match super::script::parse(module.unwrap_or(test), &rest, true) {
+            Ok(request) => Ok((self.head, request)),
+            Err(e) => Err(Answer {
+                stdout: self.head,
+                stderr: format!("{}\n", refusal::words(&e, self.args)),
+                code: 1,
+            }),
+        }
     }
-    let Some(def) = workload::find(test) else {
-        return Err(refuse(
-            format!("{head}FATAL: Cannot find benchmark '{test}': no such built-in test, file or module\n"),
-            stderr,
-        ));
-    };
-    let command = match words.get(1).copied() {
-        None => {
-            return Err(refuse(
-                head,
-                format!("{stderr}The '{test}' test requires a command argument. See 'sysbench {test} help'\n"),
-            ))
-        }
-        Some("help") => {
-            let text = match def.sysbench {
-                Some(s) => format!("{test} options:\n{}\n", s.options),
-                None => super::workload_help(def),
-            };
-            return Err(Answer {
-                stdout: format!("{head}{text}"),
-                stderr,
-                code: 0,
-            });
-        }
-        Some(word) => match Command::parse(word) {
-            Some(c) => Some(c),
+
+    /// A built-in test and its command word, checked as sysbench checks
+    /// them before the usual parser reads the options.
+    fn built_in(
+        self,
+        def: &'static WorkloadDef,
+        word: Option<&str>,
+    ) -> Result<(String, Request), Answer> {
+        let (test, head) = (def.name, &self.head);
+        let command = match word {
             None => {
-                return Err(refuse(head, format!("{stderr}Unknown command: {word}\n")));
+                return Err(self.refuse(
+                    head.clone(),
+                    format!(
+                    "The '{test}' test requires a command argument. See 'sysbench {test} help'\n"
+                ),
+                ))
             }
-        },
-    };
-    // sysbench checks a test's required options when it runs.
-    if command == Some(Command::Run) {
-        if let Some(s) = def.sysbench {
+            Some("help") => {
+                let text = match def.sysbench {
+                    Some(s) => format!("{test} options:\n{}\n", s.options),
+                    None => super::workload_help(def),
+                };
+                return Err(Answer {
+                    stdout: format!("{head}{text}"),
+                    stderr: self.stderr,
+                    code: 0,
+                });
+            }
+            Some(word) => Command::parse(word)
+                .ok_or_else(|| self.refuse(head.clone(), format!("Unknown command: {word}\n")))?,
+        };
+        // sysbench checks a test's required options when it runs.
+        if let (Command::Run, Some(s)) = (command, def.sysbench) {
             if let Some(name) = s.required_for_run.iter().find(|n| {
-                !args
+                !self
+                    .args
                     .iter()
                     .any(|a| a.contains('=') && name_of(a).is_some_and(|m| m == **n))
             }) {
-                return Err(refuse(
+                return Err(self.refuse(
                     format!(
                         "{head}FATAL: Missing required argument: --{name}\n\n{test} options:\n{}\n",
                         s.options
                     ),
-                    stderr,
+                    String::new(),
                 ));
             }
         }
-    }
-    if let Some(c @ (Command::Prepare | Command::Cleanup)) = command {
-        if !def.needs.prepare {
-            return Err(refuse(
-                head,
+        if matches!(command, Command::Prepare | Command::Cleanup) && !def.needs.prepare {
+            return Err(self.refuse(
+                head.clone(),
                 format!(
-                    "{stderr}'{test}' test does not implement the '{}' command.\n",
-                    c.name()
+                    "'{test}' test does not implement the '{}' command.\n",
+                    command.name()
                 ),
             ));
         }
+        self.parsed(def)
     }
-    // sysbench's general options a built-in test has no use for pass by
-    // (the random generator's, the database's); a seed and --validate are
-    // still said before the run.
+
+    /// The built-in test's request from the usual parser, with sysbench's
+    /// general options it has no use for taken out.
+    fn parsed(self, def: &'static WorkloadDef) -> Result<(String, Request), Answer> {
+        let (given, rand_seed, validate) = for_the_parser(def, self.args);
+        let head = &self.head;
+        match parse_request(&given) {
+            Ok(mut request) => {
+                if let Request::Workload(inv) = &mut request {
+                    inv.rand_seed = rand_seed;
+                    inv.validate = validate;
+                }
+                if let Some(fatal) = unknown_driver(&request) {
+                    return Err(self.refuse(format!("{head}{fatal}"), String::new()));
+                }
+                if !self.stderr.is_empty() {
+                    eprint!("{}", self.stderr);
+                }
+                let own = matches!(&request, Request::Workload(inv) if inv.prints_banner());
+                Ok((if own { self.warnings } else { self.head }, request))
+            }
+            Err(e) => match own_check(&e, self.args) {
+                Some(fatal) => Err(self.refuse(format!("{head}{fatal}"), String::new())),
+                None => {
+                    Err(self.refuse(head.clone(), format!("{}\n", refusal::words(&e, self.args))))
+                }
+            },
+        }
+    }
+}
+
+/// The arguments for virtperf's parser: spelled with dashes (sysbench
+/// takes `_` alike; refusals quote them as typed), sysbench's default
+/// driver where the test connects, and without the general options a
+/// built-in test has no use for (the random generator's, the
+/// database's) — of which a seed and --validate are still said before the
+/// run, so they are returned beside.
+fn for_the_parser(def: &WorkloadDef, args: &[String]) -> (Vec<String>, u64, bool) {
     let mut rand_seed = 0;
     let mut validate = false;
-    // The options spelled with dashes for virtperf's parser (sysbench
-    // takes `_` alike); refusals quote them as typed.
     let mut given = read_deprecated(args);
     if def.accepts("db-driver") {
         given = with_default_driver(given);
     }
-    let parsed: Vec<String> = given
+    let parsed = given
         .iter()
         .map(|a| refusal::dashed(a))
         .filter(|a| {
@@ -259,31 +336,7 @@ pub fn front(args: &[String]) -> Result<(String, Request), Answer> {
             false
         })
         .collect();
-    match parse_request(&parsed).map(|mut request| {
-        if let Request::Workload(inv) = &mut request {
-            inv.rand_seed = rand_seed;
-            inv.validate = validate;
-        }
-        request
-    }) {
-        Ok(request) => {
-            if let Some(fatal) = unknown_driver(&request) {
-                return Err(refuse(format!("{head}{fatal}"), stderr));
-            }
-            if !stderr.is_empty() {
-                eprint!("{stderr}");
-            }
-            let own = matches!(&request, Request::Workload(inv) if inv.prints_banner());
-            Ok((if own { warnings } else { head }, request))
-        }
-        Err(e) => match own_check(&e, args) {
-            Some(fatal) => Err(refuse(format!("{head}{fatal}"), stderr)),
-            None => Err(refuse(
-                head,
-                format!("{stderr}{}\n", refusal::words(&e, args)),
-            )),
-        },
-    }
+    (parsed, rand_seed, validate)
 }
 
 /// What sysbench prints after its banner for a `--db-driver` it has no

@@ -156,19 +156,67 @@ pub fn parse(input: &str) -> Result<Element, String> {
     if input.len() > MAX_XML {
         return Err(format!("more than {} KiB of XML", MAX_XML >> 10));
     }
-    let mut stack: Vec<Element> = Vec::new();
-    let mut root: Option<Element> = None;
-    let mut count = 0usize;
+    let mut tree = Tree::default();
     let mut rest = input;
     loop {
         let Some(lt) = rest.find('<') else {
-            if !rest.trim().is_empty() && stack.is_empty() {
+            if !rest.trim().is_empty() && tree.stack.is_empty() {
                 return Err("text outside the root element".into());
             }
             break;
         };
-        let text = &rest[..lt];
-        match stack.last_mut() {
+        tree.text(&rest[..lt])?;
+        rest = &rest[lt..];
+        if let Some(r) = rest.strip_prefix("<!--") {
+            let end = r.find("-->").ok_or("a comment that does not end")?;
+            rest = &r[end + 3..];
+            continue;
+        }
+        if let Some(r) = rest.strip_prefix("<?") {
+            let end = r.find("?>").ok_or("a declaration that does not end")?;
+            rest = &r[end + 2..];
+            continue;
+        }
+        if let Some(r) = rest.strip_prefix("<![CDATA[") {
+            let end = r.find("]]>").ok_or("a CDATA section that does not end")?;
+            let top = tree
+                .stack
+                .last_mut()
+                .ok_or("CDATA outside the root element")?;
+            top.text.push_str(r[..end].trim());
+            rest = &r[end + 3..];
+            continue;
+        }
+        if rest.starts_with("<!") {
+            return Err("a DTD or other markup declaration (not accepted)".into());
+        }
+        let end = rest.find('>').ok_or("a tag that does not end")?;
+        let tag = &rest[1..end];
+        rest = &rest[end + 1..];
+        match tag.strip_prefix('/') {
+            Some(name) => tree.close(name.trim())?,
+            None => tree.open(tag)?,
+        }
+    }
+    if let Some(open) = tree.stack.last() {
+        return Err(format!("<{}> is not closed", open.name));
+    }
+    tree.root.ok_or_else(|| "no element".into())
+}
+
+/// A document as `parse` builds it: the elements open, the root once it
+/// has closed, and how many elements there were (bounded).
+#[derive(Default)]
+struct Tree {
+    stack: Vec<Element>,
+    root: Option<Element>,
+    count: usize,
+}
+
+impl Tree {
+    /// Text before a tag: the open element's, or an error outside one.
+    fn text(&mut self, text: &str) -> Result<(), String> {
+        match self.stack.last_mut() {
             Some(top) => {
                 let t = unescape(text.trim())?;
                 if !t.is_empty() {
@@ -183,49 +231,23 @@ pub fn parse(input: &str) -> Result<Element, String> {
             }
             None => {}
         }
-        rest = &rest[lt..];
-        if let Some(r) = rest.strip_prefix("<!--") {
-            let end = r.find("-->").ok_or("a comment that does not end")?;
-            rest = &r[end + 3..];
-            continue;
+        Ok(())
+    }
+
+    /// `</name>`: closes the open element, which must be `name`.
+    fn close(&mut self, name: &str) -> Result<(), String> {
+        let done = self
+            .stack
+            .pop()
+            .ok_or_else(|| format!("</{}> closes nothing", head(name)))?;
+        if done.name != name {
+            return Err(format!("<{}> closed by </{}>", done.name, head(name)));
         }
-        if let Some(r) = rest.strip_prefix("<?") {
-            let end = r.find("?>").ok_or("a declaration that does not end")?;
-            rest = &r[end + 2..];
-            continue;
-        }
-        if let Some(r) = rest.strip_prefix("<![CDATA[") {
-            let end = r.find("]]>").ok_or("a CDATA section that does not end")?;
-            let top = stack.last_mut().ok_or("CDATA outside the root element")?;
-            top.text.push_str(r[..end].trim());
-            rest = &r[end + 3..];
-            continue;
-        }
-        if rest.starts_with("<!") {
-            return Err("a DTD or other markup declaration (not accepted)".into());
-        }
-        let end = rest.find('>').ok_or("a tag that does not end")?;
-        let tag = &rest[1..end];
-        rest = &rest[end + 1..];
-        if let Some(name) = tag.strip_prefix('/') {
-            let name = name.trim();
-            let done = stack
-                .pop()
-                .ok_or_else(|| format!("</{}> closes nothing", head(name)))?;
-            if done.name != name {
-                return Err(format!("<{}> closed by </{}>", done.name, head(name)));
-            }
-            match stack.last_mut() {
-                Some(parent) => parent.children.push(done),
-                None => {
-                    if root.is_some() {
-                        return Err("two root elements".into());
-                    }
-                    root = Some(done);
-                }
-            }
-            continue;
-        }
+        self.add(done)
+    }
+
+    /// `<tag>` or `<tag/>`: a new element, bounded in number and depth.
+    fn open(&mut self, tag: &str) -> Result<(), String> {
         let (tag, empty) = match tag.strip_suffix('/') {
             Some(t) => (t, true),
             None => (tag, false),
@@ -237,14 +259,14 @@ pub fn parse(input: &str) -> Result<Element, String> {
         {
             return Err(format!("a bad tag <{}>", head(tag)));
         }
-        count += 1;
-        if count > MAX_ELEMENTS {
+        self.count += 1;
+        if self.count > MAX_ELEMENTS {
             return Err(format!("more than {MAX_ELEMENTS} elements"));
         }
-        if stack.len() >= MAX_DEPTH {
+        if self.stack.len() >= MAX_DEPTH {
             return Err(format!("nested deeper than {MAX_DEPTH}"));
         }
-        if stack.is_empty() && root.is_some() {
+        if self.stack.is_empty() && self.root.is_some() {
             return Err("two root elements".into());
         }
         let element = Element {
@@ -252,19 +274,24 @@ pub fn parse(input: &str) -> Result<Element, String> {
             attrs: attributes(&tag[name_end..])?,
             ..Element::default()
         };
-        if empty {
-            match stack.last_mut() {
-                Some(parent) => parent.children.push(element),
-                None => root = Some(element),
+        match empty {
+            true => self.add(element),
+            false => {
+                self.stack.push(element);
+                Ok(())
             }
-        } else {
-            stack.push(element);
         }
     }
-    if let Some(open) = stack.last() {
-        return Err(format!("<{}> is not closed", open.name));
+
+    /// A complete element: its parent's child, or the root.
+    fn add(&mut self, element: Element) -> Result<(), String> {
+        match self.stack.last_mut() {
+            Some(parent) => parent.children.push(element),
+            None if self.root.is_some() => return Err("two root elements".into()),
+            None => self.root = Some(element),
+        }
+        Ok(())
     }
-    root.ok_or_else(|| "no element".into())
 }
 
 /// The agent's virtio-serial channel name in a domain of the user's.
@@ -351,132 +378,139 @@ impl DomainXml {
             }
             put("vcpus", s);
         }
-        let mut pins: Vec<String> = r
-            .at(&["cputune"])
-            .map(|t| {
-                t.all("vcpupin")
-                    .map(|p| {
-                        format!(
-                            "{}:{}",
-                            p.attr("vcpu").unwrap_or("?"),
-                            p.attr("cpuset").unwrap_or("?")
-                        )
-                    })
-                    .collect()
-            })
-            .unwrap_or_default();
-        if pins.is_empty() {
-            if let Some(set) = r.child("vcpu").and_then(|v| v.attr("cpuset")) {
-                pins.push(format!("all:{set}"));
-            }
-        }
-        put(
-            "pinning",
-            if pins.is_empty() {
-                "none".into()
-            } else {
-                pins.join(" ")
-            },
-        );
-        let cpu = match r.child("cpu") {
-            None => "hypervisor default".to_string(),
-            Some(c) => {
-                let mode = c.attr("mode").unwrap_or("custom");
-                match c.child("model").map(|m| m.text.as_str()) {
-                    Some(model) if !model.is_empty() => format!("{mode} {model}"),
-                    _ => mode.to_string(),
-                }
-            }
-        };
-        put("cpu", cpu);
+        put("pinning", pinning(r));
+        put("cpu", cpu_mode(r));
         if let Some(mem) = r.child("memory") {
             put("memory", mib(&mem.text, mem.attr("unit").unwrap_or("KiB")));
         }
-        let backing = r
-            .child("memoryBacking")
-            .map(|b| {
-                b.children
-                    .iter()
-                    .map(|c| {
-                        let detail: Vec<String> = c
-                            .attrs
-                            .iter()
-                            .map(|(k, v)| format!("{k}={v}"))
-                            .chain(c.all("page").map(|p| {
-                                format!(
-                                    "page={}{}",
-                                    p.attr("size").unwrap_or("?"),
-                                    p.attr("unit").unwrap_or("KiB")
-                                )
-                            }))
-                            .collect();
-                        if detail.is_empty() {
-                            c.name.clone()
-                        } else {
-                            format!("{}({})", c.name, detail.join(","))
-                        }
-                    })
-                    .collect::<Vec<_>>()
-                    .join(" ")
-            })
-            .filter(|s| !s.is_empty())
-            .unwrap_or_else(|| "default".into());
-        put("memory backing", backing);
+        put("memory backing", memory_backing(r));
         let devices = r.child("devices");
-        let disks: Vec<String> = devices
-            .map(|d| {
-                d.all("disk")
-                    // A disk device, not a cdrom, floppy or LUN; libvirt's default.
-                    .filter(|k| matches!(k.attr("device"), None | Some("disk")))
-                    .map(|k| {
-                        let t = k.child("target");
-                        let drv = k.child("driver");
-                        format!(
-                            "{} bus={} cache={}{}",
-                            t.and_then(|t| t.attr("dev")).unwrap_or("?"),
-                            t.and_then(|t| t.attr("bus")).unwrap_or("default"),
-                            drv.and_then(|d| d.attr("cache")).unwrap_or("default"),
-                            drv.and_then(|d| d.attr("io"))
-                                .map(|io| format!(" io={io}"))
-                                .unwrap_or_default()
-                        )
-                    })
-                    .collect()
-            })
-            .unwrap_or_default();
-        put(
-            "disks",
-            if disks.is_empty() {
-                "none".into()
-            } else {
-                disks.join("; ")
-            },
-        );
-        let nics: Vec<String> = devices
-            .map(|d| {
-                d.all("interface")
-                    .map(|i| {
-                        format!(
-                            "{} ({})",
-                            i.child("model")
-                                .and_then(|m| m.attr("type"))
-                                .unwrap_or("default"),
-                            i.attr("type").unwrap_or("?")
-                        )
-                    })
-                    .collect()
-            })
-            .unwrap_or_default();
-        put(
-            "net",
-            if nics.is_empty() {
-                "none".into()
-            } else {
-                nics.join("; ")
-            },
-        );
+        put("disks", listed(devices.map(disks).unwrap_or_default()));
+        put("net", listed(devices.map(nics).unwrap_or_default()));
         m
     }
+}
+
+/// Items joined by "; ", or "none".
+fn listed(items: Vec<String>) -> String {
+    if items.is_empty() {
+        "none".into()
+    } else {
+        items.join("; ")
+    }
+}
+
+/// Each vCPU's pinning ("0:2 1:3"), the whole domain's ("all:0-3"), or
+/// "none".
+fn pinning(r: &Element) -> String {
+    let mut pins: Vec<String> = r
+        .at(&["cputune"])
+        .map(|t| {
+            t.all("vcpupin")
+                .map(|p| {
+                    format!(
+                        "{}:{}",
+                        p.attr("vcpu").unwrap_or("?"),
+                        p.attr("cpuset").unwrap_or("?")
+                    )
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    if pins.is_empty() {
+        if let Some(set) = r.child("vcpu").and_then(|v| v.attr("cpuset")) {
+            pins.push(format!("all:{set}"));
+        }
+    }
+    if pins.is_empty() {
+        "none".into()
+    } else {
+        pins.join(" ")
+    }
+}
+
+/// The CPU mode and model ("host-passthrough", "custom Skylake").
+fn cpu_mode(r: &Element) -> String {
+    match r.child("cpu") {
+        None => "hypervisor default".to_string(),
+        Some(c) => {
+            let mode = c.attr("mode").unwrap_or("custom");
+            match c.child("model").map(|m| m.text.as_str()) {
+                Some(model) if !model.is_empty() => format!("{mode} {model}"),
+                _ => mode.to_string(),
+            }
+        }
+    }
+}
+
+/// What backs the memory ("hugepages(page=2048KiB) locked"), or "default".
+fn memory_backing(r: &Element) -> String {
+    r.child("memoryBacking")
+        .map(|b| {
+            b.children
+                .iter()
+                .map(|c| {
+                    let detail: Vec<String> = c
+                        .attrs
+                        .iter()
+                        .map(|(k, v)| format!("{k}={v}"))
+                        .chain(c.all("page").map(|p| {
+                            format!(
+                                "page={}{}",
+                                p.attr("size").unwrap_or("?"),
+                                p.attr("unit").unwrap_or("KiB")
+                            )
+                        }))
+                        .collect();
+                    if detail.is_empty() {
+                        c.name.clone()
+                    } else {
+                        format!("{}({})", c.name, detail.join(","))
+                    }
+                })
+                .collect::<Vec<_>>()
+                .join(" ")
+        })
+        .filter(|s| !s.is_empty())
+        .unwrap_or_else(|| "default".into())
+}
+
+/// Each disk's target, bus and cache (and io mode, when set).
+fn disks(devices: &Element) -> Vec<String> {
+    devices
+        .all("disk")
+        // A disk device, not a cdrom, floppy or LUN; libvirt's default.
+        .filter(|k| matches!(k.attr("device"), None | Some("disk")))
+        .map(|k| {
+            let t = k.child("target");
+            let drv = k.child("driver");
+            format!(
+                "{} bus={} cache={}{}",
+                t.and_then(|t| t.attr("dev")).unwrap_or("?"),
+                t.and_then(|t| t.attr("bus")).unwrap_or("default"),
+                drv.and_then(|d| d.attr("cache")).unwrap_or("default"),
+                drv.and_then(|d| d.attr("io"))
+                    .map(|io| format!(" io={io}"))
+                    .unwrap_or_default()
+            )
+        })
+        .collect()
+}
+
+/// Each NIC's model and interface type ("virtio (network)").
+fn nics(devices: &Element) -> Vec<String> {
+    devices
+        .all("interface")
+        .map(|i| {
+            format!(
+                "{} ({})",
+                i.child("model")
+                    .and_then(|m| m.attr("type"))
+                    .unwrap_or("default"),
+                i.attr("type").unwrap_or("?")
+            )
+        })
+        .collect()
 }
 
 /// A libvirt memory size in MiB ("1048576" KiB is "1024 MiB").

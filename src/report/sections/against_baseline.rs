@@ -2,9 +2,9 @@
 //! slowdown factor on a log axis centred at 1×, every run drawn beside its
 //! geometric mean and interval.
 
-use super::areas::slowdown;
 use crate::analysis::{Analysis, EntryAnalysis};
 use crate::report::model::{Block, Figure, FigureKind, Section, SlowdownRow, View};
+use crate::report::text::slowdown;
 use crate::report::text::slug;
 
 /// The charts against the baseline.

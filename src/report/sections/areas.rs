@@ -5,7 +5,8 @@
 use std::collections::BTreeMap;
 
 use crate::analysis::Analysis;
-use crate::stats::{Assessment, Outcome};
+use crate::report::text::slowdown;
+use crate::stats::Outcome;
 use crate::workload::Area;
 
 /// One overview cell: an environment's slowdown in one area, from the
@@ -53,14 +54,6 @@ impl AreaSlowdown {
     }
 }
 
-/// A headline row's slowdown factor and interval (a rate's ratio
-/// inverted, so above 1 is always slower).
-pub(super) fn slowdown(higher_is_better: bool, x: &Assessment) -> (f64, f64, f64) {
-    let s = |r: f64| if higher_is_better { 1.0 / r } else { r };
-    let (l, u) = (s(x.ratio.lower), s(x.ratio.upper));
-    (s(x.ratio.point), l.min(u), l.max(u))
-}
-
 /// Per environment and area, the slowdown over its headline rows: the
 /// geometric mean of the rows' factors, and as interval the mean of their
 /// intervals' ends on the log scale. That interval is conservative
@@ -76,7 +69,7 @@ pub fn area_slowdowns(a: &Analysis) -> Vec<AreaSlowdown> {
         let Some(x) = &r.stat.vs_baseline else {
             continue;
         };
-        let Some(area) = crate::workload::find(&r.entry.workload).map(|d| d.area) else {
+        let Some(area) = crate::workload::def_of_result(&r.entry.workload).map(|d| d.area) else {
             continue;
         };
         let (p, l, u) = slowdown(r.metric.higher_is_better, x);

@@ -6,18 +6,20 @@ use crate::analysis::Analysis;
 use crate::report::model::{Block, Cell, Column, Row, Section, Table, Tone, View};
 use crate::stats::{Ranking, Solution};
 
-/// The categories' section, where the suite has any ranking.
-pub(super) fn build(a: &Analysis, _view: View) -> Vec<Section> {
-    if a.rankings.is_empty() {
+/// The built-in suite of seed 001's study (suites/seed001-tschudin.toml),
+/// whose report the categories are.
+const SEED001_SUITE: &str = "seed001";
+
+/// The categories' section: with seed 001's suite, which asks for them,
+/// and under `--detail` where any workload belongs to a category; a reader
+/// who never heard of seed 001 does not meet them otherwise.
+pub(super) fn build(a: &Analysis, view: View) -> Vec<Section> {
+    let empty = |r: &Ranking| r.categories.iter().all(|c| c.value.is_none());
+    let asked = a.suite.starts_with(SEED001_SUITE) || view.detail;
+    if !asked || a.rankings.iter().all(|(_, r)| empty(r)) {
         return Vec::new();
     }
-    let empty = |r: &Ranking| r.categories.iter().all(|c| c.value.is_none());
     let title = "Overhead categories (seed 001's method)";
-    if a.rankings.iter().all(|(_, r)| empty(r)) {
-        return vec![Section::new("categories", title, vec![Block::Para(
-            "None of this suite's workloads belong to seed 001's categories (disk, micro-operations, LINPACK, network).".into(),
-        )])];
-    }
     let names: Vec<(&str, &str)> = a.rankings[0]
         .1
         .categories

@@ -6,7 +6,7 @@ use crate::analysis::{Analysis, EntryAnalysis, EnvStat, MetricAnalysis};
 use crate::report::model::{
     BarData, Block, Cell, Column, Figure, FigureKind, Row, Section, Table, Tone, View,
 };
-use crate::report::text::{effect, num, pval, ratio_text, slug, verdict_cell};
+use crate::report::text::{num, pval, slowdown_text, slug, verdict_cell};
 use crate::stats::Assessment;
 
 /// One section per entry, in the suite's order.
@@ -71,7 +71,7 @@ fn bars(i: usize, m: &MetricAnalysis) -> Figure {
 }
 
 /// Every metric of the entry and every environment with runs: its summary,
-/// its ratio to the baseline and both tests' p-values.
+/// its slowdown against the baseline and both tests' p-values.
 fn every_metric(a: &Analysis, e: &EntryAnalysis) -> Table {
     let mut columns = vec![Column::text("metric", 34), Column::text("environment", 18)];
     for c in [
@@ -79,8 +79,7 @@ fn every_metric(a: &Analysis, e: &EntryAnalysis) -> Table {
         "mean",
         "95% CI",
         "CV",
-        "ratio [95% CI]",
-        "effect",
+        "slowdown [95% CI]",
         "p Welch",
         "p Welch (Holm)",
         "p rank (Holm)",
@@ -128,8 +127,9 @@ fn metric_row(a: &Analysis, e: &EntryAnalysis, m: &MetricAnalysis, s: &EnvStat) 
             num(sum.mean).into(),
             format!("[{}, {}]", num(sum.ci.lower), num(sum.ci.upper)).into(),
             format!("{:.1}%", sum.cv * 100.0).into(),
-            x.map(ratio_text).unwrap_or_default().into(),
-            x.map(effect).unwrap_or_default().into(),
+            x.map(|x| slowdown_text(m.higher_is_better, x))
+                .unwrap_or_default()
+                .into(),
             p(|x| x.p_welch).into(),
             p(|x| x.p_welch_adjusted).into(),
             p(|x| x.p_rank_adjusted).into(),

@@ -15,6 +15,7 @@ mod flags;
 mod fleet;
 mod headline;
 mod imported;
+mod method;
 mod net_paths;
 mod overview;
 mod storage;
@@ -31,7 +32,8 @@ pub(crate) type Build = fn(&Analysis, View) -> Vec<Section>;
 
 /// The report's sections, in the order a reader wants them: an overview
 /// to read in ten seconds, the headline verdicts, what was compared, the
-/// figures, then each entry in detail and what went wrong.
+/// figures, then each entry in detail, what went wrong, and last how the
+/// verdicts were reached.
 pub(crate) const SECTIONS: &[Build] = &[
     overview::build,
     headline::build,
@@ -45,4 +47,5 @@ pub(crate) const SECTIONS: &[Build] = &[
     entry::build,
     flags::build,
     failures::build,
+    method::build,
 ];

@@ -4,11 +4,10 @@
 //! environment (slowdown against the baseline). Which entries form a sweep
 //! is `report::sweeps`' to find.
 
-use super::areas::slowdown;
 use crate::analysis::{Analysis, MetricAnalysis};
 use crate::report::model::{Block, Figure, FigureKind, Section, Series, View};
 use crate::report::sweeps::{one_way, two_way, Grid};
-use crate::report::text::{ratio_text, slug};
+use crate::report::text::{slowdown, slowdown_text, slug};
 
 /// The sweeps' section, where the suite has any.
 pub(super) fn build(a: &Analysis, _view: View) -> Vec<Section> {
@@ -126,7 +125,7 @@ fn heat_cells(g: &Grid, m: &MetricAnalysis, ei: usize) -> Vec<(usize, usize, f64
                     g.xs[*xi],
                     g.ykey,
                     g.ys[*yi],
-                    ratio_text(x),
+                    slowdown_text(mm.higher_is_better, x),
                     x.outcome.label()
                 ),
             ))

@@ -264,50 +264,7 @@ fn api(lua: &Lua, shared: &Arc<Shared>, tid: Option<usize>) -> mlua::Result<Tabl
     if let Some(p) = shared.parsed.get() {
         vp.set("opt", super::options::export(lua, &p.own, &p.values)?)?;
     }
-    let db_driver = shared
-        .database()
-        .map_or("sqlite", |db| db.target.dialect().name());
-    vp.set("db_driver", db_driver)?;
-    // Asked when a script asks for the driver: the main state is made
-    // before the options are parsed.
-    let s = Arc::clone(shared);
-    vp.set(
-        "bad_driver",
-        lua.create_function(move |_, ()| {
-            Ok(s.parsed
-                .get()
-                .and_then(|p| crate::workload::oltp::Target::unknown_driver(&p.values))
-                .map(str::to_string))
-        })?,
-    )?;
-
-    let s = Arc::clone(shared);
-    vp.set(
-        "driver_name",
-        lua.create_function(move |_, ()| Ok(s.database().map_or("pgsql", |db| db.script_name())))?,
-    )?;
-    let s = Arc::clone(shared);
-    vp.set(
-        "connect",
-        lua.create_function(move |lua, ()| {
-            let db = s.database().map(Arc::clone).ok_or_else(|| {
-                mlua::Error::runtime("connection creation failed: options not parsed yet")
-            })?;
-            s.db_used.store(true, Ordering::Relaxed);
-            let local = lua.app_data_ref::<Local>().expect("local");
-            let asked = Arc::clone(&db);
-            // A connection, or nothing and the driver's FATAL lines.
-            Ok(
-                match LuaConn::open(db, Arc::clone(&local.counters), &local.conns) {
-                    Ok(conn) => (Some(conn), None),
-                    Err(e) => (None, Some(sql::connect_fatal(&asked.target, &e))),
-                },
-            )
-        })?,
-    )?;
-    // Prepared statements' path through LuaJIT's FFI (the prelude's
-    // execute_prepared).
-    vp.set("execute_ffi", sql::execute_ffi_address())?;
+    sql_api(lua, &vp, shared)?;
     let s = Arc::clone(shared);
     vp.set(
         "write",
@@ -360,7 +317,63 @@ fn api(lua: &Lua, shared: &Arc<Shared>, tid: Option<usize>) -> mlua::Result<Tabl
         })?,
     )?;
 
-    // sysbench.rand
+    rand_api(lua, &vp, shared)?;
+    Ok(vp)
+}
+
+/// `sysbench.sql`'s part of the API table: the driver's name, connecting
+/// (counted in the state's counters), prepared statements through the FFI.
+fn sql_api(lua: &Lua, vp: &Table, shared: &Arc<Shared>) -> mlua::Result<()> {
+    let db_driver = shared
+        .database()
+        .map_or("sqlite", |db| db.target.dialect().name());
+    vp.set("db_driver", db_driver)?;
+    // Asked when a script asks for the driver: the main state is made
+    // before the options are parsed.
+    let s = Arc::clone(shared);
+    vp.set(
+        "bad_driver",
+        lua.create_function(move |_, ()| {
+            Ok(s.parsed
+                .get()
+                .and_then(|p| crate::workload::oltp::Target::unknown_driver(&p.values))
+                .map(str::to_string))
+        })?,
+    )?;
+
+    let s = Arc::clone(shared);
+    vp.set(
+        "driver_name",
+        lua.create_function(move |_, ()| Ok(s.database().map_or("pgsql", |db| db.script_name())))?,
+    )?;
+    let s = Arc::clone(shared);
+    vp.set(
+        "connect",
+        lua.create_function(move |lua, ()| {
+            let db = s.database().map(Arc::clone).ok_or_else(|| {
+                mlua::Error::runtime("connection creation failed: options not parsed yet")
+            })?;
+            s.db_used.store(true, Ordering::Relaxed);
+            let local = lua.app_data_ref::<Local>().expect("local");
+            let asked = Arc::clone(&db);
+            // A connection, or nothing and the driver's FATAL lines.
+            Ok(
+                match LuaConn::open(db, Arc::clone(&local.counters), &local.conns) {
+                    Ok(conn) => (Some(conn), None),
+                    Err(e) => (None, Some(sql::connect_fatal(&asked.target, &e))),
+                },
+            )
+        })?,
+    )?;
+    // Prepared statements' path through LuaJIT's FFI (the prelude's
+    // execute_prepared).
+    vp.set("execute_ffi", sql::execute_ffi_address())?;
+    Ok(())
+}
+
+/// `sysbench.rand`'s part of the API table: draws from the state's own
+/// generator, in the distributions the options choose.
+fn rand_api(lua: &Lua, vp: &Table, shared: &Arc<Shared>) -> mlua::Result<()> {
     let s = Arc::clone(shared);
     vp.set(
         "rand_default",
@@ -446,7 +459,7 @@ fn api(lua: &Lua, shared: &Arc<Shared>, tid: Option<usize>) -> mlua::Result<Tabl
             lua.create_string(s)
         })?,
     )?;
-    Ok(vp)
+    Ok(())
 }
 
 /// The prelude's per-event function of a state.

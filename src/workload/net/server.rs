@@ -274,10 +274,10 @@ fn bind_both(addr: SocketAddr) -> Result<(TcpListener, UdpSocket), StartError> {
     Err(in_use("UDP", 0))
 }
 
+/// `virtperf serve --help` below its synopsis (the command table's).
 pub fn help() -> String {
     format!(
-        "virtperf serve [--bind ADDR] [--port N] [--secret-file FILE]\n\n\
-         The network-test server for `virtperf net`: one TCP and UDP port for control and data, \
+        "The network-test server for `virtperf net`: one TCP and UDP port for control and data, \
          net protocol {VERSION}. It listens on loopback unless --bind says otherwise, never opens \
          another port and never dials out. Ctrl-C stops it. Beyond loopback, give it a secret \
          (--secret-file or {SECRET_ENV}) and the clients the same (net's --net-secret-file or \

@@ -1,21 +1,23 @@
 //! `virtperf compare`'s arguments into a typed `CompareArgs`: its options,
 //! a one-off workload given after them, and what `--resume` would not use.
+//! `cli` parses a command line with it, and a resume the arguments a store
+//! from before typed requests kept.
 
 use std::path::PathBuf;
 use std::time::Duration;
 
-use crate::compare::plan::{CompareArgs, PlanArgs, Resume, SuiteSource, OPTIONS};
-use crate::compare::schedule::Repeat;
-use crate::core::options::{self, CliError};
+use super::plan::{CompareArgs, PlanArgs, Resume, SuiteSource, OPTIONS};
+use super::schedule::Repeat;
+use crate::core::options::{self, CliError, OptKind};
 use crate::env::Spec;
 use crate::report::{self, View};
 use crate::workload;
 
-/// Parses compare's arguments (without the word `compare`). Also reads the
-/// arguments a store from before typed requests kept, so it is handed to
-/// `compare::main` for a resume.
+/// Parses compare's arguments (without the word `compare`); also the
+/// arguments a store from before typed requests kept, for a resume.
 pub fn parse(args: &[String]) -> Result<CompareArgs, CliError> {
     let (own, invocation) = split_args(args);
+    misplaced(&own, &invocation)?;
     let (v, rest) = options::parse(&[OPTIONS], &own, "compare")?;
     if let Some(extra) = rest.first() {
         return Err(CliError::Usage(format!(
@@ -90,6 +92,47 @@ fn split_args(args: &[String]) -> (Vec<String>, Vec<String>) {
     (args.to_vec(), Vec::new())
 }
 
+/// Refuses compare's own options given after the workload (`compare cpu
+/// --repeat 3`), which the workload would call unknown, saying what they
+/// are and the order that works.
+fn misplaced(own: &[String], invocation: &[String]) -> Result<(), CliError> {
+    let Some(def) = invocation.first().and_then(|w| workload::find(w)) else {
+        return Ok(());
+    };
+    let (mut moved, mut kept) = (Vec::new(), vec![invocation[0].clone()]);
+    let mut it = invocation[1..].iter();
+    while let Some(a) = it.next() {
+        let name = a
+            .strip_prefix("--")
+            .map(|b| b.split_once('=').map_or(b, |(n, _)| n));
+        match name.and_then(|n| OPTIONS.iter().find(|o| o.name == n)) {
+            Some(o) if !def.accepts(o.name) => {
+                moved.push(a.clone());
+                if !a.contains('=') && !matches!(o.kind, OptKind::Bool) {
+                    moved.extend(it.next().cloned());
+                }
+            }
+            _ => kept.push(a.clone()),
+        }
+    }
+    if moved.is_empty() {
+        return Ok(());
+    }
+    let names: Vec<&str> = moved
+        .iter()
+        .filter_map(|a| a.strip_prefix("--"))
+        .map(|b| b.split_once('=').map_or(b, |(n, _)| n))
+        .collect();
+    let fixed: Vec<String> = [own, &moved, &kept].concat();
+    Err(CliError::Usage(format!(
+        "compare: --{} {} compare's, not {}'s: compare's options go before the workload, as in 'virtperf compare {}'",
+        names.join(", --"),
+        if names.len() == 1 { "is" } else { "are" },
+        def.name,
+        crate::core::text::redact_args(&fixed).join(" ")
+    )))
+}
+
 /// The arguments that `--resume` would not use: everything but `--resume`,
 /// `--out DIR` and `--start-at TIME`.
 fn beyond_resume(args: &[String]) -> Vec<String> {
@@ -160,6 +203,31 @@ mod tests {
         std::fs::write(&path, "[[run]]\nworkload = \"cpu\"\ntime = 2\n").unwrap();
         let (b, _) = plan_quiet(&s(&["--env", "host", "--suite", &p])).unwrap();
         assert_ne!(digest(&a), digest(&b));
+    }
+
+    #[test]
+    fn compares_options_after_the_workload_are_said_to_go_before_it() {
+        // Issue 52, item 6: "unknown option '--repeat'; run 'virtperf cpu help'".
+        let err = parse(&s(&[
+            "--env", "docker", "cpu", "--time=1", "--repeat", "3", "--detail",
+        ]))
+        .err()
+        .unwrap();
+        assert!(matches!(err, CliError::Usage(_)));
+        let text = err.to_string();
+        assert!(
+            text.contains("--repeat, --detail are compare's, not cpu's")
+                && text.contains("compare's options go before the workload")
+                && text
+                    .contains("'virtperf compare --env docker --repeat 3 --detail cpu --time=1'"),
+            "{text}"
+        );
+        // The workload's own options, and options given in order, pass.
+        assert!(parse(&s(&["--repeat", "3", "cpu", "--time=1"])).is_ok());
+        let err = parse(&s(&["cpu", "--out=x", "--mysql-password=pw"]))
+            .err()
+            .unwrap();
+        assert!(!err.to_string().contains("pw"), "{err}");
     }
 
     #[test]

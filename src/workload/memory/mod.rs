@@ -2,10 +2,12 @@
 //! it, STREAM's copy/scale/add/triad kernels over arrays well above the
 //! last-level cache (`--memory-mode=stream`) — the honest bandwidth figure.
 
+mod huge;
+mod stream;
+
 use std::hint::black_box;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
 
 use anyhow::Result;
 
@@ -16,6 +18,8 @@ use crate::core::units::Bytes;
 use crate::engine::{self, EngineOptions, FastRng, Worker};
 use crate::workload::import::sysbench::SysbenchTestImport;
 use crate::workload::{Measurement, MetricDef, Needs, Workload, WorkloadDef};
+pub use huge::HugeBlock;
+pub use stream::StreamTest;
 
 pub const OPTIONS: &[OptionSpec] = &[
     OptionSpec::new(
@@ -178,106 +182,13 @@ pub struct BlockTest {
     huge: Vec<Arc<HugeBlock>>,
 }
 
-/// sysbench's huge page size, by which it rounds a block up (with its own
-/// arithmetic: `((size - 1) & ~4M) + 4M`, which the messages show).
-const LARGE_PAGE_SIZE: usize = 4 << 20;
-
-/// A block from the HugeTLB pool, as sysbench takes it: a private System V
-/// shared memory segment with SHM_HUGETLB, marked for removal at once so
-/// that it goes when detached (or when the process ends).
-pub struct HugeBlock {
-    ptr: *mut libc::c_void,
-    words: usize,
-}
-
-// SAFETY: the segment is plain memory owned by this value, not tied to
-// the thread that attached it.
-unsafe impl Send for HugeBlock {}
-// SAFETY: shared, it is read and written only through atomics (`atomics`).
-unsafe impl Sync for HugeBlock {}
-
-impl HugeBlock {
-    /// A block of `block` bytes, or sysbench's FATAL text and virtperf's
-    /// message for a pool that cannot give it.
-    fn new(block: usize) -> std::result::Result<HugeBlock, (String, String)> {
-        let size = ((block - 1) & !LARGE_PAGE_SIZE) + LARGE_PAGE_SIZE;
-        // SAFETY: a new private segment; no pointer is involved.
-        let id = unsafe { libc::shmget(libc::IPC_PRIVATE, size, libc::SHM_HUGETLB | 0o600) };
-        if id < 0 {
-            let e = std::io::Error::last_os_error();
-            return Err((
-                format!(
-                    "Failed to allocate {size} bytes from HugeTLB memory. errno = {} ({})",
-                    e.raw_os_error().unwrap_or(0),
-                    strerror(&e)
-                ),
-                format!(
-                    "--memory-hugetlb: the HugeTLB pool cannot give {size} bytes ({}); reserve huge pages first (sysctl vm.nr_hugepages=N, N x Hugepagesize in /proc/meminfo) or leave --memory-hugetlb out",
-                    strerror(&e)
-                ),
-            ));
-        }
-        // SAFETY: attaching the segment just made, where the kernel picks.
-        let ptr = unsafe { libc::shmat(id, std::ptr::null(), 0) };
-        // SAFETY: marks the segment for removal once detached.
-        unsafe { libc::shmctl(id, libc::IPC_RMID, std::ptr::null_mut()) };
-        if ptr as isize == -1 {
-            let e = std::io::Error::last_os_error();
-            return Err((
-                format!(
-                    "Failed to attach shared memory segment, errno = {} ({})",
-                    e.raw_os_error().unwrap_or(0),
-                    strerror(&e)
-                ),
-                format!(
-                    "--memory-hugetlb: cannot attach the huge page segment ({})",
-                    strerror(&e)
-                ),
-            ));
-        }
-        Ok(HugeBlock {
-            ptr,
-            words: block / 8,
-        })
-    }
-
-    /// The block's words (a fresh segment is zeroed).
-    fn atomics(&self) -> &[AtomicU64] {
-        // SAFETY: the segment is at least `words` words, aligned to a page,
-        // and lives as long as self.
-        unsafe { std::slice::from_raw_parts(self.ptr as *const AtomicU64, self.words) }
-    }
-}
-
-impl Drop for HugeBlock {
-    fn drop(&mut self) {
-        // SAFETY: detaching what `new` attached.
-        unsafe { libc::shmdt(self.ptr) };
-    }
-}
-
-/// strerror's words, without Rust's "(os error N)".
-fn strerror(e: &std::io::Error) -> String {
-    let text = e.to_string();
-    text.split(" (os error").next().unwrap_or(&text).to_string()
-}
-
-pub struct StreamTest {
-    /// Elements (f64) per array.
-    len: usize,
-}
-
 impl MemoryWorkload {
     pub fn new(values: &Values) -> Result<MemoryWorkload> {
         if values.text("memory-mode") == "stream" {
-            let bytes = if values.was_given("stream-array-size") {
-                values.int("stream-array-size")
-            } else {
-                default_stream_array_bytes()
-            };
-            return Ok(MemoryWorkload::Stream(StreamTest {
-                len: (bytes / 8) as usize,
-            }));
+            let given = values
+                .was_given("stream-array-size")
+                .then(|| values.int("stream-array-size"));
+            return Ok(MemoryWorkload::Stream(StreamTest::new(given)));
         }
         let block = values.int("memory-block-size");
         if !block.is_power_of_two() {
@@ -321,22 +232,6 @@ impl MemoryWorkload {
             random: values.text("memory-access-mode") == "rnd",
         }))
     }
-}
-
-/// Four times the largest cache the CPU reports (STREAM's rule), at least
-/// 64 MiB and at most 1 GiB per array.
-fn default_stream_array_bytes() -> u64 {
-    let llc = largest_cache_bytes().unwrap_or(32 << 20);
-    (4 * llc).clamp(64 << 20, 1 << 30)
-}
-
-fn largest_cache_bytes() -> Option<u64> {
-    let dir = std::fs::read_dir("/sys/devices/system/cpu/cpu0/cache").ok()?;
-    dir.filter_map(|e| e.ok())
-        .filter_map(|e| std::fs::read_to_string(e.path().join("size")).ok())
-        .filter_map(|s| Bytes::parse(s.trim()).ok())
-        .map(|b| b.0)
-        .max()
 }
 
 impl Workload for MemoryWorkload {
@@ -540,204 +435,9 @@ fn transferred(outcome: &engine::Outcome, block: usize, oper: Oper) -> String {
     text
 }
 
-/// STREAM's four kernels, with bytes counted as STREAM counts them.
-#[derive(Debug, Clone, Copy)]
-enum Kernel {
-    Copy,
-    Scale,
-    Add,
-    Triad,
-}
-
-const KERNELS: [Kernel; 4] = [Kernel::Copy, Kernel::Scale, Kernel::Add, Kernel::Triad];
-
-impl Kernel {
-    fn name(self) -> &'static str {
-        match self {
-            Kernel::Copy => "copy",
-            Kernel::Scale => "scale",
-            Kernel::Add => "add",
-            Kernel::Triad => "triad",
-        }
-    }
-
-    /// Arrays touched per element (reads + writes).
-    fn arrays(self) -> usize {
-        match self {
-            Kernel::Copy | Kernel::Scale => 2,
-            Kernel::Add | Kernel::Triad => 3,
-        }
-    }
-}
-
-/// Per-kernel totals of one thread.
-#[derive(Debug, Clone, Copy, Default)]
-struct KernelTimes {
-    total: Duration,
-    best: Option<Duration>,
-    passes: u64,
-}
-
-struct StreamWorker {
-    a: Vec<f64>,
-    b: Vec<f64>,
-    c: Vec<f64>,
-    times: [KernelTimes; 4],
-}
-
-impl StreamWorker {
-    fn new(len: usize) -> StreamWorker {
-        // Filled here, so no page fault lands in a timed kernel.
-        StreamWorker {
-            a: vec![1.0; len],
-            b: vec![2.0; len],
-            c: vec![0.0; len],
-            times: [KernelTimes::default(); 4],
-        }
-    }
-
-    fn kernel(&mut self, k: Kernel) {
-        let q = black_box(3.0f64);
-        let (a, b, c) = (&mut self.a, &mut self.b, &mut self.c);
-        #[cfg(target_arch = "x86_64")]
-        if std::arch::is_x86_feature_detected!("avx2") {
-            // SAFETY: the CPU has just been seen to support AVX2.
-            unsafe { stream_kernel_avx2(k, q, a, b, c) };
-            black_box((a.as_ptr(), b.as_ptr(), c.as_ptr()));
-            return;
-        }
-        stream_kernel(k, q, a, b, c);
-        black_box((a.as_ptr(), b.as_ptr(), c.as_ptr()));
-    }
-}
-
-/// The same loops compiled for AVX2, chosen at run time: the binary must
-/// also run on CPUs without it (QEMU's qemu64 model).
-///
-/// # Safety
-///
-/// The CPU must support AVX2 (`is_x86_feature_detected!("avx2")`); on one
-/// without it the AVX2 instructions are undefined behaviour.
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2")]
-unsafe fn stream_kernel_avx2(k: Kernel, q: f64, a: &mut [f64], b: &mut [f64], c: &mut [f64]) {
-    stream_kernel(k, q, a, b, c)
-}
-
-#[inline(always)]
-fn stream_kernel(k: Kernel, q: f64, a: &mut [f64], b: &mut [f64], c: &mut [f64]) {
-    match k {
-        Kernel::Copy => c.copy_from_slice(a),
-        Kernel::Scale => b.iter_mut().zip(c.iter()).for_each(|(b, &c)| *b = q * c),
-        Kernel::Add => c
-            .iter_mut()
-            .zip(a.iter().zip(b.iter()))
-            .for_each(|(c, (&a, &b))| *c = a + b),
-        Kernel::Triad => a
-            .iter_mut()
-            .zip(b.iter().zip(c.iter()))
-            .for_each(|(a, (&b, &c))| *a = b + q * c),
-    }
-}
-
-impl Worker for StreamWorker {
-    fn event(&mut self) -> Result<bool> {
-        for (i, k) in KERNELS.iter().enumerate() {
-            let t0 = Instant::now();
-            self.kernel(*k);
-            let dt = t0.elapsed();
-            let t = &mut self.times[i];
-            t.total += dt;
-            t.passes += 1;
-            t.best = Some(t.best.map_or(dt, |b| b.min(dt)));
-        }
-        Ok(true)
-    }
-}
-
-impl StreamTest {
-    fn run(&self, engine: &EngineOptions) -> Result<Measurement> {
-        let workers = (0..engine.threads)
-            .map(|_| StreamWorker::new(self.len))
-            .collect();
-        let (outcome, workers) = engine::run(engine, workers)?;
-        let mut m = Measurement::from_outcome(&outcome, engine.percentile);
-        let mib = |k: Kernel| (k.arrays() * self.len * 8) as f64 / (1024.0 * 1024.0);
-        let mut details = serde_json::Map::new();
-        let mut text = format!(
-            "STREAM: {} threads, {} per array ({} elements), {} passes\n\n{:<8}{:>16}{:>16}\n",
-            engine.threads,
-            Bytes(self.len as u64 * 8),
-            self.len,
-            outcome.events,
-            "Kernel",
-            "MiB/s (avg)",
-            "MiB/s (best)"
-        );
-        let mut triad = 0.0;
-        for (i, k) in KERNELS.iter().enumerate() {
-            // Sum over threads of each thread's own rate: threads run their
-            // kernels unsynchronised, so per-thread rates are what is sound.
-            let (avg, best) = workers.iter().fold((0.0, 0.0), |(avg, best), w| {
-                let t = w.times[i];
-                if t.passes == 0 {
-                    return (avg, best);
-                }
-                let mean = t.total.as_secs_f64() / t.passes as f64;
-                let min = t.best.unwrap_or_default().as_secs_f64();
-                (avg + mib(*k) / mean, best + mib(*k) / min.max(1e-12))
-            });
-            m.metrics.push(Metric::new(
-                &format!("stream_{}_mib_per_sec", k.name()),
-                avg,
-                "MiB/s",
-                true,
-            ));
-            m.metrics.push(Metric::new(
-                &format!("stream_{}_best_mib_per_sec", k.name()),
-                best,
-                "MiB/s",
-                true,
-            ));
-            details.insert(
-                k.name().to_string(),
-                serde_json::json!({"avg_mib_per_sec": avg, "best_mib_per_sec": best}),
-            );
-            text.push_str(&format!("{:<8}{avg:>16.1}{best:>16.1}\n", k.name()));
-            if matches!(k, Kernel::Triad) {
-                triad = best;
-            }
-        }
-        // The headline is the triad's best rate, as STREAM reports ("Best
-        // Rate MB/s"): what the memory gives when nothing else takes it.
-        // The mean over the run's passes follows whatever shares the
-        // memory bus then (neighbours on a shared host): side by side, 9
-        // rounds of host, Docker and Podman on a 2-vCPU EPYC VM, the paired
-        // noise of the mean was 8.1% (Docker) and 12.9% (Podman), of the
-        // best 3.1% and 5.8%.
-        m.metrics
-            .insert(0, Metric::new("mib_per_sec", triad, "MiB/s", true));
-        details.insert("array_bytes".into(), serde_json::json!(self.len * 8));
-        m.details = serde_json::Value::Object(details);
-        m.text = text;
-        Ok(m)
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn stream_kernels_compute_streams_values() {
-        let mut w = StreamWorker::new(1000);
-        w.event().unwrap();
-        // a=1,b=2,c=0 -> copy c=1; scale b=3; add c=4; triad a=3+3*4=15
-        assert!(w.c.iter().all(|&x| x == 4.0));
-        assert!(w.b.iter().all(|&x| x == 3.0));
-        assert!(w.a.iter().all(|&x| x == 15.0));
-        assert!(w.times.iter().all(|t| t.passes == 1));
-    }
 
     #[test]
     fn block_writes_reach_memory() {
