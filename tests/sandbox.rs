@@ -255,3 +255,132 @@ fn gvisor_leaves_nothing_after_ctrl_c_and_sweeps_a_killed_run() {
         }
     }
 }
+
+/// Whether `cli`'s engine answers; otherwise says why the test skips.
+fn engine_ok(cli: &str) -> bool {
+    common::engine_ok(cli)
+}
+
+/// Podman's default OCI runtime, as `podman info` names it.
+fn podman_default_runtime() -> String {
+    let out = Std::new("podman")
+        .args(["info", "--format", "{{.Host.OCIRuntime.Name}}"])
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&out.stdout).trim().to_string()
+}
+
+/// The virtperf containers of `cli` (running or not).
+fn containers(cli: &str) -> Vec<String> {
+    let out = Std::new(cli)
+        .args(["ps", "-aq", "--filter", "label=virtperf=1"])
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&out.stdout)
+        .split_whitespace()
+        .map(str::to_string)
+        .collect()
+}
+
+#[test]
+fn podman_and_docker_name_the_runtime_they_ran_with() {
+    let _serial = serial();
+    for cli in ["podman", "docker"] {
+        if !engine_ok(cli) {
+            continue;
+        }
+        let before = containers(cli);
+        let tmp = tempfile::tempdir().unwrap();
+        let env = format!("{cli}:runtime=runc");
+        let doc = run_json(
+            tmp.path(),
+            &["microops", "--ops=getpid", "--time=1", "--env", &env],
+        );
+        let settings = &doc["env"]["settings"];
+        assert_eq!(settings["runtime"], "runc", "{cli}: {settings}");
+        assert!(
+            settings["runtime_version"]
+                .as_str()
+                .is_some_and(|v| v.contains("runc version")),
+            "{cli}: {settings}"
+        );
+        assert_eq!(containers(cli), before, "{cli}: containers left");
+    }
+}
+
+#[test]
+fn a_runtime_the_engine_does_not_know_or_that_cannot_start_is_refused_before_any_run() {
+    let _serial = serial();
+    if engine_ok("docker") {
+        let out = virtperf()
+            .args(["cpu", "--time=1", "--env", "docker:runtime=no-such-runtime"])
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success());
+        assert!(err.contains("daemon.json"), "{err}");
+    }
+    if !engine_ok("podman") {
+        return;
+    }
+    let default = podman_default_runtime();
+    // crun from Debian's package, unpacked into the test's own directory
+    // (installing it would make it Podman's default runtime).
+    let dir = tempfile::tempdir().unwrap();
+    let fetched = Std::new("apt-get")
+        .args(["download", "crun"])
+        .current_dir(dir.path())
+        .output()
+        .is_ok_and(|o| o.status.success());
+    let deb = common::entries(dir.path())
+        .into_iter()
+        .find(|n| n.ends_with(".deb"));
+    let (true, Some(deb)) = (fetched, deb) else {
+        skip("apt-get download crun failed (no Debian mirror reachable)");
+        return;
+    };
+    let root = dir.path().join("root");
+    assert!(common::succeeds(&[
+        "dpkg",
+        "-x",
+        dir.path().join(deb).to_str().unwrap(),
+        root.to_str().unwrap()
+    ]));
+    let crun = root.join("usr/bin/crun");
+    let before = containers("podman");
+    let env = format!("podman:runtime={}", crun.display());
+    let out = virtperf()
+        .args([
+            "microops",
+            "--ops=getpid",
+            "--time=1",
+            "--json",
+            "--env",
+            &env,
+        ])
+        .output()
+        .unwrap();
+    if out.status.success() {
+        let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+        let settings = &doc["env"]["settings"];
+        assert_eq!(settings["runtime"], crun.to_str().unwrap(), "{settings}");
+        assert!(
+            settings["runtime_version"]
+                .as_str()
+                .is_some_and(|v| v.contains("crun")),
+            "{settings}"
+        );
+    } else {
+        // On a cgroup v1 or hybrid host crun 1.8 refuses to start any
+        // container: said before anything runs.
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains("does not start with runtime"), "{err}");
+        assert!(!err.contains("agent"), "a run was tried: {err}");
+    }
+    assert_eq!(containers("podman"), before, "containers left");
+    assert_eq!(
+        podman_default_runtime(),
+        default,
+        "Podman's default changed"
+    );
+}

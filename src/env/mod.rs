@@ -25,6 +25,7 @@ pub mod probe;
 pub mod qemu;
 mod registry;
 mod run;
+mod runtime;
 mod session;
 pub mod spec;
 pub mod ssh;
