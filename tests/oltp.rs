@@ -171,13 +171,17 @@ fn exercise(server: &Server, base: &[String]) {
     );
     let cleanup = with(base, &["--tables=2", "cleanup"]);
 
-    // Run before prepare says so.
-    let (code, _, err) = vp(&oltp("oltp_read_write", base, &["--tables=2", "run"]));
+    // Run before prepare says so, before announcing a run (issue 52,
+    // item 13), and names the database once.
+    let (code, out, err) = vp(&oltp("oltp_read_write", base, &["--tables=2", "run"]));
     assert_eq!(code, 2, "{driver}: run before prepare: {err}");
     assert!(
-        err.contains("does not exist") && err.contains("prepare"),
+        (err.contains("does not exist") || err.contains("has no table 'sbtest1'"))
+            && err.contains("prepare"),
         "{err}"
     );
+    assert!(!out.contains("Threads started!"), "{out}");
+    assert!(!err.contains("there is no"), "{err}");
 
     let mut args = vec!["oltp_read_write".to_string()];
     args.extend(prepare.iter().cloned());

@@ -113,6 +113,12 @@ pub trait Workload {
         Ok(())
     }
 
+    /// Checks what a run needs that `prepare` makes, before the run's text
+    /// announces it ("Threads started!"): an OLTP run's database and tables.
+    fn ready(&mut self) -> Result<()> {
+        Ok(())
+    }
+
     /// What the run's text says before it starts, as sysbench prints it
     /// between the options and "Initializing worker threads..." ("Prime
     /// numbers limit: 10000" and a blank line); most workloads say nothing.

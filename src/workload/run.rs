@@ -56,6 +56,7 @@ pub fn execute_announced(
         }
         Command::Run => {
             let engine = EngineOptions::from_values(&job.values, observer);
+            workload.ready()?;
             announce(&workload.header(&engine));
             let started_at = now_rfc3339_ms();
             let sampler = monitor::Sampler::start();

@@ -83,9 +83,10 @@ impl OltpWorkload {
         Ok(None)
     }
 
+    /// "the SQLite database ./x.sqlite does not exist: run ... prepare".
     fn not_prepared(&self, what: &str) -> anyhow::Error {
         CliError::Usage(format!(
-            "{what} in the {}: run 'virtperf {} prepare' with the same --db-driver, --tables and connection options first",
+            "the {} {what}: run 'virtperf {} prepare' with the same --db-driver, --tables and connection options first",
             self.cfg.target.describe(),
             self.cfg.test.name()
         ))
@@ -139,16 +140,24 @@ impl Workload for OltpWorkload {
         result
     }
 
-    fn run(&mut self, engine: &EngineOptions) -> Result<Measurement> {
+    /// The database exists and holds every table, before anything is
+    /// announced.
+    fn ready(&mut self) -> Result<()> {
         if let Some(path) = self.sqlite_path() {
             if !path.exists() {
-                return Err(self.not_prepared(&format!("there is no {}", path.display())));
+                return Err(self.not_prepared("does not exist"));
             }
         }
-        let mut first = self.cfg.target.connect(self.cfg.prepared, false)?;
-        if let Some(n) = self.find_table(first.as_mut(), true)? {
-            return Err(self.not_prepared(&format!("table 'sbtest{n}' does not exist")));
+        let mut conn = self.cfg.target.connect(self.cfg.prepared, false)?;
+        if let Some(n) = self.find_table(conn.as_mut(), true)? {
+            return Err(self.not_prepared(&format!("has no table 'sbtest{n}'")));
         }
+        Ok(())
+    }
+
+    fn run(&mut self, engine: &EngineOptions) -> Result<Measurement> {
+        self.ready()?;
+        let first = self.cfg.target.connect(self.cfg.prepared, false)?;
         let statements = Arc::new((1..=self.cfg.tables).map(Statements::new).collect());
         let seed = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
