@@ -20,7 +20,7 @@ pub const OPTIONS: &[OptionSpec] = &[
         "suite",
         OptKind::Text,
         "quick",
-        "built-in suite (quick, standard, seed000-esxi-hyperv, seed001-tschudin, seed002-qemu-docker, seed003-oltp, seed004-kvm-sysbench) or a TOML file",
+        "built-in suite (quick, standard, seed000-esxi-hyperv, seed001-tschudin, seed002-qemu-docker, seed003-oltp, seed004-kvm-sysbench, sandboxes) or a TOML file",
     ),
     OptionSpec::new("baseline", OptKind::Text, "host", "the environment the others are compared with"),
     OptionSpec::new(

@@ -10,6 +10,7 @@
 //! to inspect: Docker's `oom` event, Podman's conmon marker, or SIGKILL
 //! under a memory limit.
 
+use std::collections::BTreeMap;
 use std::process::{Command, ExitStatus, Output, Stdio};
 use std::sync::Mutex;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -56,6 +57,7 @@ const OPTIONS: &[EnvOption] = &[
         Check::Choice(&["bridge", "host"]),
         "the container's network",
     ),
+    super::runtime::OPTION,
     EnvOption::new(
         "timeout",
         Check::Whole(1, 86400),
@@ -97,7 +99,7 @@ pub const DOCKER: DriverDef = DriverDef {
     options: OPTIONS,
     probe_by_default: true,
     build: |spec| Ok(Box::new(DockerEnvironment::new(spec.clone())?)),
-    probe: |spec| probe(spec.driver.name, engine_limit(spec)),
+    probe,
 };
 
 pub const PODMAN: DriverDef = DriverDef {
@@ -107,12 +109,23 @@ pub const PODMAN: DriverDef = DriverDef {
     options: OPTIONS,
     probe_by_default: true,
     build: |spec| Ok(Box::new(DockerEnvironment::new(spec.clone())?)),
-    probe: |spec| probe(spec.driver.name, engine_limit(spec)),
+    probe,
 };
 
-fn probe(cli: &str, limit: Duration) -> (bool, String) {
-    match engine_version(cli, limit) {
-        Ok(v) => (true, format!("engine {v}")),
+/// The engine's version; with `runtime=`, also a trivial container started
+/// with it (its refusal is the reason the spec is unavailable).
+fn probe(spec: &Spec) -> (bool, String) {
+    let checked = engine_version(spec.driver.name, engine_limit(spec)).and_then(|v| {
+        if super::runtime::asked(spec).is_none() {
+            return Ok(format!("engine {v}"));
+        }
+        let mut env = DockerEnvironment::new(spec.clone())?;
+        env.prepare(&crate::core::observer::Silent)?;
+        let runtime: Vec<String> = env.runtime.values().cloned().collect();
+        Ok(format!("engine {v}, runtime {}", runtime.join(" ")))
+    });
+    match checked {
+        Ok(detail) => (true, detail),
         Err(e) => (false, format!("{e:#}")),
     }
 }
@@ -132,6 +145,8 @@ pub struct DockerEnvironment {
     conmon_dir: Option<tempfile::TempDir>,
     /// When each instance started (unix seconds), for the engine's events.
     launched_at: Mutex<Vec<(usize, f64)>>,
+    /// `runtime=`'s name and version, once checked (`runtime`).
+    runtime: BTreeMap<String, String>,
 }
 
 impl DockerEnvironment {
@@ -156,6 +171,7 @@ impl DockerEnvironment {
         Ok(DockerEnvironment {
             conmon_dir,
             launched_at: Mutex::new(Vec::new()),
+            runtime: BTreeMap::new(),
             cli,
             image: String::new(),
             run_id: format!("{}-{}", std::process::id(), rand_suffix()),
@@ -358,7 +374,9 @@ impl DockerEnvironment {
         if let Some(dir) = self.conmon_dir_of(index) {
             cmd.current_dir(dir);
         }
+        cmd.args(super::runtime::global_args(self.cli, &self.spec));
         cmd.args(["run", "-i", "--rm", "--name", &name, "--label", LABEL]);
+        cmd.args(super::runtime::run_args(self.cli, &self.spec));
         if let Some(owner) = Owner::me() {
             cmd.args(["--label", &format!("{OWNER_LABEL}={}", owner.tag())]);
         }
@@ -398,6 +416,30 @@ impl DockerEnvironment {
         }
         cmd.arg(&self.image).arg("agent");
         Ok(cmd)
+    }
+}
+
+impl DockerEnvironment {
+    /// A trivial container's arguments up to its image (the binary then
+    /// takes `--version`), as `run_command` would mount it.
+    fn trial_args(&self) -> Result<Vec<String>> {
+        let mut args = Vec::new();
+        if self.cli == "podman" {
+            for (name, limit) in podman_ulimits() {
+                args.extend(["--ulimit".to_string(), format!("{name}={limit}:{limit}")]);
+            }
+        }
+        if let Some(net) = self.spec.opt("network") {
+            args.extend(["--network".to_string(), net.to_string()]);
+        }
+        if self.spec.opt("image").is_some() {
+            let exe = std::env::current_exe()?;
+            args.push("-v".to_string());
+            args.push(format!("{}:/virtperf:ro", exe.display()));
+            args.extend(["--entrypoint".to_string(), "/virtperf".to_string()]);
+        }
+        args.push(self.image.clone());
+        Ok(args)
     }
 }
 
@@ -449,6 +491,9 @@ impl Environment for DockerEnvironment {
                 }
             }
         }
+        let limit = engine_limit(&self.spec);
+        let run = |args: &[&str]| engine(self.cli, args, None, limit);
+        self.runtime = super::runtime::check(self.cli, &self.spec, &run, &self.trial_args()?)?;
         Ok(())
     }
 
@@ -502,6 +547,10 @@ impl Environment for DockerEnvironment {
 
     fn boot_deadline(&self) -> Duration {
         Duration::from_secs(60)
+    }
+
+    fn settings(&self, _index: usize) -> BTreeMap<String, String> {
+        self.runtime.clone()
     }
 
     /// On the engine's bridge the host server binds the container's

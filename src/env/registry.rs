@@ -5,13 +5,14 @@
 
 use anyhow::Result;
 
-use super::{docker, group, host, libvirt, qemu, ssh, DriverDef, Environment, Spec};
+use super::{docker, group, gvisor, host, libvirt, qemu, ssh, DriverDef, Environment, Spec};
 
 /// Every environment driver, one line each.
 pub static DRIVERS: &[&DriverDef] = &[
     &host::DEF,
     &docker::DOCKER,
     &docker::PODMAN,
+    &gvisor::DEF,
     &qemu::DEF,
     &libvirt::DEF,
     &ssh::DEF,
