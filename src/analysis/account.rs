@@ -42,11 +42,12 @@ pub const DEVICE_WRITTEN: &str = "acct_device_written_kib_per_event";
 pub const WORKLOAD_CPU: &str = "acct_workload_cpu_per_event";
 pub const STEAL: &str = "acct_steal_pct";
 
-/// Pressure figures: (resource, name).
+/// Pressure figures: (the explanation's rule, the figure's name), for
+/// PSI's cpu, io and memory in that order.
 pub const PRESSURE: &[(&str, &str)] = &[
-    ("cpu", "acct_pressure_cpu_pct"),
-    ("io", "acct_pressure_io_pct"),
-    ("memory", "acct_pressure_memory_pct"),
+    ("cpu_pressure", "acct_pressure_cpu_pct"),
+    ("io_pressure", "acct_pressure_io_pct"),
+    ("memory_pressure", "acct_pressure_memory_pct"),
 ];
 
 /// Whether a metric is one of these derived figures.

@@ -81,12 +81,7 @@ fn rules() -> Vec<(&'static str, String, bool)> {
         account::AMPLIFICATION.to_string(),
         false,
     ));
-    for (resource, name) in account::PRESSURE {
-        let rule = match *resource {
-            "cpu" => "cpu_pressure",
-            "io" => "io_pressure",
-            _ => "memory_pressure",
-        };
+    for (rule, name) in account::PRESSURE {
         out.push((rule, name.to_string(), false));
     }
     out.push(("steal", account::STEAL.to_string(), false));
