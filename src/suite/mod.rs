@@ -71,7 +71,8 @@ pub const BUILTIN: &[(&str, &str)] = &[
     (
         "seed004-kvm-sysbench",
         include_str!("../../suites/seed004-kvm-sysbench.toml"),
-    ),    ("sandboxes", include_str!("../../suites/sandboxes.toml")),
+    ),
+    ("sandboxes", include_str!("../../suites/sandboxes.toml")),
 ];
 
 /// A built-in suite by name, or a TOML file by path.
