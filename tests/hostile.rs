@@ -110,7 +110,7 @@ fn reset_peak() -> bool {
     std::fs::write("/proc/self/clear_refs", "5").is_ok()
 }
 
-const HELLO: &str = r#"{"type":"hello","protocol":4,"version":"0","sha256":""}"#;
+const HELLO: &str = r#"{"type":"hello","protocol":5,"version":"0","sha256":""}"#;
 
 /// Runs one cpu job against the fake; returns the error text.
 fn hostile(script: &str, reply: &[u8]) -> String {
@@ -147,7 +147,7 @@ fn hostile(script: &str, reply: &[u8]) -> String {
 }
 
 /// Says hello, reads the plan, then sends the reply file and waits.
-const SCRIPTED: &str = r#"echo '{"type":"hello","protocol":4,"version":"0","sha256":""}'; read plan; cat "$REPLY_FILE"; exec sleep 60"#;
+const SCRIPTED: &str = r#"echo '{"type":"hello","protocol":5,"version":"0","sha256":""}'; read plan; cat "$REPLY_FILE"; exec sleep 60"#;
 
 fn result_line(index: usize, edit: impl FnOnce(&mut ResultDoc)) -> Vec<u8> {
     let mut doc = ResultDoc::new(
@@ -345,7 +345,7 @@ fn an_agent_from_before_serving_is_refused_by_its_version() {
     // served network job as a client, and a host of that age would choke
     // on `serving`; the version check stops both before any plan.
     let err = hostile(
-        &SCRIPTED.replace("\"protocol\":4", "\"protocol\":2"),
+        &SCRIPTED.replace("\"protocol\":5", "\"protocol\":2"),
         &result_line(0, |_| {}),
     );
     assert!(
@@ -379,7 +379,7 @@ fn an_agent_that_ignores_sigterm_and_closes_its_output_is_killed() {
 fn a_hello_with_a_non_ascii_checksum_does_not_crash_the_host() {
     let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
     let hello =
-        r#"{"type":"hello","protocol":4,"version":"0","sha256":"ééééééééééééééé\u001b[2J"}"#;
+        r#"{"type":"hello","protocol":5,"version":"0","sha256":"ééééééééééééééé\u001b[2J"}"#;
     let notes = virtperf::core::observer::Recording::default();
     let mut fake = Fake::new(
         &format!("echo '{hello}'; read plan; echo '{{\"type\":\"done\"}}'; exec cat >/dev/null"),

@@ -42,7 +42,11 @@ pub fn hello() -> Message {
 /// Runs one job's prepare (for workloads that have one) and its run, in
 /// the plan's work directory unless the job names one; the job to clean up
 /// afterwards, when its prepare ran.
-fn run_one(plan: &Plan, wire: &JobWire) -> (Result<ResultDoc>, Option<Job>) {
+fn run_one(
+    plan: &Plan,
+    wire: &JobWire,
+    running: &mut dyn FnMut(),
+) -> (Result<ResultDoc>, Option<Job>) {
     let job = match Job::from_wire(wire).and_then(|j| j.with_workdir(&plan.workdir)) {
         Ok(job) => job,
         Err(e) => return (Err(e.into()), None),
@@ -66,6 +70,7 @@ fn run_one(plan: &Plan, wire: &JobWire) -> (Result<ResultDoc>, Option<Job>) {
             crate::sys::settle::settle();
         }
     }
+    running();
     let result = execute_here(plan, &job, Command::Run).and_then(|done| {
         done.map(|e| e.doc)
             .ok_or_else(|| anyhow!("the run produced no result"))
@@ -107,6 +112,7 @@ fn serve_peer(
     })?;
     let server = (peer.serve)(bind, job.values.text(peer.secret_option))?;
     let sampler = crate::sys::monitor::Sampler::start();
+    let accounting = crate::sys::account::inside::Sampler::start();
     send(
         out,
         &Message::Serving {
@@ -118,6 +124,7 @@ fn serve_peer(
         bail!("the host went away while this environment served its client");
     };
     drop(server);
+    let inside = accounting.map(crate::sys::account::inside::Sampler::finish);
     let monitor = sampler.finish();
     match serde_json::from_str::<Served>(line.trim())
         .with_context(|| format!("the host's answer to serving is not valid: {}", line.trim()))?
@@ -128,6 +135,13 @@ fn serve_peer(
             doc.env = crate::sys::fingerprint::take(&plan.env_name, &plan.env_kind);
             doc.env.net_path = path;
             doc.monitor = monitor;
+            // The client's own accounting is the host's run; this
+            // environment's is its server's.
+            doc.accounting = inside.map(|inside| crate::core::accounting::Accounting {
+                version: crate::core::accounting::VERSION,
+                inside: Some(inside),
+                ..Default::default()
+            });
             Ok(doc)
         }
         Served::Failed { message } => Err(anyhow!("{message}")),
@@ -263,13 +277,22 @@ fn run_plan(plan: &Plan, host: &mut dyn HostLines, out: &mut impl Write) -> Resu
         });
         let (outcome, prepared) = match served {
             Some(j) => (serve_peer(plan, index, &j, host, out), None),
-            None if plan.host_servers.contains(&index) => {
-                match host_server(index, job, host, out) {
-                    Ok(job) => run_one(plan, &job),
+            None => {
+                let job = match plan.host_servers.contains(&index) {
+                    true => host_server(index, job, host, out),
+                    false => Ok(job.clone()),
+                };
+                match job {
+                    Ok(job) => {
+                        // A lost line ends the session at the result's send.
+                        let mut running = || {
+                            let _ = send(out, &Message::Running { index });
+                        };
+                        run_one(plan, &job, &mut running)
+                    }
                     Err(e) => (Err(e), None),
                 }
             }
-            None => run_one(plan, job),
         };
         // The cleanup runs after the result is sent: a stop while it
         // deletes test files loses no finished measurement. It runs after a
@@ -355,11 +378,48 @@ mod tests {
         Job::from_args(&args).unwrap().to_wire()
     }
 
+    /// Every message but `running` (see `says_running_as_the_measured_run_starts`).
     fn messages(out: &[u8]) -> Vec<Message> {
+        all_messages(out)
+            .into_iter()
+            .filter(|m| !matches!(m, Message::Running { .. }))
+            .collect()
+    }
+
+    fn all_messages(out: &[u8]) -> Vec<Message> {
         String::from_utf8_lossy(out)
             .lines()
             .map(|l| serde_json::from_str(l).unwrap())
             .collect()
+    }
+
+    #[test]
+    fn says_running_as_the_measured_run_starts_and_accounts_for_it() {
+        let fileio = job(&[
+            "fileio",
+            "--file-total-size=2M",
+            "--file-num=2",
+            "--file-test-mode=seqwr",
+            "--events=20",
+        ]);
+        let work = tempfile::tempdir().unwrap();
+        let mut p = serde_json::from_str::<Plan>(&plan(vec![fileio], false)).unwrap();
+        p.workdir = work.path().display().to_string();
+        let input = serde_json::to_string(&p).unwrap();
+        let mut out = Vec::new();
+        serve(&mut input.as_bytes(), &mut out).unwrap();
+        let msgs = all_messages(&out);
+        assert!(matches!(msgs[1], Message::Running { index: 0 }), "{msgs:?}");
+        let Message::Result { doc, .. } = &msgs[2] else {
+            panic!("{msgs:?}");
+        };
+        let inside = doc.accounting.as_ref().and_then(|a| a.inside.as_ref());
+        let inside = inside.expect("the run's inside accounting");
+        // The run wrote through system calls; its prepare's 2 MiB, before
+        // `running`, are not in them.
+        let written = inside.syscall_write_bytes.unwrap();
+        assert!(written > 0 && written < 2 << 20, "{inside:?}");
+        assert!(inside.cpu_user_s.is_some() && inside.ctx_voluntary.is_some());
     }
 
     #[test]

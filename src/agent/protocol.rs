@@ -12,8 +12,9 @@ use crate::workload::JobWire;
 /// host from either side of a change refuse each other by version instead
 /// of misreading a line (3: `Serving` and the host's `Served` answer; 4:
 /// several plans per session ended by "bye", `NeedServer` and the host's
-/// `ServerAnswer`).
-pub const PROTOCOL: u32 = 4;
+/// `ServerAnswer`; 5: `Running` as a measured run starts, for the host's
+/// accounting).
+pub const PROTOCOL: u32 = 5;
 
 /// The host's line that releases an agent waiting after "ready"
 /// (`Plan::wait_for_go`); every instance gets it at once.
@@ -66,6 +67,11 @@ pub enum Message {
     /// Job `index` is about to run and its server is the host's: the host
     /// starts it and answers with a `ServerAnswer` line.
     NeedServer {
+        index: usize,
+    },
+    /// Job `index`'s measured run starts now (its prepare is done): the
+    /// host marks its accounting (`sys::account::outside`) here.
+    Running {
         index: usize,
     },
     Done,

@@ -10,7 +10,7 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 
 use super::{
-    assess, is_headline, metric_def, EntryAnalysis, EnvStat, Failure, Flag, FlagKind,
+    assess, is_headline, metric_def, EntryAnalysis, EnvStat, Failure, Family, Flag, FlagKind,
     ImportedSource, MetricAnalysis, Sides, FOREIGN_LIMIT_PCT, MAX_METRICS, STEAL_LIMIT_PCT,
 };
 use crate::core::result::ResultDoc;
@@ -211,7 +211,13 @@ impl EntryRuns {
     /// A run's figures (each name once: a repeated one counts as its first).
     fn take(&mut self, env: &str, doc: &ResultDoc) {
         let mut seen = HashSet::with_capacity(doc.metrics.len());
-        for m in doc.metrics.iter().filter(|m| m.value.is_finite()) {
+        // A run's own figures may not pass for what its accounting derives.
+        let own = doc
+            .metrics
+            .iter()
+            .filter(|m| !super::account::is_derived(&m.name));
+        let derived = super::account::derived(doc);
+        for m in own.chain(&derived).filter(|m| m.value.is_finite()) {
             if !seen.insert(m.name.as_str()) {
                 continue;
             }
@@ -262,13 +268,13 @@ impl EntryRuns {
             .map(|m| m.analysis(&workload, envs, baseline))
             .collect();
         for ei in (0..envs.len()).filter(|&i| i != bi) {
-            for headline in [true, false] {
+            for family in [Family::Headline, Family::Detail, Family::Accounting] {
                 let sides = Sides {
                     base: bi,
                     env: ei,
                     imported: [imported[bi], imported[ei]],
                 };
-                assess(&mut metrics, sides, headline, settings);
+                assess(&mut metrics, sides, family, settings);
             }
         }
         Some(EntryAnalysis {

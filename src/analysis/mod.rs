@@ -24,6 +24,8 @@
 //! runs' (`gather::direction`). A run's document counts only within
 //! `MAX_METRICS` metrics (a larger one is reported as a failed run).
 
+pub mod account;
+pub mod explain;
 pub mod fleet;
 mod gather;
 pub mod sequential;
@@ -138,6 +140,13 @@ pub struct Analysis {
     /// fingerprints carry the why.
     #[serde(skip)]
     pub fsync_ignored: BTreeSet<(String, String)>,
+    /// Where each environment's host CPU per unit of work went, beside
+    /// the baseline's (`explain`).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub breakdowns: Vec<explain::Breakdown>,
+    /// The measured causes of each slower or faster headline verdict.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub explanations: Vec<explain::Explanation>,
 }
 
 /// Runs of one environment imported from one tool's output.
@@ -197,6 +206,8 @@ pub fn analyze(cmp: &ComparisonRow, runs: &[RunRow], settings: &VerdictSettings)
         flags: g.flags,
         failures: g.failures,
         fsync_ignored: g.fsync_ignored,
+        breakdowns: Vec::new(),
+        explanations: Vec::new(),
     };
     if a.adaptive {
         sequential::overlay(&mut a, runs, settings);
@@ -205,6 +216,7 @@ pub fn analyze(cmp: &ComparisonRow, runs: &[RunRow], settings: &VerdictSettings)
     }
     a.rankings = rankings(&a.envs, &a.baseline, &a.entries);
     a.solutions = solutions(&a);
+    (a.breakdowns, a.explanations) = explain::explain(&a);
     a
 }
 
@@ -273,19 +285,42 @@ fn solutions(a: &Analysis) -> Vec<stats::Solution> {
     stats::solutions(&envs)
 }
 
-/// One family of an entry (headline or detail) in environment `ei` against
-/// the baseline `bi`: one `assess_family` call, results written back.
+/// The families of an entry's metrics, each corrected on its own: the
+/// headline figures, the other figures of the run, and the figures derived
+/// from its accounting (`account`), which explain and never dilute the
+/// others.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Family {
+    Headline,
+    Detail,
+    Accounting,
+}
+
+impl Family {
+    fn of(m: &MetricAnalysis) -> Family {
+        if m.headline {
+            Family::Headline
+        } else if account::is_derived(&m.name) {
+            Family::Accounting
+        } else {
+            Family::Detail
+        }
+    }
+}
+
+/// One family of an entry in environment `ei` against the baseline `bi`:
+/// one `assess_family` call, results written back.
 fn assess(
     metrics: &mut [MetricAnalysis],
     sides: Sides,
-    headline: bool,
+    family: Family,
     settings: &VerdictSettings,
 ) {
     let (bi, ei) = (sides.base, sides.env);
     let members: Vec<usize> = (0..metrics.len())
         .filter(|&i| {
             let m = &metrics[i];
-            m.headline == headline
+            Family::of(m) == family
                 && !m.per_env[ei].samples.is_empty()
                 && !m.per_env[bi].samples.is_empty()
                 && m.per_env[ei].not_comparable.is_none()
@@ -425,8 +460,12 @@ fn metric_def(workload: &str, metric: &str) -> Option<&'static MetricDef> {
 }
 
 /// Whether a metric is one of its workload's headline figures. A workload
-/// this build does not know (an old store) has every metric counted.
+/// this build does not know (an old store) has every metric counted but
+/// those derived from accounting.
 pub fn is_headline(workload: &str, metric: &str) -> bool {
+    if account::is_derived(metric) {
+        return false;
+    }
     match crate::workload::def_of_result(workload) {
         Some(def) => def.metric(metric).is_some_and(|m| m.headline),
         None => true,

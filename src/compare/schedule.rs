@@ -17,6 +17,7 @@ use crate::core::observer::{Observer, Progress};
 use crate::core::result::ResultDoc;
 use crate::core::signals;
 use crate::env::{self, Environment, InstanceOutcome, NetNeed, OnResult};
+use crate::stats::sequential::MIN_PAIRS;
 use crate::stats::VerdictSettings;
 use crate::store::Store;
 use crate::suite::{self, Suite};
@@ -249,6 +250,17 @@ impl Schedule<'_> {
         ) {
             adaptive::Step::Run { want, eta_s } => {
                 st.eta_s = Some(eta_s);
+                // After the first round's measured times: a budget below
+                // what the opening rounds need is said once, with the least
+                // that would do.
+                if round == 1 && started.elapsed().as_secs_f64() + eta_s > budget {
+                    self.observer.note(&format!(
+                        "--budget {budget:.0} s is less than the {MIN_PAIRS} rounds every verdict needs, about {:.0} s here (round 1 took {:.0} s): they run, then the comparison stops; give --budget {:.0} or more for the adaptive rounds after them",
+                        started.elapsed().as_secs_f64() + eta_s,
+                        started.elapsed().as_secs_f64(),
+                        ((started.elapsed().as_secs_f64() + eta_s) * 2.0).ceil().max(1.0),
+                    ));
+                }
                 Ok(Some(want))
             }
             adaptive::Step::Stop { why, undecided } => {
@@ -827,6 +839,21 @@ mod tests {
         s.budget = Duration::ZERO;
         let out = s.run(&mut ex).unwrap();
         assert_eq!(out.rounds, 3);
+        // Said once, after the first round, with the least that would do
+        // (issue 52, item 4).
+        let below: Vec<String> = w
+            .recording
+            .events()
+            .into_iter()
+            .filter_map(|e| match e {
+                crate::core::observer::Event::Note(n) if n.contains("less than the 3 rounds") => {
+                    Some(n)
+                }
+                _ => None,
+            })
+            .collect();
+        assert_eq!(below.len(), 1, "{below:?}");
+        assert!(below[0].starts_with("--budget 0 s"), "{below:?}");
         let why = out.stopped_because.unwrap();
         assert!(
             why.contains("--budget") && why.contains("undecided"),

@@ -2,6 +2,7 @@
 //! the crate above it — the result document, option tables and their values,
 //! named units, signal handling and wall-clock time.
 
+pub mod accounting;
 pub mod fatal;
 pub mod observer;
 pub mod options;

@@ -278,6 +278,11 @@ pub struct ResultDoc {
     /// distributions) that does not fit the common fields.
     #[serde(default, skip_serializing_if = "serde_json::Value::is_null")]
     pub details: serde_json::Value,
+    /// What the run cost, from inside and from the host (`accounting`,
+    /// versioned on its own); absent in documents from before it, from
+    /// other tools, and with accounting off.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub accounting: Option<crate::core::accounting::Accounting>,
 }
 
 impl ResultDoc {
@@ -301,6 +306,7 @@ impl ResultDoc {
             fairness: None,
             monitor: Monitor::default(),
             details: serde_json::Value::Null,
+            accounting: None,
         }
     }
 

@@ -76,6 +76,11 @@ pub enum Check {
     Port,
     /// CPU numbers and ranges, `0-3` (commas separate spec options).
     CpuList,
+    /// A CPU limit this machine can give (a container's `cpus=`): above
+    /// zero, at most its online CPUs, as the engine will insist.
+    HostCpus,
+    /// CPU numbers and ranges of this machine (a container's `cpuset=`).
+    HostCpuList,
     /// A container image reference: never an option of the engine's CLI.
     Image,
     /// Anything (a path, a model name), but never a word starting with `-`.
@@ -121,6 +126,30 @@ impl Check {
             {
                 Some(format!("{key}={value}: expected CPU numbers such as 0-3"))
             }
+            Check::HostCpus => {
+                let have = host_cpus();
+                match value.parse::<f64>() {
+                    Ok(x) if x.is_finite() && x > 0.0 && x <= have as f64 => None,
+                    Ok(x) if x.is_finite() && x > have as f64 => Some(format!(
+                        "{key}={value}: this machine has {have} CPU{}; give {key}={have} or less",
+                        if have == 1 { "" } else { "s" }
+                    )),
+                    _ => Some(format!("{key}={value}: expected a number above 0, at most {have} (this machine's CPUs)")),
+                }
+            }
+            Check::HostCpuList => Check::CpuList.refuse(key, value).or_else(|| {
+                let have = host_cpus();
+                let top = value
+                    .split('-')
+                    .filter_map(|n| n.parse::<usize>().ok())
+                    .max()?;
+                (top >= have).then(|| {
+                    format!(
+                        "{key}={value}: this machine's CPUs are 0-{}; CPU {top} does not exist",
+                        have - 1
+                    )
+                })
+            }),
             Check::Image
                 if value.is_empty()
                     || !value.starts_with(|c: char| c.is_ascii_alphanumeric())
@@ -138,6 +167,14 @@ impl Check {
             _ => None,
         }
     }
+}
+
+/// The CPUs this machine has online, whatever this process's own CPU set
+/// (what a container engine counts: "Range of CPUs is from 0.01 to N").
+fn host_cpus() -> usize {
+    // SAFETY: sysconf reads a system constant and touches no memory of ours.
+    let n = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_ONLN) };
+    usize::try_from(n).ok().filter(|&n| n > 0).unwrap_or(1)
 }
 
 /// One `--env` option of a driver.
@@ -195,5 +232,35 @@ impl std::fmt::Debug for DriverDef {
 impl PartialEq for DriverDef {
     fn eq(&self, other: &DriverDef) -> bool {
         self.name == other.name
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Issue 52, item 5: a container's CPU limit or CPU set beyond this
+    /// machine is refused before anything starts, naming what it has.
+    #[test]
+    fn a_cpu_limit_beyond_this_machine_is_refused_naming_its_cpus() {
+        let have = host_cpus();
+        assert_eq!(Check::HostCpus.refuse("cpus", &have.to_string()), None);
+        assert_eq!(Check::HostCpus.refuse("cpus", "0.5"), None);
+        let over = Check::HostCpus
+            .refuse("cpus", &(have * 4).to_string())
+            .unwrap();
+        assert!(
+            over.contains(&format!("this machine has {have} CPU")),
+            "{over}"
+        );
+        assert!(over.contains(&format!("cpus={have} or less")), "{over}");
+        assert!(Check::HostCpus.refuse("cpus", "0").is_some());
+        assert!(Check::HostCpus.refuse("cpus", "NaN").is_some());
+        assert_eq!(Check::HostCpuList.refuse("cpuset", "0"), None);
+        let set = Check::HostCpuList
+            .refuse("cpuset", &format!("0-{have}"))
+            .unwrap();
+        assert!(set.contains(&format!("CPU {have} does not exist")), "{set}");
+        assert!(Check::HostCpuList.refuse("cpuset", "x").is_some());
     }
 }

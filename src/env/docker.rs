@@ -31,13 +31,17 @@ const OWNER_LABEL: &str = "virtperf.owner";
 const CONMON_PREFIX: &str = "virtperf-podman-";
 
 const OPTIONS: &[EnvOption] = &[
-    EnvOption::new("cpus", Check::Positive(1024.0), "CPU limit, e.g. 0.5 or 2"),
+    EnvOption::new(
+        "cpus",
+        Check::HostCpus,
+        "CPU limit, e.g. 0.5 or 2 (at most this machine's CPUs)",
+    ),
     EnvOption::new(
         "memory",
         Check::Size(6 << 20),
         "memory limit, e.g. 512m or 2g (at least 6m)",
     ),
-    EnvOption::new("cpuset", Check::CpuList, "CPUs to pin to, e.g. 0-1"),
+    EnvOption::new("cpuset", Check::HostCpuList, "CPUs to pin to, e.g. 0-1"),
     EnvOption::new(
         "image",
         Check::Image,

@@ -11,11 +11,12 @@ use std::time::Duration;
 
 use anyhow::{anyhow, bail, Context, Result};
 
-use super::load::{put_load, ForeignLoad};
+use super::load::{account_watch, put_load, ForeignLoad};
 use super::peer::Peers;
 use super::session::Session;
 use super::{Environment, NetNeed};
 use crate::agent::protocol::{Message, Plan, GO, PROTOCOL};
+use crate::core::accounting::Accounting;
 use crate::core::observer::Observer;
 use crate::core::result::ResultDoc;
 use crate::core::text;
@@ -59,7 +60,10 @@ pub(super) fn run_plan(
     for (i, s) in sessions.iter_mut().enumerate() {
         let peers = &mut peers[i];
         for (want, job) in jobs.iter().enumerate() {
-            let msg = answer_until_result(env, i, s, peers, want, job)?;
+            let watch = account_watch(s, job, together);
+            let mut mark = None;
+            let mut started = || mark = watch.as_ref().and_then(|w| w.mark());
+            let msg = answer_until_result(env, i, s, peers, want, job, &mut started)?;
             let mut outcome = outcome_of(msg, want, job, &s.label)?;
             // The job is over: its host server, if any, stops now; its
             // result records the network path.
@@ -67,6 +71,8 @@ pub(super) fn run_plan(
             // What only the host knows: how long the instance took to
             // be ready, other processes' load.
             if let Ok(doc) = &mut outcome {
+                let outside = watch.zip(mark).and_then(|(w, m)| w.since(&m));
+                doc.accounting = Accounting::received(doc.accounting.take(), outside);
                 doc.env.ready_s = Some(ready_after[i].as_secs_f64());
                 doc.env.reboot = env.spec().reboot.name().map(str::to_string);
                 // The guest's text: one bounded line.
@@ -205,6 +211,7 @@ fn answer_until_result(
     peers: &mut Peers,
     want: usize,
     job: &Job,
+    started: &mut dyn FnMut(),
 ) -> Result<Message> {
     loop {
         let msg = match s.next(env.job_deadline(job)) {
@@ -217,6 +224,16 @@ fn answer_until_result(
                 });
             }
         };
+        // The measured run starts (or, for a server inside, the host's
+        // client is about to): the host's accounting starts here.
+        match msg {
+            Message::Running { index } if index == want => {
+                started();
+                continue;
+            }
+            Message::Serving { index, .. } if index == want => started(),
+            _ => {}
+        }
         match peers.answer(&msg, want, job)? {
             Some(reply) => s.send_line(&reply)?,
             None => return Ok(msg),

@@ -67,6 +67,24 @@ pub(super) fn put_load(doc: &mut ResultDoc, load: &monitor::HostLoad) {
     doc.monitor.env_busy_pct = Some(load.env_pct);
 }
 
+/// The host's accounting of `job` in a session on this machine
+/// (`sys::account::outside`); None elsewhere, for simultaneous instances
+/// (their runs share the host) and with accounting off.
+pub(super) fn account_watch(
+    s: &Session,
+    job: &crate::workload::Job,
+    together: bool,
+) -> Option<crate::sys::account::outside::Watch> {
+    let init = match &s.on_host {
+        OnHost::Elsewhere => return None,
+        _ if together => return None,
+        OnHost::Tree => None,
+        OnHost::Container(init) => init(),
+    };
+    let peer = job.def.needs.network.is_some();
+    crate::sys::account::outside::Watch::new(vec![s.pid()?], init, peer)
+}
+
 /// What works for a session on this machine: the launched process's tree
 /// and, for a container, its cgroup. None when it runs elsewhere.
 fn host_roots(s: &Session) -> Option<(Vec<u32>, Vec<monitor::CgroupCpu>)> {

@@ -11,10 +11,10 @@
 //! session. The driver says how its instances and the host reach each other
 //! (`net::Route`), and every result records the path it crossed.
 //!
-//! `run` calls this module at four moments only: before a plan (`check`,
-//! `make_room`), when it sends an instance its plan (`Peers::place`), for
-//! each message the agent sends while a job runs (`Peers::answer`), and when
-//! the job's result arrives (`Peers::job_over`).
+//! It is called at four moments only: before a plan (`check`, `make_room`,
+//! from `run`), and from `exchange` when an instance is sent its plan
+//! (`Peers::place`), for each message the agent sends while a job runs
+//! (`Peers::answer`), and when the job's result arrives (`Peers::job_over`).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::net::SocketAddr;
@@ -41,7 +41,7 @@ pub struct NetNeed {
 
 /// How one job meets its peer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Placement {
+enum Placement {
     /// No network peer.
     None,
     /// The job names its own (`--net-host`): run as given.
@@ -52,7 +52,8 @@ pub enum Placement {
     Inside,
 }
 
-pub fn placement(job: &Job) -> Placement {
+/// How `job` meets its peer, from its options.
+fn placement(job: &Job) -> Placement {
     match job.def.needs.network {
         None => Placement::None,
         Some(peer) if peer.address_given(&job.values) => Placement::Given,

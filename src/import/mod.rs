@@ -305,6 +305,8 @@ fn document(imp: Imported, env: &str, file: &str, shown: &str) -> Result<Prepare
         fairness: imp.fairness,
         monitor: Default::default(),
         details: serde_json::json!({ "imported": from, "tool": imp.details }),
+        // Another tool's file says nothing of what its run cost.
+        accounting: None,
     };
     Ok(Prepared {
         file: file.to_string(),

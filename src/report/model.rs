@@ -202,6 +202,13 @@ pub enum FigureKind {
         unit: String,
         series: Vec<Series>,
     },
+    /// Stacked horizontal bars: a quantity split into parts (`parts`
+    /// names them, each bar's `segments` in that order).
+    Stacked {
+        unit: String,
+        parts: Vec<String>,
+        bars: Vec<StackedBar>,
+    },
     /// A two-way sweep: slowdown against the baseline per cell.
     Heat {
         xlabel: String,
@@ -226,6 +233,14 @@ pub struct SlowdownRow {
     pub verdict: Option<Outcome>,
     /// The environment's index: its colour.
     pub env: usize,
+}
+
+/// One bar of a stacked chart: its label, its environment's index and its
+/// parts' values.
+pub struct StackedBar {
+    pub label: String,
+    pub env: usize,
+    pub segments: Vec<f64>,
 }
 
 pub struct BarData {

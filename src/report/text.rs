@@ -350,6 +350,90 @@ pub fn run_line(env: &str, label: &str, round: usize, why: &str) -> String {
     format!("{env} / {label} / round {}: {why}", round + 1)
 }
 
+/// One measured cause of a verdict, as a clause with its figures and the
+/// rule it rests on: "the runtime's helpers outside the environment used
+/// 412 µs of host CPU per event (baseline: none; 80% of the extra)
+/// [runtime_helpers]".
+pub fn finding_clause(f: &crate::analysis::explain::Finding) -> String {
+    use crate::analysis::account::PLACES;
+    let base = |unit: &str| match f.baseline {
+        Some(b) => format!("baseline {} {unit}", num(b)),
+        None => "baseline: none".into(),
+    };
+    let share = f
+        .share_of_extra
+        .filter(|s| s.is_finite() && *s > 0.0)
+        .map(|s| format!("; {:.0}% of the extra", 100.0 * s))
+        .unwrap_or_default();
+    let text = match f.rule {
+        "throttled" => format!(
+            "its cgroup was throttled for {}% of the run ({})",
+            num(f.env),
+            match f.baseline {
+                Some(b) => format!("baseline {}%", num(b)),
+                None => "baseline: no limit".into(),
+            }
+        ),
+        "device_bytes" => format!(
+            "the device wrote {} KiB per event ({})",
+            num(f.env),
+            base("KiB")
+        ),
+        "io_amplification" => format!(
+            "the device moved {}× the bytes the workload read and wrote ({})",
+            num(f.env),
+            base("×")
+        ),
+        "cpu_pressure" | "io_pressure" | "memory_pressure" => format!(
+            "tasks stalled on {} for {}% of the run ({})",
+            f.rule.trim_end_matches("_pressure"),
+            num(f.env),
+            base("%")
+        ),
+        "steal" => format!(
+            "the hypervisor stole {}% of the CPU time ({})",
+            num(f.env),
+            base("%")
+        ),
+        _ => {
+            let place = f
+                .figure
+                .trim_start_matches("acct_host_cpu_")
+                .trim_end_matches("_per_event");
+            let what = PLACES
+                .iter()
+                .find(|(p, _)| *p == place)
+                .map_or(place, |(_, what)| what);
+            format!(
+                "{what} used {} µs of host CPU per event ({}{share})",
+                num(f.env),
+                base("µs")
+            )
+        }
+    };
+    format!("{text} [{}]", f.rule)
+}
+
+/// A verdict's explanation in one or two sentences, its ratio a slowdown
+/// factor as every row states it: "docker fileio reads_per_sec 1.39×
+/// (slower): ..."; "not explained by what was measured" where no cause
+/// exceeded the noise.
+pub fn explanation_text(e: &crate::analysis::explain::Explanation) -> String {
+    let head = format!(
+        "{} {} {} {}× ({})",
+        e.env,
+        e.label,
+        e.metric,
+        ratio_num(e.slowdown),
+        e.outcome
+    );
+    if e.findings.is_empty() {
+        return format!("{head}: not explained by what was measured.");
+    }
+    let clauses: Vec<String> = e.findings.iter().map(finding_clause).collect();
+    format!("{head}: {}.", clauses.join("; "))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

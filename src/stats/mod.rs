@@ -7,6 +7,8 @@
 mod mannwhitney;
 pub mod ranking;
 pub mod sequential;
+#[cfg(test)]
+pub(crate) mod simulated;
 pub mod splitmix;
 pub mod spread;
 mod tdist;

@@ -4,6 +4,7 @@
 //! file system under a workload's files, and the kernel's tables a run fills
 //! (dirty pages, connection tracking).
 
+pub mod account;
 pub mod affinity;
 pub mod bounded;
 pub mod conntrack;

@@ -1,5 +1,9 @@
-//! The registry: every workload virtperf knows, one line each. Adding a
-//! workload is its own file or folder plus one line here.
+//! The registry: every workload virtperf knows, one line each, and every
+//! other tool's output `virtperf import` reads. Adding a workload is its own
+//! file or folder, its `pub mod` line in `workload/mod.rs` and one line in
+//! `WORKLOADS`; a parser of another tool's output of it is one more line in
+//! `IMPORT_FORMATS` (or `SYSBENCH_TESTS`). Lua scripts are not listed: their
+//! runs are described by `lua::DEF` ([`def_of_result`]).
 
 use super::def::WorkloadDef;
 use super::import::sysbench::{self, SysbenchTestImport};

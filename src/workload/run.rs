@@ -7,11 +7,12 @@ use std::sync::Arc;
 use anyhow::Result;
 
 use super::{Command, Executed, Job};
+use crate::core::accounting::{self, Accounting};
 use crate::core::observer::Observer;
 use crate::core::result::{ResultDoc, SCHEMA};
 use crate::core::time::now_rfc3339_ms;
 use crate::engine::EngineOptions;
-use crate::sys::{fingerprint, monitor, storage};
+use crate::sys::{account, fingerprint, monitor, storage};
 
 use crate::core::options::NOT_PARAMS;
 
@@ -60,7 +61,9 @@ pub fn execute_announced(
             announce(&workload.header(&engine));
             let started_at = now_rfc3339_ms();
             let sampler = monitor::Sampler::start();
+            let accounting = account::inside::Sampler::start();
             let m = workload.run(&engine)?;
+            let inside = accounting.map(account::inside::Sampler::finish);
             let monitor = sampler.finish();
             let mut env = fingerprint::take(env_name, env_kind);
             env.net_path = m.net_path;
@@ -78,6 +81,11 @@ pub fn execute_announced(
                 fairness: m.fairness,
                 monitor,
                 details: m.details,
+                accounting: inside.map(|inside| Accounting {
+                    version: accounting::VERSION,
+                    inside: Some(inside),
+                    ..Accounting::default()
+                }),
             };
             Ok(Some(Executed {
                 doc,

@@ -202,6 +202,8 @@ impl QemuEnvironment {
             .unwrap_or(if accel == "kvm" { "host" } else { "max" });
         let console = self.dir().join(format!("console-{index}.log"));
         cmd.args(["-nodefaults", "-display", "none", "-no-reboot"])
+            // Threads named by role ("CPU 0/TCG"), for the host's accounting.
+            .args(["-name", "virtperf,debug-threads=on"])
             .args(["-machine", &format!("q35,accel={accel}")])
             .args(["-cpu", cpu, "-smp", smp, "-m", &mem.to_string()])
             .arg("-kernel")

@@ -183,6 +183,7 @@ pub fn figure(f: &Figure) -> String {
     match &f.kind {
         FigureKind::Slowdown { rows, margin } => ratio_chart(&f.title, rows, *margin),
         FigureKind::Bars { unit, bars } => bar_chart(&f.title, unit, bars),
+        FigureKind::Stacked { unit, parts, bars } => stacked_chart(&f.title, unit, parts, bars),
         FigureKind::Lines {
             xlabel,
             unit,

@@ -17,6 +17,7 @@ mod headline;
 mod imported;
 mod method;
 mod net_paths;
+mod overhead;
 mod overview;
 mod storage;
 mod sweeps;
@@ -36,6 +37,7 @@ pub(crate) type Build = fn(&Analysis, View) -> Vec<Section>;
 /// verdicts were reached.
 pub(crate) const SECTIONS: &[Build] = &[
     overview::build,
+    overhead::build,
     headline::build,
     environments::build,
     imported::build,

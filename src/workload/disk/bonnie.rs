@@ -139,36 +139,7 @@ fn line(n: usize, text: &str, layout: &Layout) -> Result<Imported, Refusal> {
     debug_assert_eq!(f.len(), layout.fields);
     let mut imp = Imported::new(&DEF, "bonnie++", &f[1].chars().take(20).collect::<String>());
     imp.host = f[2].chars().take(80).collect();
-    let size = f[5].split(':').next().unwrap_or("");
-    let bytes = Bytes::parse(size)
-        .ok()
-        .filter(|b| b.0 >= 1 << 20)
-        .ok_or_else(|| Refusal::new(n, "field 6, the file size (e.g. 2G or 4096M)", size))?;
-    imp.option("disk-file-size", bytes.0);
-    if !f[6].is_empty() {
-        let chunk = Bytes::parse(f[6])
-            .ok()
-            .filter(|b| b.0 >= 512)
-            .ok_or_else(|| Refusal::new(n, "field 7, the chunk size (e.g. 8k)", f[6]))?;
-        imp.option("disk-chunk-size", chunk.0);
-    }
-    let files = f[layout.files];
-    let thousands = if files.is_empty() {
-        0.0
-    } else {
-        files
-            .parse::<f64>()
-            .ok()
-            .filter(|x| *x >= 0.0 && x.fract() == 0.0)
-            .ok_or_else(|| {
-                Refusal::new(
-                    n,
-                    format!("field {}, the number of files (in 1024s)", layout.files + 1),
-                    files,
-                )
-            })?
-    };
-    imp.option("disk-files", thousands);
+    sizes(n, &f, layout, &mut imp)?;
     let number = |i: usize| -> Result<Option<f64>, Refusal> {
         let v = f[i];
         if v.is_empty() || v.chars().all(|c| c == '+') {
@@ -235,6 +206,42 @@ fn line(n: usize, text: &str, layout: &Layout) -> Result<Imported, Refusal> {
     }
     imp.details = details;
     Ok(imp)
+}
+
+/// The run's options from line `n`'s fields `f`: the file size, the chunk
+/// size and the number of files.
+fn sizes(n: usize, f: &[&str], layout: &Layout, imp: &mut Imported) -> Result<(), Refusal> {
+    let size = f[5].split(':').next().unwrap_or("");
+    let bytes = Bytes::parse(size)
+        .ok()
+        .filter(|b| b.0 >= 1 << 20)
+        .ok_or_else(|| Refusal::new(n, "field 6, the file size (e.g. 2G or 4096M)", size))?;
+    imp.option("disk-file-size", bytes.0);
+    if !f[6].is_empty() {
+        let chunk = Bytes::parse(f[6])
+            .ok()
+            .filter(|b| b.0 >= 512)
+            .ok_or_else(|| Refusal::new(n, "field 7, the chunk size (e.g. 8k)", f[6]))?;
+        imp.option("disk-chunk-size", chunk.0);
+    }
+    let files = f[layout.files];
+    let thousands = if files.is_empty() {
+        0.0
+    } else {
+        files
+            .parse::<f64>()
+            .ok()
+            .filter(|x| *x >= 0.0 && x.fract() == 0.0)
+            .ok_or_else(|| {
+                Refusal::new(
+                    n,
+                    format!("field {}, the number of files (in 1024s)", layout.files + 1),
+                    files,
+                )
+            })?
+    };
+    imp.option("disk-files", thousands);
+    Ok(())
 }
 
 #[cfg(test)]

@@ -114,42 +114,7 @@ pub fn from_values(values: &Values, memory: Option<u64>) -> Result<Plan, CliErro
             notes: parsed.notes,
         }
     } else if values.text("linpack-sizes") == "auto" {
-        if values.was_given("linpack-lda") {
-            return Err(invalid(
-                "linpack-lda",
-                values.text("linpack-lda"),
-                "nothing with --linpack-sizes=auto, which sets each LDA itself",
-            ));
-        }
-        let Some(memory) = memory else {
-            return Err(invalid(
-                "linpack-sizes",
-                "auto",
-                "explicit sizes here: this environment's memory could not be read",
-            ));
-        };
-        let sizes = auto_sizes(memory);
-        let trials = per_size(values, "linpack-trials", sizes.len(), 1, 1000)?;
-        let align = per_size(values, "linpack-align", sizes.len(), 0, 1024)?;
-        Plan {
-            tests: sizes
-                .iter()
-                .zip(trials.iter().zip(&align))
-                .map(|(&size, (&trials, &align_kib))| Test {
-                    size,
-                    // Seed 001 padded larger sizes' LDA by 8 elements, off a
-                    // power of two, as Intel's samples do.
-                    lda: if size >= 2000 { size + 8 } else { size },
-                    trials,
-                    align_kib,
-                })
-                .collect(),
-            title: None,
-            notes: vec![format!(
-                "--linpack-sizes=auto: sizes for {} of memory",
-                Bytes(memory)
-            )],
-        }
+        auto_plan(values, memory)?
     } else {
         let sizes = list(values, "linpack-sizes", 1, 1_000_000)?;
         let lda = if values.text("linpack-lda").is_empty() {
@@ -183,6 +148,48 @@ pub fn from_values(values: &Values, memory: Option<u64>) -> Result<Plan, CliErro
         check_fit(&plan.tests, memory)?;
     }
     Ok(plan)
+}
+
+/// `--linpack-sizes=auto`: sizes for `memory` (the environment's, which
+/// must be known), each LDA padded as seed 001's, trials and alignments per
+/// size.
+fn auto_plan(values: &Values, memory: Option<u64>) -> Result<Plan, CliError> {
+    if values.was_given("linpack-lda") {
+        return Err(invalid(
+            "linpack-lda",
+            values.text("linpack-lda"),
+            "nothing with --linpack-sizes=auto, which sets each LDA itself",
+        ));
+    }
+    let Some(memory) = memory else {
+        return Err(invalid(
+            "linpack-sizes",
+            "auto",
+            "explicit sizes here: this environment's memory could not be read",
+        ));
+    };
+    let sizes = auto_sizes(memory);
+    let trials = per_size(values, "linpack-trials", sizes.len(), 1, 1000)?;
+    let align = per_size(values, "linpack-align", sizes.len(), 0, 1024)?;
+    Ok(Plan {
+        tests: sizes
+            .iter()
+            .zip(trials.iter().zip(&align))
+            .map(|(&size, (&trials, &align_kib))| Test {
+                size,
+                // Seed 001 padded larger sizes' LDA by 8 elements, off a
+                // power of two, as Intel's samples do.
+                lda: if size >= 2000 { size + 8 } else { size },
+                trials,
+                align_kib,
+            })
+            .collect(),
+        title: None,
+        notes: vec![format!(
+            "--linpack-sizes=auto: sizes for {} of memory",
+            Bytes(memory)
+        )],
+    })
 }
 
 /// The largest N whose N×N matrix (LDA = N, 4 KiB aligned) fits in

@@ -275,7 +275,9 @@ impl Script {
         let engine = EngineOptions::from_values(&self.values, observer);
         let started_at = now_rfc3339_ms();
         let sampler = monitor::Sampler::start();
+        let accounting = crate::sys::account::inside::Sampler::start();
         let (m, own_report) = self.run(&engine, announce)?;
+        let inside = accounting.map(crate::sys::account::inside::Sampler::finish);
         let monitor = sampler.finish();
         let mut params = self.values.to_params(NOT_PARAMS);
         options::numbers_in_params(&self.own, &self.values, &mut params);
@@ -294,6 +296,11 @@ impl Script {
             fairness: m.fairness,
             monitor,
             details: m.details,
+            accounting: inside.map(|inside| crate::core::accounting::Accounting {
+                version: crate::core::accounting::VERSION,
+                inside: Some(inside),
+                ..Default::default()
+            }),
         };
         Ok((
             Executed {

@@ -408,43 +408,7 @@ impl Workload for MicroopsWorkload {
         let mut scratch = Scratch::default();
         let (mut series, schedule) = self.plan(&timer, &mut scratch, engine.time)?;
         let measuring = Instant::now();
-        let mut passes = 0u64;
-        loop {
-            for s in series.iter_mut() {
-                let n = match schedule {
-                    Schedule::Time(_) => s.batches,
-                    Schedule::Passes(p) => batches_in_pass(s.batches, p, passes),
-                };
-                if n == 0 {
-                    continue;
-                }
-                let from = s.samples.len();
-                let t = Instant::now();
-                s.op.measure_into(&timer, s.batch, n, &mut scratch, &mut s.samples)?;
-                s.wall += t.elapsed().as_secs_f64();
-                s.pass_results.push(median(&s.samples[from..]));
-                if let Schedule::Time(_) = schedule {
-                    // The warm-up's estimate of a batch's cost can be far
-                    // off (malloc's thresholds move, the host changes
-                    // state): steer the next slice by what the run saw.
-                    let cost = s.wall / s.samples.len() as f64;
-                    s.batches = ((s.slice / cost).round() as u64).max(1);
-                }
-            }
-            passes += 1;
-            let done = match schedule {
-                Schedule::Passes(p) => passes >= p,
-                // Stop where the next pass would end further past the
-                // deadline than this one ends before it.
-                Schedule::Time(t) => {
-                    let spent = measuring.elapsed();
-                    spent + spent / passes as u32 / 2 >= t
-                }
-            };
-            if done {
-                break;
-            }
-        }
+        let passes = measure(&mut series, schedule, &timer, &mut scratch, measuring)?;
         let span = measuring.elapsed();
         drop(scratch);
 
@@ -476,66 +440,9 @@ impl Workload for MicroopsWorkload {
         let mut events = 0u64;
         let mut any_multimodal = false;
         for s in &series {
-            let sum = summarize(&s.samples);
-            let headline = headline_ticks(sum.low, s.batch);
-            let mean = trimmed_mean(&s.pass_results, TRIM);
-            let found = modes::modes(&s.pass_results);
-            let multimodal = modes::is_multimodal(&found);
+            let (n, multimodal) = report_series(s, &timer, &mut m, &mut details, &mut text);
+            events += n;
             any_multimodal |= multimodal;
-            events += s.batch * sum.count as u64;
-            let cyc = |t: f64| timer.ticks_to_cycles(t);
-            let ns = |t: f64| timer.ticks_to_ns(t);
-            let name = s.op.name();
-            m.metrics.push(Metric::new(
-                &format!("{name}_cycles"),
-                cyc(headline),
-                "cycles",
-                false,
-            ));
-            m.metrics.push(Metric::new(
-                &format!("{name}_ns"),
-                ns(headline),
-                "ns",
-                false,
-            ));
-            let mode_cycles: Vec<(f64, f64)> =
-                found.iter().map(|x| (cyc(x.value), x.share)).collect();
-            details.insert(
-                name.to_string(),
-                serde_json::json!({
-                    "what": s.op.describe(),
-                    "batch": s.batch,
-                    "count": sum.count,
-                    "passes": s.pass_results.len(),
-                    "headline_cycles": cyc(headline),
-                    "median_cycles": cyc(sum.median), "p99_cycles": cyc(sum.p99),
-                    "geomean_cycles": cyc(sum.geomean), "min_cycles": cyc(sum.min),
-                    "mean_cycles": cyc(mean),
-                    "headline_ns": ns(headline),
-                    "median_ns": ns(sum.median), "p99_ns": ns(sum.p99),
-                    "geomean_ns": ns(sum.geomean), "min_ns": ns(sum.min),
-                    "mean_ns": ns(mean),
-                    "multimodal": multimodal,
-                    "modes": found.iter().map(|x| serde_json::json!({
-                        "cycles": cyc(x.value), "ns": ns(x.value), "share": x.share,
-                    })).collect::<Vec<_>>(),
-                }),
-            );
-            text.push_str(&format!(
-                "{:<14}{:>10.0}{:>10.0}{:>10.0}{:>10.1}{:>8}{:>9}  {}\n",
-                name,
-                cyc(headline),
-                cyc(sum.median),
-                cyc(sum.p99),
-                ns(headline),
-                s.pass_results.len(),
-                sum.count,
-                if multimodal {
-                    describe_modes(&mode_cycles)
-                } else {
-                    "one".to_string()
-                }
-            ));
         }
         text.push_str(&format!(
             "\ncycles per operation; * headline: the {:.0}th percentile of the batches, the cost when the host does \
@@ -579,6 +486,124 @@ impl Workload for MicroopsWorkload {
         m.text = text;
         Ok(m)
     }
+}
+
+/// Runs the passes of `schedule` over `series`, every operation in turn,
+/// from `measuring` on; the number of passes.
+fn measure(
+    series: &mut [Series],
+    schedule: Schedule,
+    timer: &Timer,
+    scratch: &mut Scratch,
+    measuring: Instant,
+) -> Result<u64> {
+    let mut passes = 0u64;
+    loop {
+        for s in series.iter_mut() {
+            let n = match schedule {
+                Schedule::Time(_) => s.batches,
+                Schedule::Passes(p) => batches_in_pass(s.batches, p, passes),
+            };
+            if n == 0 {
+                continue;
+            }
+            let from = s.samples.len();
+            let t = Instant::now();
+            s.op.measure_into(timer, s.batch, n, scratch, &mut s.samples)?;
+            s.wall += t.elapsed().as_secs_f64();
+            s.pass_results.push(median(&s.samples[from..]));
+            if let Schedule::Time(_) = schedule {
+                // The warm-up's estimate of a batch's cost can be far
+                // off (malloc's thresholds move, the host changes
+                // state): steer the next slice by what the run saw.
+                let cost = s.wall / s.samples.len() as f64;
+                s.batches = ((s.slice / cost).round() as u64).max(1);
+            }
+        }
+        passes += 1;
+        let done = match schedule {
+            Schedule::Passes(p) => passes >= p,
+            // Stop where the next pass would end further past the
+            // deadline than this one ends before it.
+            Schedule::Time(t) => {
+                let spent = measuring.elapsed();
+                spent + spent / passes as u32 / 2 >= t
+            }
+        };
+        if done {
+            break;
+        }
+    }
+    Ok(passes)
+}
+
+/// One operation's metrics, details and line of the report; the events it
+/// ran and whether its pass results had more than one mode.
+fn report_series(
+    s: &Series,
+    timer: &Timer,
+    m: &mut Measurement,
+    details: &mut serde_json::Map<String, serde_json::Value>,
+    text: &mut String,
+) -> (u64, bool) {
+    let sum = summarize(&s.samples);
+    let headline = headline_ticks(sum.low, s.batch);
+    let mean = trimmed_mean(&s.pass_results, TRIM);
+    let found = modes::modes(&s.pass_results);
+    let multimodal = modes::is_multimodal(&found);
+    let cyc = |t: f64| timer.ticks_to_cycles(t);
+    let ns = |t: f64| timer.ticks_to_ns(t);
+    let name = s.op.name();
+    m.metrics.push(Metric::new(
+        &format!("{name}_cycles"),
+        cyc(headline),
+        "cycles",
+        false,
+    ));
+    m.metrics.push(Metric::new(
+        &format!("{name}_ns"),
+        ns(headline),
+        "ns",
+        false,
+    ));
+    let mode_cycles: Vec<(f64, f64)> = found.iter().map(|x| (cyc(x.value), x.share)).collect();
+    details.insert(
+        name.to_string(),
+        serde_json::json!({
+            "what": s.op.describe(),
+            "batch": s.batch,
+            "count": sum.count,
+            "passes": s.pass_results.len(),
+            "headline_cycles": cyc(headline),
+            "median_cycles": cyc(sum.median), "p99_cycles": cyc(sum.p99),
+            "geomean_cycles": cyc(sum.geomean), "min_cycles": cyc(sum.min),
+            "mean_cycles": cyc(mean),
+            "headline_ns": ns(headline),
+            "median_ns": ns(sum.median), "p99_ns": ns(sum.p99),
+            "geomean_ns": ns(sum.geomean), "min_ns": ns(sum.min),
+            "mean_ns": ns(mean),
+            "multimodal": multimodal,
+            "modes": found.iter().map(|x| serde_json::json!({
+                "cycles": cyc(x.value), "ns": ns(x.value), "share": x.share,
+            })).collect::<Vec<_>>(),
+        }),
+    );
+    text.push_str(&format!(
+        "{:<14}{:>10.0}{:>10.0}{:>10.0}{:>10.1}{:>8}{:>9}  {}\n",
+        name,
+        cyc(headline),
+        cyc(sum.median),
+        cyc(sum.p99),
+        ns(headline),
+        s.pass_results.len(),
+        sum.count,
+        if multimodal {
+            describe_modes(&mode_cycles)
+        } else {
+            "one".to_string()
+        }
+    ));
+    (s.batch * sum.count as u64, multimodal)
 }
 
 #[cfg(test)]

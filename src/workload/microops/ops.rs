@@ -324,13 +324,22 @@ fn pipe_echo(timer: &Timer, batch: u64) -> Result<u64> {
         }
         if pid == 0 {
             // SAFETY: the forked child makes only async-signal-safe calls
-            // on the pipe ends it inherited, into a byte it owns, then _exit.
+            // (dup2, close_range, read, write) on the pipe ends it
+            // inherited, into a byte it owns, then _exit.
             unsafe {
-                libc::close(to_child[1]);
-                libc::close(to_parent[0]);
+                // Its own two ends become 0 and 1 and every other descriptor
+                // closes: a fork inherits all of them, CLOEXEC or not, and a
+                // child forked by another thread at the same moment (two
+                // pipe_echo calls at once: the lib tests hung so, each child
+                // waiting for an end of file the other held off) must not
+                // keep this pipe's write end open. Where close_range is
+                // missing (Linux < 5.9) the child keeps them, as before.
+                libc::dup2(to_child[0], 0);
+                libc::dup2(to_parent[1], 1);
+                libc::syscall(libc::SYS_close_range, 3u32, u32::MAX, 0u32);
                 let mut byte = 0u8;
-                while libc::read(to_child[0], (&mut byte as *mut u8).cast(), 1) > 0 {
-                    libc::write(to_parent[1], (&byte as *const u8).cast(), 1);
+                while libc::read(0, (&mut byte as *mut u8).cast(), 1) > 0 {
+                    libc::write(1, (&byte as *const u8).cast(), 1);
                 }
                 libc::_exit(0);
             }

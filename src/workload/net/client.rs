@@ -331,33 +331,7 @@ struct StreamResult {
 
 /// Runs the test on an open session and collects the server's results.
 pub fn run(p: &Params, mut control: TcpStream, cookie: u64) -> Result<Outcome> {
-    let mut prepared = Vec::new();
-    for i in 0..p.streams {
-        match p.test {
-            Test::TcpStream | Test::TcpMaerts => {
-                let first = if p.test == Test::TcpStream {
-                    Direction::ToServer
-                } else {
-                    Direction::ToClient
-                };
-                prepared.push(Prepared::Tcp(prepare_tcp(p, cookie, i, first)?, first));
-                if p.bidir {
-                    let other = if first == Direction::ToServer {
-                        Direction::ToClient
-                    } else {
-                        Direction::ToServer
-                    };
-                    prepared.push(Prepared::Tcp(prepare_tcp(p, cookie, i, other)?, other));
-                }
-            }
-            Test::TcpRr => prepared.push(Prepared::Tcp(
-                prepare_tcp(p, cookie, i, Direction::RequestResponse)?,
-                Direction::RequestResponse,
-            )),
-            Test::TcpCrr => prepared.push(Prepared::Crr),
-            Test::UdpRr | Test::UdpStream => prepared.push(Prepared::Udp(prepare_udp(p, cookie)?)),
-        }
-    }
+    let prepared = prepare(p, cookie)?;
     let (sndbuf, rcvbuf) = match prepared.first() {
         Some(Prepared::Tcp(s, _)) => sock::buffer_sizes(s),
         Some(Prepared::Udp(s)) => sock::buffer_sizes(s),
@@ -435,6 +409,39 @@ pub fn run(p: &Params, mut control: TcpStream, cookie: u64) -> Result<Outcome> {
         Err(e) => bail!("the server at {} sent no results: {e}", p.addr),
     }
     Ok(out)
+}
+
+/// The sockets of every stream of the test, connected and announced with
+/// `cookie`: one per stream, and one more each way with `--net-bidir`.
+fn prepare(p: &Params, cookie: u64) -> Result<Vec<Prepared>> {
+    let mut prepared = Vec::new();
+    for i in 0..p.streams {
+        match p.test {
+            Test::TcpStream | Test::TcpMaerts => {
+                let first = if p.test == Test::TcpStream {
+                    Direction::ToServer
+                } else {
+                    Direction::ToClient
+                };
+                prepared.push(Prepared::Tcp(prepare_tcp(p, cookie, i, first)?, first));
+                if p.bidir {
+                    let other = if first == Direction::ToServer {
+                        Direction::ToClient
+                    } else {
+                        Direction::ToServer
+                    };
+                    prepared.push(Prepared::Tcp(prepare_tcp(p, cookie, i, other)?, other));
+                }
+            }
+            Test::TcpRr => prepared.push(Prepared::Tcp(
+                prepare_tcp(p, cookie, i, Direction::RequestResponse)?,
+                Direction::RequestResponse,
+            )),
+            Test::TcpCrr => prepared.push(Prepared::Crr),
+            Test::UdpRr | Test::UdpStream => prepared.push(Prepared::Udp(prepare_udp(p, cookie)?)),
+        }
+    }
+    Ok(prepared)
 }
 
 fn run_stream(p: &Params, cookie: u64, prep: Prepared, barrier: &Barrier) -> Result<StreamResult> {

@@ -8,6 +8,7 @@
 //! `virtperf net` works alone (the run's details say which).
 
 pub mod client;
+mod figures;
 pub mod import;
 pub mod protocol;
 pub mod server;
@@ -19,12 +20,12 @@ use std::time::Duration;
 use anyhow::{Context, Result};
 
 use crate::core::options::{CliError, OptKind, OptionSpec, Values};
-use crate::core::result::Metric;
 use crate::engine::{self, EngineOptions};
 use crate::workload::{
     Category, Measurement, MetricDef, Needs, NetworkPeer, PeerServer, Workload, WorkloadDef,
 };
-use client::{Outcome, Params};
+use client::Params;
+use figures::figures;
 use protocol::{Test, DEFAULT_PORT, MAX_MESSAGE_BYTES, MAX_STREAMS, MAX_UDP_BYTES};
 use sock::Buffers;
 
@@ -252,10 +253,6 @@ pub const METRICS: &[MetricDef] = &[
     MetricDef::new("cpu_remote_pct", "%", false, false, None),
 ];
 
-fn metric(name: &str, value: f64) -> Metric {
-    crate::workload::metric_from(METRICS, name, value)
-}
-
 /// Where the server is: an explicit `--net-host`, or the default on loopback.
 #[derive(Debug, Clone, PartialEq)]
 enum Target {
@@ -445,145 +442,16 @@ impl NetWorkload {
     }
 }
 
-fn mbit(bytes: u64, secs: f64) -> f64 {
-    if secs > 0.0 {
-        bytes as f64 * 8.0 / secs / 1e6
-    } else {
-        0.0
-    }
-}
-
-/// The figures of one outcome, netperf's way.
-fn figures(p: &Params, o: &Outcome) -> (Vec<Metric>, String) {
-    let mut metrics = Vec::new();
-    let mut text = String::new();
-    let secs = o.elapsed.as_secs_f64();
-    let stream_part = |metrics: &mut Vec<Metric>, text: &mut String| {
-        let received: u64 = o.server.bytes_received.iter().sum();
-        let v = mbit(received, secs);
-        metrics.push(metric("tcp_stream_mbit_per_sec", v));
-        text.push_str(&format!(
-            "    client to server: {v:>12.2} 10^6bit/s ({received} bytes received in {secs:.3} s)\n"
-        ));
-    };
-    let maerts_part = |metrics: &mut Vec<Metric>, text: &mut String| {
-        let server_secs = o
-            .server
-            .maerts_elapsed_s
-            .iter()
-            .copied()
-            .fold(0.0, f64::max);
-        let v = mbit(o.bytes_received, server_secs);
-        metrics.push(metric("tcp_maerts_mbit_per_sec", v));
-        text.push_str(&format!(
-            "    server to client: {v:>12.2} 10^6bit/s ({} bytes received in {server_secs:.3} s)\n",
-            o.bytes_received
-        ));
-    };
-    match p.test {
-        Test::TcpStream => {
-            stream_part(&mut metrics, &mut text);
-            if p.bidir {
-                maerts_part(&mut metrics, &mut text);
-            }
-        }
-        Test::TcpMaerts => {
-            maerts_part(&mut metrics, &mut text);
-            if p.bidir {
-                stream_part(&mut metrics, &mut text);
-            }
-        }
-        Test::TcpRr | Test::TcpCrr | Test::UdpRr => {
-            let tps = if secs > 0.0 {
-                o.transactions as f64 / secs
-            } else {
-                0.0
-            };
-            let name = p.test.name();
-            metrics.push(metric(&format!("{name}_trans_per_sec"), tps));
-            text.push_str(&format!(
-                "    transactions per second: {tps:>12.2} ({} in {secs:.3} s)\n",
-                o.transactions
-            ));
-            if let Some(h) = o.histogram.as_ref().filter(|h| !h.is_empty()) {
-                let us = |ns: u64| ns as f64 / 1e3;
-                let rows = [
-                    ("p50", us(h.value_at_quantile(0.50))),
-                    ("p90", us(h.value_at_quantile(0.90))),
-                    ("p99", us(h.value_at_quantile(0.99))),
-                    ("p999", us(h.value_at_quantile(0.999))),
-                    ("max", us(h.max())),
-                ];
-                text.push_str("    latency (us):");
-                for (label, v) in rows {
-                    metrics.push(metric(&format!("{name}_latency_{label}_us"), v));
-                    text.push_str(&format!(" {label} {v:.1}"));
-                }
-                text.push('\n');
-            }
-            if p.test == Test::UdpRr {
-                metrics.push(metric("udp_rr_timeouts", o.udp_timeouts as f64));
-                text.push_str(&format!(
-                    "    timeouts (lost datagrams): {}\n",
-                    o.udp_timeouts
-                ));
-            }
-        }
-        Test::UdpStream => {
-            let sent = mbit(o.udp_bytes_sent, secs);
-            let recv = mbit(o.server.udp_bytes, secs);
-            let loss = if o.udp_datagrams_sent > 0 {
-                (100.0 * (1.0 - o.server.udp_datagrams as f64 / o.udp_datagrams_sent as f64))
-                    .max(0.0)
-            } else {
-                0.0
-            };
-            metrics.push(metric("udp_stream_mbit_per_sec", recv));
-            metrics.push(metric("udp_stream_send_mbit_per_sec", sent));
-            metrics.push(metric("udp_stream_loss_pct", loss));
-            metrics.push(metric(
-                "udp_stream_out_of_order",
-                o.server.udp_out_of_order as f64,
-            ));
-            text.push_str(&format!(
-                "    sent:     {sent:>12.2} 10^6bit/s ({} datagrams of {} bytes, {} send errors)\n    \
-                 received: {recv:>12.2} 10^6bit/s ({} datagrams)\n    \
-                 loss: {loss:.3} %, out of order: {}\n",
-                o.udp_datagrams_sent,
-                p.send_size,
-                o.udp_send_errors,
-                o.server.udp_datagrams,
-                o.server.udp_out_of_order
-            ));
-        }
-    }
-    if !p.test.is_udp() {
-        let retrans = o.retransmits + o.server.retransmits;
-        metrics.push(metric("tcp_retransmits", retrans as f64));
-        text.push_str(&format!("    TCP retransmissions: {retrans}\n"));
-    }
-    metrics.push(metric("cpu_local_pct", o.cpu_local_pct));
-    metrics.push(metric("cpu_remote_pct", o.server.cpu_pct));
-    text.push_str(&format!(
-        "    CPU busy (whole system): local {:.1} %, remote {:.1} %\n",
-        o.cpu_local_pct, o.server.cpu_pct
-    ));
-    (metrics, text)
-}
-
-impl Workload for NetWorkload {
-    fn run(&mut self, engine: &EngineOptions) -> Result<Measurement> {
-        let duration = engine.time.ok_or_else(|| {
-            CliError::Usage("net tests are timed: set --time=SECONDS (above 0)".into())
-        })?;
-        let default_addr = SocketAddr::from(([127, 0, 0, 1], DEFAULT_PORT));
-        let addr = match self.target {
-            Target::Given(a) => a,
-            Target::Default => default_addr,
-        };
-        let mut p = self.params(addr, duration);
-        let mut local_server = None;
-        let control = match client::connect_control(&p) {
+impl NetWorkload {
+    /// The control connection to the server `p` names; with no server at
+    /// the default address, one started in this process on a free loopback
+    /// port with a fresh secret (`p` then names it), returned to be stopped.
+    fn connect(
+        &self,
+        p: &mut Params,
+        addr: SocketAddr,
+    ) -> Result<(std::net::TcpStream, Option<server::Server>)> {
+        let control = match client::connect_control(p) {
             Ok(s) => s,
             // Nothing on the default port: be our own server, on a free port
             // so a later `virtperf serve` is not blocked.
@@ -601,8 +469,7 @@ impl Workload for NetWorkload {
                 .context("starting an in-process server")?;
                 p.addr = server.addr();
                 p.secret = Some(secret);
-                local_server = Some(server);
-                client::connect_control(&p)?
+                                return Ok((client::connect_control(p)?, Some(server)));
             }
             Err(e) => {
                 return Err(anyhow::anyhow!(
@@ -612,7 +479,22 @@ impl Workload for NetWorkload {
                 ))
             }
         };
-        let mut control = control;
+        Ok((control, None))
+    }
+}
+
+impl Workload for NetWorkload {
+    fn run(&mut self, engine: &EngineOptions) -> Result<Measurement> {
+        let duration = engine.time.ok_or_else(|| {
+            CliError::Usage("net tests are timed: set --time=SECONDS (above 0)".into())
+        })?;
+        let default_addr = SocketAddr::from(([127, 0, 0, 1], DEFAULT_PORT));
+        let addr = match self.target {
+            Target::Given(a) => a,
+            Target::Default => default_addr,
+        };
+        let mut p = self.params(addr, duration);
+        let (mut control, local_server) = self.connect(&mut p, addr)?;
         let cookie = client::handshake(&mut control, &p)?;
         let outcome = client::run(&p, control, cookie)?;
         if let Some(server) = local_server {

@@ -182,26 +182,7 @@ impl Workload for OltpWorkload {
             })
             .collect();
         let (outcome, workers) = engine::run(engine, workers)?;
-        // Counters include any warm-up; scale each thread's to its measured
-        // share of transactions.
-        let mut total = Counts::default();
-        for (w, t) in workers.iter().zip(&outcome.threads) {
-            let share = if w.counts.events == 0 {
-                1.0
-            } else {
-                t.events as f64 / w.counts.events as f64
-            };
-            let scale = |x: u64| (x as f64 * share).round() as u64;
-            total.add(&Counts {
-                reads: scale(w.counts.reads),
-                writes: scale(w.counts.writes),
-                other: scale(w.counts.other),
-                ignored_errors: scale(w.counts.ignored_errors),
-                reconnects: scale(w.counts.reconnects),
-                busy_waits: scale(w.counts.busy_waits),
-                events: t.events,
-            });
-        }
+        let total = measured_counts(&workers, &outcome);
         let secs = outcome.duration.as_secs_f64().max(1e-9);
         let per_sec = |x: u64| x as f64 / secs;
         let mut m = Measurement::from_outcome(&outcome, engine.percentile);
@@ -247,22 +228,7 @@ impl Workload for OltpWorkload {
             "reconnects": total.reconnects,
             "busy_waits": total.busy_waits,
         });
-        m.text = format!(
-            "{DATABASE_LINE}{}\n\nSQL statistics:\n    queries performed:\n        read:                            {}\n        write:                           {}\n        other:                           {}\n        total:                           {}\n    transactions:                        {:<7}({:.2} per sec.)\n    queries:                             {:<7}({:.2} per sec.)\n    ignored errors:                      {:<7}({:.2} per sec.)\n    reconnects:                          {:<7}({:.2} per sec.)\n",
-            self.cfg.target.describe(),
-            total.reads,
-            total.writes,
-            total.other,
-            total.queries(),
-            total.events,
-            per_sec(total.events),
-            total.queries(),
-            per_sec(total.queries()),
-            total.ignored_errors,
-            per_sec(total.ignored_errors),
-            total.reconnects,
-            per_sec(total.reconnects),
-        );
+        m.text = sql_statistics(&self.cfg.target.describe(), &total, secs);
         if self.cfg.dialect().one_writer() {
             m.text
                 .push_str(&format!("{BUSY_LINE}      {}\n", total.busy_waits));
@@ -299,6 +265,51 @@ impl Workload for OltpWorkload {
         drop(conn);
         self.cfg.target.remove_if_empty()
     }
+}
+
+/// The SQL counts of the measured phase: each thread's counters include
+/// any warm-up, so each is scaled to its measured share of transactions.
+fn measured_counts(workers: &[OltpWorker], outcome: &engine::Outcome) -> Counts {
+    let mut total = Counts::default();
+    for (w, t) in workers.iter().zip(&outcome.threads) {
+        let share = if w.counts.events == 0 {
+            1.0
+        } else {
+            t.events as f64 / w.counts.events as f64
+        };
+        let scale = |x: u64| (x as f64 * share).round() as u64;
+        total.add(&Counts {
+            reads: scale(w.counts.reads),
+            writes: scale(w.counts.writes),
+            other: scale(w.counts.other),
+            ignored_errors: scale(w.counts.ignored_errors),
+            reconnects: scale(w.counts.reconnects),
+            busy_waits: scale(w.counts.busy_waits),
+            events: t.events,
+        });
+    }
+    total
+}
+
+/// sysbench's "SQL statistics" section of `total` over `secs` seconds.
+fn sql_statistics(database: &str, total: &Counts, secs: f64) -> String {
+    let per_sec = |x: u64| x as f64 / secs;
+    format!(
+        "{DATABASE_LINE}{}\n\nSQL statistics:\n    queries performed:\n        read:                            {}\n        write:                           {}\n        other:                           {}\n        total:                           {}\n    transactions:                        {:<7}({:.2} per sec.)\n    queries:                             {:<7}({:.2} per sec.)\n    ignored errors:                      {:<7}({:.2} per sec.)\n    reconnects:                          {:<7}({:.2} per sec.)\n",
+        database,
+        total.reads,
+        total.writes,
+        total.other,
+        total.queries(),
+        total.events,
+        per_sec(total.events),
+        total.queries(),
+        per_sec(total.queries()),
+        total.ignored_errors,
+        per_sec(total.ignored_errors),
+        total.reconnects,
+        per_sec(total.reconnects),
+    )
 }
 
 #[cfg(test)]

@@ -17,12 +17,14 @@ mod draw;
 mod heat;
 mod lines;
 mod ratio;
+mod stacked;
 
 pub(crate) use bars::bar_chart;
 pub use draw::esc;
 pub(crate) use heat::heat_map;
 pub(crate) use lines::line_chart;
 pub(crate) use ratio::ratio_chart;
+pub(crate) use stacked::stacked_chart;
 
 #[cfg(test)]
 mod tests {

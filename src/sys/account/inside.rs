@@ -1,0 +1,149 @@
+//! The agent's accounting of one run, from inside the environment: the
+//! workload's rusage (this process and the children it reaped: microops'
+//! measuring child, pipe_echo's forks), its bytes at the system-call and
+//! block layers (`/proc/self/io`), and the environment's `/proc/stat`,
+//! pressure and network counters. Read before and after the run.
+
+use std::path::Path;
+use std::time::Instant;
+
+use super::read;
+use crate::core::accounting::{CpuSplit, Inside, NetCounters, Pressure};
+
+/// One reading of everything [`Inside`] is the difference of.
+#[derive(Debug, Clone, Default)]
+struct Reading {
+    rusage: Option<Usage>,
+    io: Option<std::collections::HashMap<String, u64>>,
+    cpu: Option<CpuSplit>,
+    pressure: Option<Pressure>,
+    net: Option<NetCounters>,
+}
+
+/// rusage of this process plus its reaped children.
+#[derive(Debug, Clone, Copy, Default)]
+struct Usage {
+    user_s: f64,
+    sys_s: f64,
+    nvcsw: u64,
+    nivcsw: u64,
+    minflt: u64,
+    majflt: u64,
+}
+
+fn usage() -> Usage {
+    let of = |who: libc::c_int| {
+        // SAFETY: an all-zero rusage (integers and timevals) is a valid value.
+        let mut u: libc::rusage = unsafe { std::mem::zeroed() };
+        // SAFETY: getrusage only writes into the struct we pass.
+        unsafe { libc::getrusage(who, &mut u) };
+        u
+    };
+    let (a, b) = (of(libc::RUSAGE_SELF), of(libc::RUSAGE_CHILDREN));
+    let tv = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
+    let n = |x: libc::c_long, y: libc::c_long| (x.max(0) + y.max(0)) as u64;
+    Usage {
+        user_s: tv(a.ru_utime) + tv(b.ru_utime),
+        sys_s: tv(a.ru_stime) + tv(b.ru_stime),
+        nvcsw: n(a.ru_nvcsw, b.ru_nvcsw),
+        nivcsw: n(a.ru_nivcsw, b.ru_nivcsw),
+        minflt: n(a.ru_minflt, b.ru_minflt),
+        majflt: n(a.ru_majflt, b.ru_majflt),
+    }
+}
+
+fn reading() -> Reading {
+    Reading {
+        rusage: Some(usage()),
+        io: read::file("/proc/self/io").map(|t| read::keyed(&t)),
+        cpu: read::file("/proc/stat").and_then(|t| read::cpu_split(&t)),
+        pressure: read::pressure(Path::new("/proc/pressure"), ""),
+        net: read::file("/proc/net/snmp").map(|t| read::snmp(&t)),
+    }
+}
+
+/// A run's accounting, started.
+pub struct Sampler {
+    start: Reading,
+    wall: Instant,
+}
+
+impl Sampler {
+    /// None when accounting is off.
+    pub fn start() -> Option<Sampler> {
+        super::enabled().then(|| Sampler {
+            start: reading(),
+            wall: Instant::now(),
+        })
+    }
+
+    /// The run's figures since `start`.
+    pub fn finish(self) -> Inside {
+        let wall_s = self.wall.elapsed().as_secs_f64();
+        difference(&self.start, &reading(), wall_s)
+    }
+}
+
+fn difference(a: &Reading, b: &Reading, wall_s: f64) -> Inside {
+    let u = a.rusage.zip(b.rusage);
+    let io = |key: &str| {
+        let (x, y) = (a.io.as_ref()?.get(key)?, b.io.as_ref()?.get(key)?);
+        Some(y.saturating_sub(*x))
+    };
+    Inside {
+        wall_s,
+        cpu_user_s: u.map(|(x, y)| (y.user_s - x.user_s).max(0.0)),
+        cpu_sys_s: u.map(|(x, y)| (y.sys_s - x.sys_s).max(0.0)),
+        ctx_voluntary: u.map(|(x, y)| y.nvcsw.saturating_sub(x.nvcsw)),
+        ctx_involuntary: u.map(|(x, y)| y.nivcsw.saturating_sub(x.nivcsw)),
+        faults_minor: u.map(|(x, y)| y.minflt.saturating_sub(x.minflt)),
+        faults_major: u.map(|(x, y)| y.majflt.saturating_sub(x.majflt)),
+        syscall_read_bytes: io("rchar"),
+        syscall_write_bytes: io("wchar"),
+        block_read_bytes: io("read_bytes"),
+        block_write_bytes: io("write_bytes"),
+        cpu: a.cpu.zip(b.cpu).map(|(x, y)| read::cpu_delta(&x, &y)),
+        pressure: a
+            .pressure
+            .zip(b.pressure)
+            .map(|(x, y)| read::pressure_delta(&x, &y)),
+        net: a.net.zip(b.net).map(|(x, y)| read::net_delta(&x, &y)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_busy_writing_run_shows_its_cpu_and_bytes_and_missing_files_are_null() {
+        let s = Sampler {
+            start: reading(),
+            wall: Instant::now(),
+        };
+        let dir = tempfile::tempdir().unwrap();
+        let spin = Instant::now();
+        let mut x = 0u64;
+        while spin.elapsed().as_millis() < 200 {
+            x = std::hint::black_box(x.wrapping_add(1));
+        }
+        std::fs::write(dir.path().join("f"), vec![7u8; 1 << 20]).unwrap();
+        let got = s.finish();
+        // How much CPU the spin got depends on the machine's load; that
+        // it got some does not.
+        assert!(
+            got.cpu_user_s.unwrap() + got.cpu_sys_s.unwrap() > 0.0,
+            "{got:?}"
+        );
+        if Path::new("/proc/self/io").exists() {
+            assert!(got.syscall_write_bytes.unwrap() >= 1 << 20, "{got:?}");
+        }
+        assert!(got.wall_s >= 0.2);
+        assert!(got.check().is_ok());
+        // A reading without the files: every figure null, none 0.
+        let none = difference(&Reading::default(), &Reading::default(), 1.0);
+        assert_eq!(none.cpu_user_s, None);
+        assert_eq!(none.block_write_bytes, None);
+        assert_eq!(none.pressure, None);
+    }
+}
