@@ -384,3 +384,30 @@ fn a_runtime_the_engine_does_not_know_or_that_cannot_start_is_refused_before_any
         "Podman's default changed"
     );
 }
+
+#[test]
+fn gvisor_refuses_a_server_inside_before_the_run() {
+    let _serial = serial();
+    if runsc_version().is_none() {
+        return;
+    }
+    let before = gvisor_namespaces();
+    let tmp = tempfile::tempdir().unwrap();
+    let out = virtperf()
+        .env("TMPDIR", tmp.path())
+        .args([
+            "net",
+            "--net-test=tcp_rr",
+            "--net-server=env",
+            "--time=1",
+            "--env",
+            "gvisor:platform=ptrace",
+        ])
+        .timeout(Duration::from_secs(120))
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(err.contains("leave --net-server out"), "{err}");
+    assert_nothing_left(tmp.path(), &before, "after the refusal");
+}
