@@ -87,7 +87,8 @@ pub fn derived(doc: &ResultDoc) -> Vec<Metric> {
         return Vec::new();
     };
     let mut out = Vec::new();
-    let lower = |name: &str, value: f64, unit: &str| Metric::new(name, value, unit, false);
+    // `+ 0.0`: a difference of equal counters is -0, printed "-0".
+    let lower = |name: &str, value: f64, unit: &str| Metric::new(name, value + 0.0, unit, false);
     let events = doc.events as f64;
     if let Some(i) = &acct.inside {
         if let (Some(u), Some(s), true) = (i.cpu_user_s, i.cpu_sys_s, events > 0.0) {
@@ -110,7 +111,8 @@ pub fn derived(doc: &ResultDoc) -> Vec<Metric> {
 
 fn outside_figures(doc: &ResultDoc, o: &Outside, out: &mut Vec<Metric>) {
     let events = doc.events as f64;
-    let lower = |name: &str, value: f64, unit: &str| Metric::new(name, value, unit, false);
+    // `+ 0.0`: a difference of equal counters is -0, printed "-0".
+    let lower = |name: &str, value: f64, unit: &str| Metric::new(name, value + 0.0, unit, false);
     if events > 0.0 {
         out.push(lower(HOST_CPU, o.total_s() / events * 1e6, "µs/event"));
         for (place, s) in places(o) {
