@@ -228,6 +228,15 @@ impl Outside {
 }
 
 impl Accounting {
+    /// What the agent writes for a run: its own view, inside.
+    pub fn of_inside(inside: Inside) -> Accounting {
+        Accounting {
+            version: VERSION,
+            inside: Some(inside),
+            ..Accounting::default()
+        }
+    }
+
     /// This section as it may be kept from a guest's document: the inside
     /// view if it is valid (every figure finite, non-negative and within
     /// what the run's wall time allows), never an outside view (only the

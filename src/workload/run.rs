@@ -7,7 +7,7 @@ use std::sync::Arc;
 use anyhow::Result;
 
 use super::{Command, Executed, Job};
-use crate::core::accounting::{self, Accounting};
+use crate::core::accounting::Accounting;
 use crate::core::observer::Observer;
 use crate::core::result::{ResultDoc, SCHEMA};
 use crate::core::time::now_rfc3339_ms;
@@ -81,11 +81,7 @@ pub fn execute_announced(
                 fairness: m.fairness,
                 monitor,
                 details: m.details,
-                accounting: inside.map(|inside| Accounting {
-                    version: accounting::VERSION,
-                    inside: Some(inside),
-                    ..Accounting::default()
-                }),
+                accounting: inside.map(Accounting::of_inside),
             };
             Ok(Some(Executed {
                 doc,

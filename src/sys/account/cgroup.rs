@@ -193,25 +193,8 @@ fn read_v2(dir: &Path) -> Reading {
         nr_throttled: stat.as_ref().and_then(|s| s.get("nr_throttled").copied()),
         throttled_s: us("throttled_usec"),
         io: read::file(dir.join("io.stat")).map(|t| io_stat_sums(&t)),
-        pressure: pressure_v2(dir),
+        pressure: read::pressure(dir, ".pressure"),
     }
-}
-
-/// A v2 cgroup's `cpu.pressure`, `io.pressure`, `memory.pressure`.
-fn pressure_v2(dir: &Path) -> Option<Pressure> {
-    let read =
-        |name: &str| read::file(dir.join(format!("{name}.pressure"))).map(|t| read::psi_totals(&t));
-    let (cpu, io, mem) = (read("cpu"), read("io"), read("memory"));
-    if cpu.is_none() && io.is_none() && mem.is_none() {
-        return None;
-    }
-    Some(Pressure {
-        cpu_some_s: cpu.and_then(|c| c.0),
-        io_some_s: io.and_then(|c| c.0),
-        io_full_s: io.and_then(|c| c.1),
-        memory_some_s: mem.and_then(|c| c.0),
-        memory_full_s: mem.and_then(|c| c.1),
-    })
 }
 
 #[cfg(test)]

@@ -80,24 +80,7 @@ impl Table {
 
     /// `roots` and every process below them.
     pub fn trees(&self, roots: &[u32]) -> Vec<u32> {
-        let mut children: HashMap<u32, Vec<u32>> = HashMap::new();
-        for (&pid, p) in &self.procs {
-            children.entry(p.ppid).or_default().push(pid);
-        }
-        let mut out = Vec::new();
-        let mut stack: Vec<u32> = roots
-            .iter()
-            .copied()
-            .filter(|r| self.procs.contains_key(r))
-            .collect();
-        while let Some(pid) = stack.pop() {
-            if out.contains(&pid) {
-                continue;
-            }
-            out.push(pid);
-            stack.extend(children.get(&pid).into_iter().flatten());
-        }
-        out
+        crate::sys::monitor::process_trees(self.procs.iter().map(|(&pid, p)| (pid, p.ppid)), roots)
     }
 }
 

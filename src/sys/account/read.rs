@@ -82,10 +82,11 @@ pub fn psi_totals(text: &str) -> (Option<f64>, Option<f64>) {
     (total("some "), total("full "))
 }
 
-/// The pressure files in `dir` (`/proc/pressure` or a v2 cgroup's own
-/// `cpu.pressure`, ... named with `prefix`); None where there are none.
-pub fn pressure(dir: &Path, prefix: &str) -> Option<Pressure> {
-    let read = |name: &str| file(dir.join(format!("{prefix}{name}"))).map(|t| psi_totals(&t));
+/// The pressure files in `dir`: `/proc/pressure`'s `cpu`, `io`, `memory`,
+/// or a v2 cgroup's own `cpu.pressure`, ... (named with `suffix`); None
+/// where there are none.
+pub fn pressure(dir: &Path, suffix: &str) -> Option<Pressure> {
+    let read = |name: &str| file(dir.join(format!("{name}{suffix}"))).map(|t| psi_totals(&t));
     let (cpu, io, mem) = (read("cpu"), read("io"), read("memory"));
     if cpu.is_none() && io.is_none() && mem.is_none() {
         return None;

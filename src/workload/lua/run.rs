@@ -296,11 +296,7 @@ impl Script {
             fairness: m.fairness,
             monitor,
             details: m.details,
-            accounting: inside.map(|inside| crate::core::accounting::Accounting {
-                version: crate::core::accounting::VERSION,
-                inside: Some(inside),
-                ..Default::default()
-            }),
+            accounting: inside.map(crate::core::accounting::Accounting::of_inside),
         };
         Ok((
             Executed {
