@@ -281,33 +281,11 @@ impl HostSnapshot {
 
     /// `roots` and every process below them, as of this snapshot.
     fn trees(&self, roots: &[u32]) -> Vec<u32> {
-        process_trees(self.procs.iter().map(|(&pid, p)| (pid, p.ppid)), roots)
+        crate::sys::account::procs::process_trees(
+            self.procs.iter().map(|(&pid, p)| (pid, p.ppid)),
+            roots,
+        )
     }
-}
-
-/// `roots` and every process below them, from each process's (pid, parent
-/// pid); a root that is not among them is left out.
-pub fn process_trees(parents: impl IntoIterator<Item = (u32, u32)>, roots: &[u32]) -> Vec<u32> {
-    let mut children: HashMap<u32, Vec<u32>> = HashMap::new();
-    let mut known = std::collections::HashSet::new();
-    for (pid, ppid) in parents {
-        known.insert(pid);
-        children.entry(ppid).or_default().push(pid);
-    }
-    let mut out = Vec::new();
-    let mut stack: Vec<u32> = roots
-        .iter()
-        .copied()
-        .filter(|r| known.contains(r))
-        .collect();
-    while let Some(pid) = stack.pop() {
-        if out.contains(&pid) {
-            continue;
-        }
-        out.push(pid);
-        stack.extend(children.get(&pid).into_iter().flatten());
-    }
-    out
 }
 
 /// The split of busy CPU between two snapshots; `roots` are the process

@@ -1,6 +1,7 @@
-//! The host's process table for accounting: every process's parent, name,
-//! CPU time and whether it is a kernel thread, and for QEMU its threads by
-//! name, so a run's host CPU can be split by where it went.
+//! The host's process table for accounting and the foreign-load check
+//! (`sys::monitor`): every process's parent, name, CPU time and whether it
+//! is a kernel thread, and for QEMU its threads by name, so a run's host
+//! CPU can be split by where it went; and the process trees in it.
 
 use std::collections::HashMap;
 use std::path::Path;
@@ -80,8 +81,33 @@ impl Table {
 
     /// `roots` and every process below them.
     pub fn trees(&self, roots: &[u32]) -> Vec<u32> {
-        crate::sys::monitor::process_trees(self.procs.iter().map(|(&pid, p)| (pid, p.ppid)), roots)
+        process_trees(self.procs.iter().map(|(&pid, p)| (pid, p.ppid)), roots)
     }
+}
+
+/// `roots` and every process below them, from each process's (pid, parent
+/// pid); a root that is not among them is left out.
+pub fn process_trees(parents: impl IntoIterator<Item = (u32, u32)>, roots: &[u32]) -> Vec<u32> {
+    let mut children: HashMap<u32, Vec<u32>> = HashMap::new();
+    let mut known = std::collections::HashSet::new();
+    for (pid, ppid) in parents {
+        known.insert(pid);
+        children.entry(ppid).or_default().push(pid);
+    }
+    let mut out = Vec::new();
+    let mut stack: Vec<u32> = roots
+        .iter()
+        .copied()
+        .filter(|r| known.contains(r))
+        .collect();
+    while let Some(pid) = stack.pop() {
+        if out.contains(&pid) {
+            continue;
+        }
+        out.push(pid);
+        stack.extend(children.get(&pid).into_iter().flatten());
+    }
+    out
 }
 
 /// The threads of `pid`: (tid, name, utime + stime).
