@@ -13,6 +13,7 @@
 mod combine;
 pub mod def;
 pub mod docker;
+mod engine_cli;
 mod exchange;
 pub mod group;
 pub mod gvisor;
@@ -24,11 +25,13 @@ mod peer;
 pub mod probe;
 pub mod qemu;
 mod registry;
+mod rootless;
 mod run;
 mod runtime;
 mod session;
 pub mod spec;
 pub mod ssh;
+mod tarball;
 mod vethns;
 
 use std::collections::BTreeMap;
