@@ -5,7 +5,9 @@
 
 use anyhow::Result;
 
-use super::{docker, group, gvisor, host, libvirt, qemu, ssh, DriverDef, Environment, Spec};
+use super::{
+    docker, group, gvisor, host, libvirt, lxc, nspawn, qemu, ssh, DriverDef, Environment, Spec,
+};
 
 /// Every environment driver, one line each.
 pub static DRIVERS: &[&DriverDef] = &[
@@ -13,6 +15,8 @@ pub static DRIVERS: &[&DriverDef] = &[
     &docker::DOCKER,
     &docker::PODMAN,
     &gvisor::DEF,
+    &lxc::DEF,
+    &nspawn::DEF,
     &qemu::DEF,
     &libvirt::DEF,
     &ssh::DEF,
