@@ -22,6 +22,8 @@ enum Need {
     Qemu,
     Runsc,
     Sysbench,
+    Lxc,
+    Nspawn,
 }
 
 /// How a recipe is walked.
@@ -167,6 +169,24 @@ const RECIPES: &[(&str, How)] = &[
             append: &["--time=0.2"],
             needs: &[Need::Runsc],
             expect: &["getpid_ns"],
+        },
+    ),
+    (
+        "virtperf microops --ops=getpid --env lxc:cpus=1,memory=512m",
+        Run {
+            edits: &[],
+            append: &["--time=0.2"],
+            needs: &[Need::Lxc],
+            expect: &["environment: lxc:cpus=1,memory=512m", "getpid_ns"],
+        },
+    ),
+    (
+        "virtperf net --net-test=tcp_rr --env nspawn:network=veth",
+        Run {
+            edits: &[],
+            append: &["--time=0.5"],
+            needs: &[Need::Nspawn],
+            expect: &["environment: nspawn:network=veth", "tcp_rr_trans_per_sec"],
         },
     ),
     ("virtperf compare --suite sandboxes", Not(MINUTES)),
@@ -321,6 +341,13 @@ fn have(need: Need) -> bool {
             runs("runsc", "--version") || !skip("runsc is not installed (Debian's runsc)")
         }
         Need::Sysbench => runs("sysbench", "--version") || !skip("sysbench is not installed"),
+        Need::Lxc => {
+            runs("lxc-execute", "--version") || !skip("lxc is not installed (Debian's lxc)")
+        }
+        Need::Nspawn => {
+            runs("systemd-nspawn", "--version")
+                || !skip("systemd-nspawn is not installed (Debian's systemd-container)")
+        }
     }
 }
 
