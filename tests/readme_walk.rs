@@ -21,6 +21,8 @@ enum Need {
     Docker,
     Qemu,
     Runsc,
+    Lxc,
+    Nspawn,
     Sysbench,
 }
 
@@ -167,6 +169,24 @@ const RECIPES: &[(&str, How)] = &[
             append: &["--time=0.2"],
             needs: &[Need::Runsc],
             expect: &["getpid_ns"],
+        },
+    ),
+    (
+        "virtperf microops --ops=getpid --env lxc:cpus=1,memory=512m",
+        Run {
+            edits: &[],
+            append: &["--time=0.2"],
+            needs: &[Need::Lxc],
+            expect: &["getpid_ns"],
+        },
+    ),
+    (
+        "virtperf net --net-test=tcp_rr --env nspawn:network=veth",
+        Run {
+            edits: &[],
+            append: &["--time=0.2"],
+            needs: &[Need::Nspawn],
+            expect: &["tcp_rr_trans_per_sec"],
         },
     ),
     ("virtperf compare --suite sandboxes", Not(MINUTES)),
@@ -319,6 +339,14 @@ fn have(need: Need) -> bool {
         Need::Qemu => common::qemu_ok(),
         Need::Runsc => {
             runs("runsc", "--version") || !skip("runsc is not installed (Debian's runsc)")
+        }
+        Need::Lxc => {
+            (common::is_root() && runs("lxc-execute", "--version"))
+                || !skip("lxc-execute is not installed or the test is not root (Debian's lxc)")
+        }
+        Need::Nspawn => {
+            (common::is_root() && runs("systemd-nspawn", "--version"))
+                || !skip("systemd-nspawn is not installed or the test is not root (Debian's systemd-container)")
         }
         Need::Sysbench => runs("sysbench", "--version") || !skip("sysbench is not installed"),
     }
