@@ -21,9 +21,9 @@ enum Need {
     Docker,
     Qemu,
     Runsc,
-    Sysbench,
     Lxc,
     Nspawn,
+    Sysbench,
 }
 
 /// How a recipe is walked.
@@ -340,14 +340,15 @@ fn have(need: Need) -> bool {
         Need::Runsc => {
             runs("runsc", "--version") || !skip("runsc is not installed (Debian's runsc)")
         }
-        Need::Sysbench => runs("sysbench", "--version") || !skip("sysbench is not installed"),
         Need::Lxc => {
-            runs("lxc-execute", "--version") || !skip("lxc is not installed (Debian's lxc)")
+            (common::is_root() && runs("lxc-execute", "--version"))
+                || !skip("lxc-execute is not installed or the test is not root (Debian's lxc)")
         }
         Need::Nspawn => {
-            runs("systemd-nspawn", "--version")
-                || !skip("systemd-nspawn is not installed (Debian's systemd-container)")
+            (common::is_root() && runs("systemd-nspawn", "--version"))
+                || !skip("systemd-nspawn is not installed or the test is not root (Debian's systemd-container)")
         }
+        Need::Sysbench => runs("sysbench", "--version") || !skip("sysbench is not installed"),
     }
 }
 
