@@ -3,7 +3,8 @@
 //! its throttled time; docker on fuse-overlayfs shows the fuse daemon's
 //! CPU outside the container; QEMU under TCG spends the slowdown in its
 //! vCPU threads; a `storage=tmpfs` container writes next to nothing to the
-//! device; and host against host names no cause. Each skips with its
+//! device; a container's bridge network costs the host softirq per
+//! request above the host's own; and host against host names no cause. Each skips with its
 //! reason where the component is missing (a failure under CI=true).
 
 mod common;
@@ -252,5 +253,58 @@ fn qemu_tcg_spends_the_slowdown_in_its_vcpu_threads() {
     assert!(
         (0.5..=2.0).contains(&(cost / slowdown)),
         "vCPU CPU per event {cost:.2}× the host's, slowdown {slowdown:.2}×"
+    );
+}
+
+const TCP_RR: &str =
+    "description = \"net\"\n[[run]]\nworkload = \"net\"\nnet_test = \"tcp_rr\"\ntime = 1\n";
+
+/// The softirq finding of `env`'s verdicts, if any.
+fn softirq_finding(a: &Value, env: &str) -> Option<Value> {
+    a["explanations"]
+        .as_array()?
+        .iter()
+        .filter(|e| e["env"] == env)
+        .flat_map(|e| e["findings"].as_array().cloned().unwrap_or_default())
+        .find(|f| f["rule"] == "host_softirq")
+}
+
+#[test]
+fn a_bridge_network_costs_the_host_softirq_per_request() {
+    let _serial = serial();
+    if !engine_ok("docker") {
+        return;
+    }
+    // A request crosses the bridge twice (veth, bridge, netfilter) in
+    // the host's softirq; on the host it stays on loopback.
+    let a = compare(TCP_RR, &["docker:name=explain-bridge"]);
+    let per_request = |env: &str| samples(&a, "acct_host_cpu_softirq_per_event", env);
+    let (bridge, host) = (per_request("explain-bridge"), per_request("host"));
+    assert_eq!((bridge.len(), host.len()), (3, 3), "{bridge:?} {host:?}");
+    let verdict = a["explanations"]
+        .as_array()
+        .and_then(|x| x.iter().find(|e| e["env"] == "explain-bridge"));
+    let Some(verdict) = verdict else {
+        // The container's requests as fast as the host's: nothing to
+        // explain, and the softirq is still measured per request.
+        eprintln!("no slower verdict for the bridge: softirq µs/request {bridge:?} vs {host:?}");
+        return;
+    };
+    let f = softirq_finding(&a, "explain-bridge").unwrap_or_else(|| {
+        panic!("softirq not named: {verdict} (µs/request {bridge:?} vs {host:?})")
+    });
+    let (x, b) = (
+        f["env"].as_f64().unwrap(),
+        f["baseline"].as_f64().unwrap_or(0.0),
+    );
+    eprintln!("bridge: host softirq {x:.2} µs per request against the host's {b:.2}: {verdict}");
+    assert!(x > b, "{f}");
+    assert_eq!(f["figure"], "acct_host_cpu_softirq_per_event", "{f}");
+    // The negative control: host against host names no softirq.
+    let twin = compare(TCP_RR, &["host:name=explain-twin-net"]);
+    assert!(
+        softirq_finding(&twin, "explain-twin-net").is_none(),
+        "{}",
+        twin["explanations"]
     );
 }
