@@ -114,22 +114,33 @@ pub const PODMAN: DriverDef = DriverDef {
     probe,
 };
 
-/// The engine's version; with `runtime=`, also a trivial container started
-/// with it (its refusal is the reason the spec is unavailable).
+/// The engine's version, and a trivial container started from the agent's
+/// image (with `runtime=`'s runtime, or the engine's default): an engine
+/// that answers but cannot start a container (Podman whose crun refuses a
+/// cgroup v1 host) is unavailable, with its refusal as the reason. The
+/// image is cached by the engine per binary (`prepare`), the trial's
+/// verdict in this process per engine, version, image and spec.
 fn probe(spec: &Spec) -> (bool, String) {
+    static TRIED: Mutex<Vec<(String, Result<String, String>)>> = Mutex::new(Vec::new());
     let checked = DockerEnvironment::new(spec.clone()).and_then(|mut env| {
         let v = engine_version(env.cli, env.rootless.as_ref(), engine_limit(spec))?;
-        if super::runtime::asked(spec).is_none() && env.rootless.is_none() {
-            return Ok(format!("engine {v}"));
-        }
         env.prepare(&crate::core::observer::Silent)?;
-        let settings: Vec<String> = env
-            .settings(0)
+        let key = format!("{} {v} {} {}", env.cli, env.image, spec.text);
+        let known = TRIED
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
             .iter()
-            .filter(|(k, _)| k.as_str() != "podman_version")
-            .map(|(k, v)| format!("{k} {v}"))
-            .collect();
-        Ok(format!("engine {v}, {}", settings.join(", ")))
+            .find(|(k, _)| *k == key)
+            .map(|(_, r)| r.clone());
+        let verdict = known.unwrap_or_else(|| {
+            let r = env.trial(&v).map_err(|e| format!("{e:#}"));
+            TRIED
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .push((key, r.clone()));
+            r
+        });
+        verdict.map_err(|e| anyhow!(e))
     });
     match checked {
         Ok(detail) => (true, detail),
@@ -344,6 +355,25 @@ impl DockerEnvironment {
 }
 
 impl DockerEnvironment {
+    /// After `prepare`: a trivial container starts (`runtime=`'s was
+    /// started by `prepare` itself); what `envs` says of it.
+    fn trial(&self, version: &str) -> Result<String> {
+        if !self.runtime.is_empty() {
+            // runtime=, or rootless (whose trial `prepare` made): the settings.
+            let settings: Vec<String> = self
+                .runtime
+                .iter()
+                .filter(|(k, _)| k.as_str() != "podman_version")
+                .map(|(k, v)| format!("{k} {v}"))
+                .collect();
+            return Ok(format!("engine {version}, {}", settings.join(", ")));
+        }
+        let limit = engine_limit(&self.spec);
+        let run = |args: &[&str]| engine(self.cli, None, args, None, limit);
+        super::runtime::trial_container(self.cli, &self.spec, &run, &self.trial_args()?)?;
+        Ok(format!("engine {version}, a trial container started"))
+    }
+
     /// A trivial container's arguments up to its image (the binary then
     /// takes `--version`), as `run_command` would mount it.
     fn trial_args(&self) -> Result<Vec<String>> {

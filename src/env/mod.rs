@@ -20,7 +20,9 @@ pub mod gvisor;
 pub mod host;
 pub mod libvirt;
 mod load;
+pub mod lxc;
 pub mod net;
+pub mod nspawn;
 mod peer;
 pub mod probe;
 pub mod qemu;
@@ -31,6 +33,7 @@ mod runtime;
 mod session;
 pub mod spec;
 pub mod ssh;
+mod syscontainer;
 mod tarball;
 mod vethns;
 
