@@ -355,13 +355,12 @@ impl DockerEnvironment {
 }
 
 impl DockerEnvironment {
-    /// After `prepare`: a trivial container starts (`runtime=`'s was
-    /// started by `prepare` itself); what `envs` says of it.
+    /// After `prepare`: a trivial container starts (`runtime=`'s and
+    /// `rootless=`'s were started by `prepare` itself); what `envs` says of it.
     fn trial(&self, version: &str) -> Result<String> {
-        if !self.runtime.is_empty() {
-            // runtime=, or rootless (whose trial `prepare` made): the settings.
+        if !self.runtime.is_empty() || self.rootless.is_some() {
             let settings: Vec<String> = self
-                .runtime
+                .settings(0)
                 .iter()
                 .filter(|(k, _)| k.as_str() != "podman_version")
                 .map(|(k, v)| format!("{k} {v}"))

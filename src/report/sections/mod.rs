@@ -21,6 +21,7 @@ mod overhead;
 mod overview;
 mod storage;
 mod sweeps;
+mod timeline;
 
 pub(crate) use areas::area_slowdowns;
 pub(crate) use fleet::fleet_view;
