@@ -190,6 +190,7 @@ const RECIPES: &[(&str, How)] = &[
         },
     ),
     ("virtperf compare --suite sandboxes", Not(MINUTES)),
+    ("virtperf cpu --env podman:rootless=alice", Not("names a user of the reader's own: tests/rootless.rs makes one and walks it")),
     ("virtperf cpu --env ssh:bench@192.0.2.10:22", Not(YOURS)),
     ("virtperf cpu --env libvirt:vcpus=2,memory=2g,cpu=host-model,pin=0-1", Not("a TCG domain of 2 GiB booted through libvirtd: tests/libvirt.rs walks it")),
     ("virtperf cpu --env libvirt:domain=web1,snapshot=clean", Not(YOURS)),

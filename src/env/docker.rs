@@ -376,7 +376,14 @@ impl DockerEnvironment {
     /// A trivial container's arguments up to its image (the binary then
     /// takes `--version`), as `run_command` would mount it.
     fn trial_args(&self) -> Result<Vec<String>> {
-        let mut args = Vec::new();
+        // Labelled as every container of ours: a killed run's is swept.
+        let mut args = vec!["--label".to_string(), LABEL.to_string()];
+        if let Some(owner) = Owner::me() {
+            args.extend([
+                "--label".to_string(),
+                format!("{OWNER_LABEL}={}", owner.tag()),
+            ]);
+        }
         if self.cli == "podman" && self.rootless.is_none() {
             for (name, limit) in podman_ulimits() {
                 args.extend(["--ulimit".to_string(), format!("{name}={limit}:{limit}")]);

@@ -19,7 +19,6 @@ use anyhow::{bail, Result};
 use super::def::{Check, EnvOption};
 use super::{NetNeed, Route, Spec};
 use crate::core::options::CliError;
-use crate::sys::owner::Owner;
 
 pub const OPTION: EnvOption = EnvOption::new(
     "rootless",
@@ -158,7 +157,7 @@ pub fn refuse_network(spec: &Spec, mode: &str, need: NetNeed) -> Result<()> {
 type Engine<'a> = &'a dyn Fn(&[&str]) -> Result<std::process::Output>;
 
 /// A trial container as the user (`args`: the run arguments up to its
-/// image, whose binary then prints its version), created, inspected,
+/// image, with our labels, whose binary then prints its version), created, inspected,
 /// started and removed: its refusal (a network this Podman lacks, a user
 /// whose ids cannot be mapped) is the reason the spec cannot run. Returns
 /// the network Podman gave it and the OCI runtime's name and version.
@@ -168,14 +167,8 @@ pub fn trial(
     global: &[String],
     args: &[String],
 ) -> Result<(String, BTreeMap<String, String>)> {
-    // Labelled with its owner, as every container of ours: a killed run's
-    // trial is swept by the next.
-    let owner = Owner::me().map(|o| format!("{}={}", super::engine_cli::OWNER_LABEL, o.tag()));
     let mut create: Vec<&str> = global.iter().map(String::as_str).collect();
-    create.extend(["create", "--name", name, "--label", "virtperf=1"]);
-    if let Some(owner) = &owner {
-        create.extend(["--label", owner.as_str()]);
-    }
+    create.extend(["create", "--name", name]);
     create.extend(args.iter().map(String::as_str));
     create.push("--version");
     let made = engine(&create)?;
