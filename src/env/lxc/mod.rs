@@ -116,30 +116,39 @@ fn find_version() -> Result<String> {
 }
 
 /// Ends what runs killed before their cleanup left: containers (by their
-/// cgroups), directories and network namespaces.
+/// cgroups), LXC's `lxc.pivot` once no container is left, network
+/// namespaces.
 fn sweep() {
     sc::sweep_cgroups(&["lxc.payload.", "lxc.monitor."], PREFIX);
+    remove_idle_pivot();
     vethns::sweep(PREFIX);
 }
 
-/// Ends container `name`: its processes (by its cgroups) and its cgroups;
-/// LXC's `lxc.pivot` too when it was not there before and is empty.
-fn end_container(name: &str, remove_pivot: bool) {
+/// Ends container `name`: its processes (by its cgroups) and its cgroups,
+/// then LXC's `lxc.pivot` if no container is left.
+fn end_container(name: &str) {
     sc::kill_cgroups(&format!("lxc.payload.{name}"));
     sc::kill_cgroups(&format!("lxc.monitor.{name}"));
-    if remove_pivot {
-        for h in sc::hierarchies() {
-            // Fails, as it should, while anything is in it.
+    remove_idle_pivot();
+}
+
+/// Removes the `lxc.pivot` cgroup LXC makes for its monitors (and never
+/// removes) where no LXC container, of virtperf's or anyone's, has a
+/// cgroup on that hierarchy; removing a cgroup fails anyway while
+/// anything is in it.
+fn remove_idle_pivot() {
+    for h in sc::hierarchies() {
+        let busy = std::fs::read_dir(&h).is_ok_and(|d| {
+            d.flatten().any(|e| {
+                let n = e.file_name();
+                let n = n.to_string_lossy();
+                n.starts_with("lxc.payload.") || n.starts_with("lxc.monitor.")
+            })
+        });
+        if !busy {
             let _ = std::fs::remove_dir(h.join("lxc.pivot"));
         }
     }
-}
-
-/// Whether LXC's `lxc.pivot` cgroup exists on any hierarchy.
-fn pivot_exists() -> bool {
-    sc::hierarchies()
-        .iter()
-        .any(|h| h.join("lxc.pivot").exists())
 }
 
 pub struct LxcEnvironment {
@@ -148,8 +157,6 @@ pub struct LxcEnvironment {
     version: String,
     mode: Mode,
     v1: bool,
-    /// Whether LXC's `lxc.pivot` cgroup was there before this run.
-    pivot_before: bool,
     /// Each live veth instance's (host, inside) addresses.
     pairs: Mutex<BTreeMap<usize, (std::net::Ipv4Addr, std::net::Ipv4Addr)>>,
     launches: AtomicUsize,
@@ -163,7 +170,6 @@ impl LxcEnvironment {
             version: String::new(),
             mode: Mode::Privileged(None),
             v1: true,
-            pivot_before: true,
             pairs: Mutex::new(BTreeMap::new()),
             launches: AtomicUsize::new(0),
         }
@@ -245,7 +251,6 @@ impl Environment for LxcEnvironment {
             );
         }
         sweep();
-        self.pivot_before = pivot_exists();
         let dir = sc::run_dir(PREFIX, &|_| {})?;
         if matches!(mode, Mode::Unprivileged(_)) {
             // The container's root, an unprivileged id, passes through to
@@ -271,7 +276,7 @@ impl Environment for LxcEnvironment {
             .make_container(&ct, &name, index)
             .and_then(|cfg| self.start(index, &name, &ct, &cfg));
         if launched.is_err() {
-            end_container(&name, !self.pivot_before);
+            end_container(&name);
             let _ = std::fs::remove_dir_all(&ct);
         }
         launched
@@ -338,14 +343,13 @@ impl LxcEnvironment {
             .context("starting lxc-execute (apt-get install lxc)")?;
         let name = name.to_string();
         let ct = ct.to_path_buf();
-        let remove_pivot = !self.pivot_before;
         Ok(Launched {
             child,
             // The container dies with lxc-execute; what is left of it (a
             // hung agent, its cgroups) is killed and removed, then its
             // namespace and directory.
             cleanup: Some(Box::new(move || {
-                end_container(&name, remove_pivot);
+                end_container(&name);
                 drop(net);
                 let _ = std::fs::remove_dir_all(ct);
             })),
