@@ -323,3 +323,43 @@ fn a_bridge_network_costs_the_host_softirq_per_request() {
         ),
     }
 }
+
+/// Whether the kernel lists a CPU PMU (`cpu` among the event sources):
+/// these machines' VMs have none, only software events.
+fn has_pmu() -> bool {
+    std::path::Path::new("/sys/bus/event_source/devices/cpu").exists()
+}
+
+#[test]
+fn a_cpu_run_counts_its_events_and_samples_each_second() {
+    let _serial = serial();
+    let doc = run(&["cpu", "--cpu-max-prime=5000", "--time=2"], "host");
+    let acct = &doc["accounting"];
+    assert_eq!(acct["version"], 2, "{acct}");
+    let c = &acct["inside"]["counters"];
+    if has_pmu() {
+        assert!(c["cycles"].as_u64().unwrap() > 0, "{c}");
+        assert!(c["instructions"].as_u64().unwrap() > 0, "{c}");
+    } else {
+        // No PMU: the figures are null with the reason, never 0.
+        assert!(c["cycles"].is_null() && c["instructions"].is_null(), "{c}");
+        let why = c["hardware_unavailable"].as_str().unwrap_or_default();
+        assert!(why.starts_with("not available here: "), "{c}");
+    }
+    // The run's thread ended and was joined (a context switch of the
+    // waiting thread at least), and its stack and buffers faulted in.
+    assert!(c["context_switches"].as_u64().unwrap() > 0, "{c}");
+    assert!(c["page_faults"].as_u64().unwrap() > 0, "{c}");
+    assert!(c["cpu_migrations"].as_u64().is_some(), "{c}");
+    // Two seconds: at least one sample each side, shares within 0..100 %.
+    for side in ["inside", "outside"] {
+        let s = acct[side]["samples"]["samples"]
+            .as_array()
+            .unwrap_or_else(|| panic!("no {side} samples: {acct}"));
+        assert!(!s.is_empty() && s.len() <= 5, "{side}: {s:?}");
+        for x in s {
+            let busy = x["user_pct"].as_f64().unwrap() + x["system_pct"].as_f64().unwrap();
+            assert!((0.0..=100.5).contains(&busy), "{x}");
+        }
+    }
+}

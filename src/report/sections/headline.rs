@@ -72,9 +72,16 @@ fn side_by_side(a: &Analysis, m: &MetricAnalysis, s: &EnvStat) -> String {
         .position(|env| *env == a.baseline)
         .and_then(|bi| m.per_env.get(bi))
         .and_then(mean);
-    match (mean(s), base) {
-        (Some(v), Some(b)) => format!("{v} vs {b} {}", m.unit),
-        (Some(v), None) => format!("{v} {} (baseline: no runs)", m.unit),
+    // An imported figure names its source: another tool, another day.
+    let from = a.imported.get(&s.env).map(|sources| {
+        let list: Vec<String> = sources.iter().map(|x| x.source()).collect();
+        list.join("; ")
+    });
+    match (mean(s), base, from) {
+        (Some(v), Some(b), None) => format!("{v} vs {b} {}", m.unit),
+        (Some(v), Some(b), Some(f)) => format!("{v} vs {b} {} ({f})", m.unit),
+        (Some(v), None, None) => format!("{v} {} (baseline: no runs)", m.unit),
+        (Some(v), None, Some(f)) => format!("{v} {} ({f}; baseline: no runs)", m.unit),
         _ => String::new(),
     }
 }

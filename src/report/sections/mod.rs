@@ -22,6 +22,7 @@ mod overview;
 mod seed002;
 mod storage;
 mod sweeps;
+mod timeline;
 
 pub(crate) use areas::area_slowdowns;
 pub(crate) use fleet::fleet_view;
