@@ -1,5 +1,6 @@
 //! Entry point: wiring only. Parses the request, runs it, prints the result,
-//! and maps failures to exit codes (1 run failed, 2 bad input, 130 interrupted).
+//! and maps failures to exit codes (1 run failed, 2 bad input, 3 a --fail-on
+//! gate tripped, 130 interrupted).
 
 use std::process::ExitCode;
 
@@ -64,6 +65,16 @@ fn virtperf_main() -> ExitCode {
                 && err.downcast_ref::<signals::Interrupted>().is_some() =>
         {
             ExitCode::from(130)
+        }
+        // A --fail-on gate tripped: everything was written; the rows that
+        // tripped it are said, and the exit code is the gate's own.
+        Err(err)
+            if err
+                .downcast_ref::<virtperf::analysis::gate::Tripped>()
+                .is_some() =>
+        {
+            eprintln!("virtperf: {}", error_text(&err));
+            ExitCode::from(virtperf::analysis::gate::EXIT_CODE)
         }
         Err(err) => {
             // An error may carry a server's, a guest's or a store's text:

@@ -27,7 +27,11 @@
 pub mod account;
 pub mod explain;
 pub mod fleet;
+pub mod gate;
 mod gather;
+pub mod history;
+#[cfg(test)]
+mod history_sim;
 pub mod sequential;
 pub mod timeline;
 pub mod unpaired;

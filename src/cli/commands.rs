@@ -62,6 +62,15 @@ pub const COMMANDS: &[CommandDef] = &[
         listed: true,
     },
     CommandDef {
+        name: "history",
+        operands: "DIR...",
+        summary: "every stored comparison over time: trends and change points",
+        options: crate::compare::HISTORY_OPTIONS,
+        about: crate::compare::history_help,
+        parse: |args| Ok(Request::History(crate::compare::history_cmd_parse(args)?)),
+        listed: true,
+    },
+    CommandDef {
         name: "import",
         operands: "FILE...",
         summary: "other tools' logs into a results store",

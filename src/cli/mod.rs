@@ -111,6 +111,8 @@ pub enum Request {
     Compare(Box<CompareArgs>),
     /// `virtperf report ...`
     Report(ReportArgs),
+    /// `virtperf history ...`
+    History(crate::compare::HistoryArgs),
     /// `virtperf serve ...`
     Serve(ServeArgs),
     /// `virtperf import ...`
@@ -154,7 +156,8 @@ pub fn usage() -> String {
         "\nExamples:\n  virtperf cpu --cpu-max-prime=20000 --threads=2 --time=30 run\n  \
          virtperf memory --memory-block-size=1K --memory-oper=read --json\n  \
          virtperf memory --memory-mode=stream --threads=2\n\n\
-         Exit codes: 0 success, 1 the run failed, 2 bad input, 130 interrupted.\n",
+         Exit codes: 0 success, 1 the run failed, 2 bad input, 3 a --fail-on gate tripped\n\
+         (compare, report, history), 130 interrupted.\n",
     );
     out
 }
@@ -295,6 +298,7 @@ pub fn run(request: Request) -> anyhow::Result<()> {
         Request::Agent => crate::agent::main()?,
         Request::Compare(args) => crate::compare::main(*args)?,
         Request::Report(args) => crate::compare::report_main(&args)?,
+        Request::History(args) => crate::compare::history_main(&args)?,
         Request::Serve(args) => crate::workload::net::server::main(&args)?,
         Request::Import(args) => crate::import::main(&args)?,
         Request::Envs(specs) => print!("{}", crate::env::probe::report(&specs)),

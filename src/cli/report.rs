@@ -32,6 +32,7 @@ pub fn parse(args: &[String]) -> Result<ReportArgs, CliError> {
         view: View {
             detail: v.flag("detail"),
         },
+        fail_on: crate::analysis::gate::Gate::parse_all(v.list("fail-on"))?,
     })
 }
 

@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use super::plan::{CompareArgs, PlanArgs, Resume, SuiteSource, OPTIONS};
 use super::schedule::Repeat;
+use crate::analysis::gate::Gate;
 use crate::core::options::{self, CliError, OptKind};
 use crate::env::Spec;
 use crate::report::{self, View};
@@ -70,6 +71,7 @@ pub fn parse(args: &[String]) -> Result<CompareArgs, CliError> {
         resume: v.flag("resume").then(|| Resume {
             ignored: beyond_resume(args),
         }),
+        fail_on: Gate::parse_all(v.list("fail-on"))?,
     })
 }
 
@@ -150,6 +152,11 @@ fn beyond_resume(args: &[String]) -> Vec<String> {
                 it.next();
             }
             a if a.starts_with("--start-at=") => {}
+            // A gate is this invocation's, as is its exit code.
+            "--fail-on" => {
+                it.next();
+            }
+            a if a.starts_with("--fail-on=") => {}
             other => out.push(other.to_string()),
         }
     }

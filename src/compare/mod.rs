@@ -2,10 +2,12 @@
 //! round after round, each entry in every environment back to back with
 //! the order rotated (`suite::order`), writes each result to the store
 //! the moment it arrives, and reports each environment against the baseline.
-//! Also `virtperf report`, which renders a stored comparison.
+//! Also `virtperf report`, which renders a stored comparison, and
+//! `virtperf history`, every stored comparison over time.
 
 pub mod adaptive;
 pub mod args;
+mod history_cmd;
 pub mod plan;
 mod report_cmd;
 pub mod schedule;
@@ -14,6 +16,7 @@ use std::path::Path;
 
 use anyhow::{bail, Context, Result};
 
+use crate::analysis::gate;
 use crate::core::observer::{Observer, Terminal};
 use crate::core::options::CliError;
 use crate::core::signals;
@@ -21,6 +24,9 @@ use crate::core::text;
 use crate::env;
 use crate::report;
 use crate::store::Store;
+pub use history_cmd::{
+    history_help, history_main, parse as history_cmd_parse, HistoryArgs, HISTORY_OPTIONS,
+};
 use plan::Plan;
 pub use plan::{help, CompareArgs, PlanArgs, Resume, SuiteSource};
 pub use report_cmd::{report_help, report_main, ReportArgs, REPORT_OPTIONS};
@@ -117,10 +123,19 @@ pub fn main(args: CompareArgs) -> Result<()> {
     let cmp = store.comparison(id)?.expect("exists");
     let analysis = report::analyze(&cmp, &store.runs(id)?, &plan.settings);
     write_reports(&args, id, &analysis, &observer)?;
+    let tripped: Vec<String> = gate::trips(&analysis, &args.fail_on)
+        .iter()
+        .map(|r| r.to_string())
+        .collect();
+    let gated = gate::verdict(format!("comparison #{id}"), tripped);
     if !outcome.failed.is_empty() {
+        // A failed run is the graver news (exit 1); the gate is said too.
+        if let Err(t) = &gated {
+            observer.note(&t.to_string());
+        }
         bail!("some environments failed; their errors are in the report");
     }
-    Ok(())
+    Ok(gated?)
 }
 
 /// Records a new comparison of `plan` in the store, with its digest and
@@ -151,7 +166,7 @@ fn write_reports(
     let page = report::html().render(analysis, args.view);
     std::fs::write(&html, text::output(&page, text::Form::Text).as_bytes())
         .with_context(|| format!("writing {}", html.display()))?;
-    let report = args.format.render(analysis, args.view);
+    let report = args.format.render_gated(analysis, args.view, &args.fail_on);
     print!(
         "{}",
         text::output(&report, text::Form::of(args.format.name()))

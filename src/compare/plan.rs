@@ -8,6 +8,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use super::schedule::Repeat;
+use crate::analysis::gate::{self, Gate};
 use crate::core::observer::Observer;
 use crate::core::options::{self, CliError, OptKind, OptionSpec};
 use crate::env::{self, probe, Spec};
@@ -59,7 +60,17 @@ pub const OPTIONS: &[OptionSpec] = &[
         "what to print at the end: a format 'virtperf report --help' lists (an HTML report is always written to --out)",
     ),
     crate::core::start_at::OPTION,
+    FAIL_ON,
 ];
+
+/// `--fail-on`, shared with `virtperf report`.
+pub const FAIL_ON: OptionSpec = OptionSpec::new(
+    "fail-on",
+    OptKind::Choice(gate::WORDS),
+    "",
+    "exit with code 3 (after writing every result and report) when a headline verdict is this (repeatable; changed: slower or faster; inconclusive: also no verdict), naming the rows that tripped it",
+)
+.repeatable();
 
 /// `--margin`, shared with `virtperf report`.
 pub const MARGIN: OptionSpec = OptionSpec::new(
@@ -219,6 +230,9 @@ pub struct CompareArgs {
     pub start_at: Option<String>,
     /// `--resume`: continue the newest unfinished comparison in `out`.
     pub resume: Option<Resume>,
+    /// `--fail-on`: the headline verdicts that end the command with
+    /// `gate::EXIT_CODE`, after every result and report is written.
+    pub fail_on: Vec<Gate>,
 }
 
 /// What `--resume` was given beside it.

@@ -4,6 +4,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
 
+use crate::analysis::gate::{self, Gate};
 use crate::core::options::{self, CliError, OptKind, OptionSpec};
 use crate::core::text::Form;
 use crate::report::{self, Exporter, Fleet, HostAnalysis, View};
@@ -25,6 +26,7 @@ pub const REPORT_OPTIONS: &[OptionSpec] = &[
     super::plan::MARGIN,
     super::plan::DETAIL,
     super::plan::FIGURES,
+    super::plan::FAIL_ON,
 ];
 
 /// `virtperf report --help` below its synopsis (the command table's).
@@ -142,6 +144,8 @@ pub struct ReportArgs {
     pub view: View,
     /// `--figures`: where each chart goes as an SVG file.
     pub figures: Option<PathBuf>,
+    /// `--fail-on`: gates on every host's headline verdicts.
+    pub fail_on: Vec<Gate>,
 }
 
 /// `virtperf report ...`
@@ -152,12 +156,17 @@ pub fn report_main(args: &ReportArgs) -> Result<()> {
         .iter()
         .map(|t| load(t, &settings))
         .collect::<Result<Vec<_>>>()?;
+    let tripped = gated_rows(&hosts, &args.fail_on);
+    let what = match hosts.as_slice() {
+        [one] => format!("comparison #{}", one.analysis.id),
+        many => format!("{} stores", many.len()),
+    };
     let text = if hosts.len() == 1 {
         let a = hosts.remove(0).analysis;
         if let Some(dir) = &args.figures {
             report::write_figures(&report::document(&a, args.view), dir)?;
         }
-        args.format.render(&a, args.view)
+        args.format.render_gated(&a, args.view, &args.fail_on)
     } else {
         let fleet = Fleet::build(hosts).map_err(|why| CliError::Usage(format!("report: {why}")))?;
         if let Some(dir) = &args.figures {
@@ -178,5 +187,23 @@ pub fn report_main(args: &ReportArgs) -> Result<()> {
                 .with_context(|| format!("--out {}", path.display()))?
         }
     }
-    Ok(())
+    Ok(gate::verdict(what, tripped)?)
+}
+
+/// Each host's headline rows that `--fail-on` fails, as the message says
+/// them (a fleet's prefixed with its host).
+fn gated_rows(hosts: &[HostAnalysis], gates: &[Gate]) -> Vec<String> {
+    hosts
+        .iter()
+        .flat_map(|h| {
+            let prefix = if hosts.len() > 1 {
+                format!("{}: ", h.host)
+            } else {
+                String::new()
+            };
+            gate::trips(&h.analysis, gates)
+                .into_iter()
+                .map(move |r| format!("{prefix}{r}"))
+        })
+        .collect()
 }

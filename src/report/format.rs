@@ -6,6 +6,7 @@
 //! `registry` lists them, each as an `Exporter` of either kind.
 
 use crate::analysis::fleet::Fleet;
+use crate::analysis::gate::Gate;
 use crate::analysis::Analysis;
 use crate::report::model::Document;
 
@@ -23,6 +24,11 @@ pub trait Data: Sync {
     /// The `--format` word.
     fn name(&self) -> &'static str;
     fn render(&self, a: &Analysis) -> String;
+    /// The analysis with `--fail-on`'s gates applied; only a format that
+    /// marks what failed (JUnit) differs from `render`.
+    fn render_gated(&self, a: &Analysis, _gates: &[Gate]) -> String {
+        self.render(a)
+    }
     /// Several hosts' stores at once: the fleet's figures and each host's
     /// analysis as `render` gives it.
     fn render_fleet(&self, f: &Fleet) -> String;

@@ -3,6 +3,7 @@
 //! finds one.
 
 use crate::analysis::fleet::Fleet;
+use crate::analysis::gate::Gate;
 use crate::analysis::Analysis;
 use crate::core::options::CliError;
 use crate::report::csv::CsvExporter;
@@ -10,6 +11,7 @@ use crate::report::document::{document, fleet_document};
 use crate::report::format::{Data, Layout};
 use crate::report::html::HtmlExporter;
 use crate::report::json::JsonExporter;
+use crate::report::junit::JunitExporter;
 use crate::report::markdown::MarkdownExporter;
 use crate::report::model::View;
 use crate::report::table::TableExporter;
@@ -39,6 +41,16 @@ impl Exporter {
         }
     }
 
+    /// A comparison's report with `--fail-on`'s gates: a layout as
+    /// `render` gives it; a data format may mark the gated rows (JUnit's
+    /// failures).
+    pub fn render_gated(&self, a: &Analysis, view: View, gates: &[Gate]) -> String {
+        match self {
+            Exporter::Layout(l) => l.render(&document(a, view)),
+            Exporter::Data(d) => d.render_gated(a, gates),
+        }
+    }
+
     /// A fleet report in this format: a layout of the fleet's document, or
     /// the fleet's figures with each host's analysis.
     pub fn render_fleet(&self, f: &Fleet, view: View) -> String {
@@ -56,6 +68,7 @@ pub static EXPORTERS: &[Exporter] = &[
     Exporter::Data(&CsvExporter),
     Exporter::Data(&JsonExporter),
     HTML,
+    Exporter::Data(&JunitExporter),
 ];
 
 /// The self-contained HTML page, which `compare` always writes.

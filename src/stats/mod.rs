@@ -4,6 +4,7 @@
 //! verdicts with an equivalence margin, repetitions needed for the
 //! inconclusive ones). Imports nothing else of the crate.
 
+pub mod changepoint;
 mod mannwhitney;
 pub mod ranking;
 pub mod sequential;

@@ -1,0 +1,310 @@
+//! `virtperf history` and the `--fail-on` gates end to end, on results
+//! stores written here through the store's own API (synthetic runs, so no
+//! test waits for a benchmark), and one short real comparison whose exit
+//! code must agree with its own verdicts.
+
+use std::path::Path;
+
+mod common;
+use common::virtperf;
+use virtperf::core::result::{EnvInfo, Metric, ResultDoc};
+use virtperf::stats::splitmix::SplitMix64;
+use virtperf::store::Store;
+
+/// A store in `dir` with comparisons 1..=n of host and d (cpu, 3 rounds,
+/// CV about 2%), d given 0.7 of a CPU instead of 1 from comparison `step`
+/// on.
+fn history_store(dir: &Path, n: i64, step: i64) {
+    let store = Store::open(dir).unwrap();
+    let mut rng = SplitMix64(n as u64);
+    for id in 1..=n {
+        let quota = if id >= step { 0.7 } else { 1.0 };
+        let spec = format!("docker:cpus={quota},name=d");
+        let args: Vec<String> = ["--baseline", "host", "--env", &spec, "--repeat", "3", "cpu"]
+            .map(String::from)
+            .to_vec();
+        let envs = vec!["host".to_string(), "d".to_string()];
+        let at = format!("2026-12-{id:02}T10:00:00Z");
+        let cmp = store.begin(&at, "t", "host", &envs, &args).unwrap();
+        assert_eq!(cmp, id);
+        for round in 0..3 {
+            for (env, mean) in [("host", 1000.0), ("d", 1000.0 * quota)] {
+                let noise = 1.0 + 0.04 * (rng.unit() - 0.5);
+                let mut doc = ResultDoc::new(
+                    "cpu",
+                    env,
+                    vec![Metric::new(
+                        "events_per_sec",
+                        mean * noise,
+                        "events/s",
+                        true,
+                    )],
+                );
+                doc.env = EnvInfo {
+                    name: env.into(),
+                    kernel: "6.1.0".into(),
+                    ..EnvInfo::default()
+                };
+                if env == "d" {
+                    doc.env.cgroup.cpu_quota = Some(quota);
+                }
+                store.record(cmp, env, 0, "cpu", round, Ok(&doc)).unwrap();
+            }
+        }
+        store.finish(cmp).unwrap();
+    }
+}
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+#[test]
+fn history_names_the_step_its_comparison_and_the_setting_that_changed() {
+    let dir = tempfile::tempdir().unwrap();
+    history_store(dir.path(), 10, 6);
+    let d = dir.path().to_str().unwrap();
+    let out = virtperf().args(["history", d]).output().unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let table = text(&out.stdout);
+    eprintln!("{table}");
+    assert!(table.contains("History of 10 comparisons"), "{table}");
+    assert!(
+        table.contains("d cpu events_per_sec: ")
+            && table.contains("slower from comparison #6 (2026-12-06), p = "),
+        "{table}"
+    );
+    assert!(
+        table.contains("d spec: docker:cpus=1,name=d → docker:cpus=0.7,name=d"),
+        "{table}"
+    );
+    // Exactly one change point.
+    assert_eq!(table.matches("from comparison #").count(), 1, "{table}");
+    let json: serde_json::Value = serde_json::from_slice(
+        &virtperf()
+            .args(["history", d, "--format", "json"])
+            .output()
+            .unwrap()
+            .stdout,
+    )
+    .unwrap();
+    assert_eq!(json["schema"], "virtperf.history/1");
+    assert_eq!(json["series"][0]["changes"][0]["at"], 5);
+    assert_eq!(json["series"][0]["points"].as_array().unwrap().len(), 10);
+    let page = dir.path().join("h/history.html");
+    let out = virtperf()
+        .args(["history", d, "--format", "html", "--out"])
+        .arg(&page)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let html = std::fs::read_to_string(&page).unwrap();
+    assert_eq!(html.matches("<svg").count(), 1);
+    assert!(html.contains("class=\"band\"") && html.contains("class=\"change\""));
+    let md = text(
+        &virtperf()
+            .args(["history", d, "--format", "markdown"])
+            .output()
+            .unwrap()
+            .stdout,
+    );
+    assert!(md.contains("| comparison | date | slowdown |"), "{md}");
+    // The change is four comparisons old: the gate holds.
+    let out = virtperf()
+        .args(["history", d, "--fail-on=changed"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+}
+
+#[test]
+fn history_fail_on_changed_trips_while_the_change_is_new() {
+    let dir = tempfile::tempdir().unwrap();
+    // Ten comparisons before the step and its three newest after it: the
+    // fewest a side can have, and enough before for the test to tell.
+    history_store(dir.path(), 13, 11);
+    let out = virtperf()
+        .args([
+            "history",
+            dir.path().to_str().unwrap(),
+            "--fail-on",
+            "changed",
+        ])
+        .output()
+        .unwrap();
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(3), "{err}");
+    assert!(
+        err.contains("--fail-on: 1 of 1 series") && err.contains("from comparison #11"),
+        "{err}"
+    );
+    // Everything was still printed.
+    assert!(text(&out.stdout).contains("History of 13 comparisons"));
+}
+
+#[test]
+fn report_fail_on_exits_3_naming_the_rows_and_junit_marks_them() {
+    let dir = tempfile::tempdir().unwrap();
+    history_store(dir.path(), 6, 6);
+    let newest = format!("{}/6", dir.path().display());
+    let out = virtperf()
+        .args(["report", &newest, "--fail-on=slower"])
+        .output()
+        .unwrap();
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(3), "{err}");
+    assert!(err.contains("d / cpu / events_per_sec: slower"), "{err}");
+    assert!(
+        text(&out.stdout).contains("events_per_sec"),
+        "the report is printed too"
+    );
+    let out = virtperf()
+        .args([
+            "report",
+            &newest,
+            "--fail-on=faster",
+            "--fail-on=inconclusive",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let out = virtperf()
+        .args([
+            "report",
+            &newest,
+            "--format",
+            "junit",
+            "--fail-on",
+            "changed",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(3));
+    let xml = text(&out.stdout);
+    well_formed(&xml);
+    assert!(xml.contains("tests=\"1\" failures=\"1\""), "{xml}");
+    assert!(xml.contains("<failure type=\"changed\""), "{xml}");
+    // Comparison 1 (d had a whole CPU) passes the same gate.
+    let first = format!("{}/1", dir.path().display());
+    let out = virtperf()
+        .args(["report", &first, "--format", "junit", "--fail-on=slower"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stdout));
+    assert!(!text(&out.stdout).contains("<failure"));
+}
+
+#[test]
+fn bad_gate_and_history_input_is_refused_with_exit_2() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path().to_str().unwrap();
+    for (args, says) in [
+        (vec!["history"], "name one or more results directories"),
+        (vec!["history", d], "no results store"),
+        (vec!["report", d, "--fail-on=worse"], "--fail-on"),
+        (
+            vec!["compare", "--fail-on", "equivalent", "cpu"],
+            "--fail-on",
+        ),
+        (vec!["history", d, "--fail-on=slower"], "--fail-on"),
+    ] {
+        let out = virtperf().args(&args).output().unwrap();
+        let err = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains(says), "{args:?}: {err}");
+    }
+    assert!(
+        std::fs::read_dir(dir.path()).unwrap().next().is_none(),
+        "nothing left behind"
+    );
+}
+
+#[test]
+fn a_real_comparisons_exit_code_agrees_with_its_verdicts() {
+    // Host against host, two short rounds: whatever the verdict, the exit
+    // code is 3 exactly when it is one the gates name, and the JUnit file
+    // says so, with every result written first.
+    let dir = tempfile::tempdir().unwrap();
+    let out = virtperf()
+        .args([
+            "compare",
+            "--env",
+            "host:name=b",
+            "--repeat",
+            "2",
+            "--format",
+            "junit",
+        ])
+        .args(["--fail-on=changed", "--fail-on=inconclusive", "--out"])
+        .arg(dir.path())
+        .args(["cpu", "--time=0.2", "--cpu-max-prime=2000"])
+        .output()
+        .unwrap();
+    let xml = text(&out.stdout);
+    well_formed(&xml);
+    let csv = text(
+        &virtperf()
+            .args(["report", dir.path().to_str().unwrap(), "--format", "csv"])
+            .output()
+            .unwrap()
+            .stdout,
+    );
+    let row = csv
+        .lines()
+        .find(|l| l.contains(",b,") && l.contains(",events_per_sec,"))
+        .unwrap_or_else(|| panic!("{csv}"))
+        .to_string();
+    let gated = !row.contains(",equivalent,");
+    assert_eq!(
+        out.status.code(),
+        Some(if gated { 3 } else { 0 }),
+        "{row}\n{}",
+        text(&out.stderr)
+    );
+    assert_eq!(xml.contains("<failure"), gated, "{xml}");
+    assert!(dir.path().join("comparison-1.html").exists());
+}
+
+/// Panics unless `xml` is well-formed as far as these documents go: one
+/// declaration, balanced tags, only the five predefined entities.
+fn well_formed(xml: &str) {
+    assert!(
+        xml.starts_with("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"),
+        "{xml}"
+    );
+    let mut stack: Vec<String> = Vec::new();
+    let body = &xml[xml.find("?>").unwrap() + 2..];
+    let mut rest = body;
+    while let Some(open) = rest.find('<') {
+        check_text(&rest[..open]);
+        let close = rest[open..].find('>').expect("an unclosed tag") + open;
+        let tag = &rest[open + 1..close];
+        if let Some(name) = tag.strip_prefix('/') {
+            assert_eq!(stack.pop().as_deref(), Some(name), "{xml}");
+        } else if !tag.ends_with('/') {
+            let name = tag.split_whitespace().next().unwrap();
+            stack.push(name.to_string());
+        }
+        let attrs = tag.split_once(' ').map_or("", |(_, a)| a);
+        assert_eq!(attrs.matches('"').count() % 2, 0, "{tag}");
+        check_text(&attrs.replace('"', ""));
+        rest = &rest[close + 1..];
+    }
+    assert!(stack.is_empty(), "unclosed: {stack:?}");
+}
+
+fn check_text(t: &str) {
+    assert!(!t.contains('<') && !t.contains('>'), "{t}");
+    for (i, _) in t.match_indices('&') {
+        let entity = &t[i..t[i..].find(';').map_or(t.len(), |e| i + e + 1)];
+        assert!(
+            ["&amp;", "&lt;", "&gt;", "&quot;", "&apos;"].contains(&entity),
+            "{entity} in {t}"
+        );
+    }
+    assert!(
+        !t.chars()
+            .any(|c| (c as u32) < 0x20 && !"\t\n\r".contains(c)),
+        "{t:?}"
+    );
+}
