@@ -65,15 +65,15 @@ pub const DEF: DriverDef = DriverDef {
 };
 
 fn probe_spec(spec: &Spec) -> (bool, String) {
-    let found = version().and_then(|v| {
-        Ok(format!(
+    let found = version().map(|v| {
+        format!(
             "systemd-nspawn {v}, network {}{}",
             sc::network_mode(spec),
             match systemd_is_init() {
                 Ok(()) => String::new(),
                 Err(why) => format!(" (no cpus=/memory=: {why})"),
             }
-        ))
+        )
     });
     match found {
         Ok(detail) => (true, detail),
