@@ -21,9 +21,9 @@ enum Need {
     Docker,
     Qemu,
     Runsc,
-    Sysbench,
     Lxc,
     Nspawn,
+    Sysbench,
 }
 
 /// How a recipe is walked.
@@ -190,6 +190,7 @@ const RECIPES: &[(&str, How)] = &[
         },
     ),
     ("virtperf compare --suite sandboxes", Not(MINUTES)),
+    ("virtperf cpu --env podman:rootless=alice", Not("names a user of the reader's own: tests/rootless.rs makes one and walks it")),
     ("virtperf cpu --env ssh:bench@192.0.2.10:22", Not(YOURS)),
     ("virtperf cpu --env libvirt:vcpus=2,memory=2g,cpu=host-model,pin=0-1", Not("a TCG domain of 2 GiB booted through libvirtd: tests/libvirt.rs walks it")),
     ("virtperf cpu --env libvirt:domain=web1,snapshot=clean", Not(YOURS)),
@@ -340,14 +341,15 @@ fn have(need: Need) -> bool {
         Need::Runsc => {
             runs("runsc", "--version") || !skip("runsc is not installed (Debian's runsc)")
         }
-        Need::Sysbench => runs("sysbench", "--version") || !skip("sysbench is not installed"),
         Need::Lxc => {
-            runs("lxc-execute", "--version") || !skip("lxc is not installed (Debian's lxc)")
+            (common::is_root() && runs("lxc-execute", "--version"))
+                || !skip("lxc-execute is not installed or the test is not root (Debian's lxc)")
         }
         Need::Nspawn => {
-            runs("systemd-nspawn", "--version")
-                || !skip("systemd-nspawn is not installed (Debian's systemd-container)")
+            (common::is_root() && runs("systemd-nspawn", "--version"))
+                || !skip("systemd-nspawn is not installed or the test is not root (Debian's systemd-container)")
         }
+        Need::Sysbench => runs("sysbench", "--version") || !skip("sysbench is not installed"),
     }
 }
 

@@ -29,6 +29,7 @@ pub mod explain;
 pub mod fleet;
 mod gather;
 pub mod sequential;
+pub mod timeline;
 pub mod unpaired;
 
 use gather::Gathered;
@@ -148,6 +149,13 @@ pub struct Analysis {
     /// The measured causes of each slower or faster headline verdict.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub explanations: Vec<explain::Explanation>,
+    /// Each run's per-second samples, for the entries' sections (the
+    /// store holds them; the data formats do not repeat them).
+    #[serde(skip)]
+    pub timelines: Vec<timeline::Timeline>,
+    /// Runs with samples not drawn, per (entry label, environment).
+    #[serde(skip)]
+    pub timelines_left_out: BTreeMap<(String, String), usize>,
 }
 
 /// Runs of one environment imported from one tool's output.
@@ -225,7 +233,10 @@ pub fn analyze(cmp: &ComparisonRow, runs: &[RunRow], settings: &VerdictSettings)
         fsync_ignored: g.fsync_ignored,
         breakdowns: Vec::new(),
         explanations: Vec::new(),
+        timelines: Vec::new(),
+        timelines_left_out: BTreeMap::new(),
     };
+    (a.timelines, a.timelines_left_out) = timeline::of_runs(runs);
     if a.adaptive {
         sequential::overlay(&mut a, runs, settings);
     } else {

@@ -8,6 +8,7 @@ use anyhow::Result;
 
 use super::{summary, Invocation};
 use crate::core::observer::{Observer, Terminal};
+use crate::core::options::CliError;
 use crate::core::result::{ResultDoc, StartAt};
 use crate::core::signals;
 use crate::core::start_at;
@@ -109,9 +110,18 @@ fn in_envs(inv: &Invocation, start: Option<StartAt>) -> Result<()> {
     let observer = Terminal::new(true);
     let text = Text::of(inv);
     let mut failed = Vec::new();
+    // Every environment is built before any runs: a spec refused as given
+    // (a rootless user that does not exist) stops here, exit 2.
+    let mut built = Vec::new();
     for spec in &inv.envs {
-        let outcome = env::driver(spec)
-            .and_then(|mut e| env::run(e.as_mut(), std::slice::from_ref(&inv.job), &observer));
+        match env::driver(spec) {
+            Err(e) if e.downcast_ref::<CliError>().is_some() => return Err(e),
+            b => built.push(b),
+        }
+    }
+    for (spec, b) in inv.envs.iter().zip(built) {
+        let outcome =
+            b.and_then(|mut e| env::run(e.as_mut(), std::slice::from_ref(&inv.job), &observer));
         let instances = match outcome {
             Ok(i) => i,
             Err(e) => {

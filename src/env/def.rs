@@ -167,7 +167,7 @@ impl Check {
                     )
                 })
             }),
-            Check::ScopeLimit(inner) => match super::nspawn::systemd_is_init() {
+            Check::ScopeLimit(inner) => match systemd_is_init() {
                 Ok(()) => inner.refuse(key, value),
                 Err(why) => Some(format!(
                     "{key}={value}: {why}: leave cpus= and memory= out, or use lxc:cpus=...,memory=... (LXC sets cgroup limits itself)"
@@ -198,6 +198,21 @@ fn host_cpus() -> usize {
     // SAFETY: sysconf reads a system constant and touches no memory of ours.
     let n = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_ONLN) };
     usize::try_from(n).ok().filter(|&n| n > 0).unwrap_or(1)
+}
+
+/// Whether systemd runs as PID 1 here, which cgroup limits on nspawn's
+/// scope need; why not otherwise.
+pub fn systemd_is_init() -> std::result::Result<(), String> {
+    let comm = std::fs::read_to_string("/proc/1/comm").unwrap_or_default();
+    let comm = comm.trim();
+    if comm == "systemd" && std::path::Path::new("/run/systemd/system").is_dir() {
+        Ok(())
+    } else {
+        Err(format!(
+            "systemd is not PID 1 on this machine (PID 1 is {}), so there is no scope to give CPUQuota=/MemoryMax= to",
+            crate::core::text::one_line(if comm.is_empty() { "unknown" } else { comm }, 40)
+        ))
+    }
 }
 
 /// One `--env` option of a driver.

@@ -13,6 +13,7 @@
 mod combine;
 pub mod def;
 pub mod docker;
+mod engine_cli;
 mod exchange;
 pub mod group;
 pub mod gvisor;
@@ -26,12 +27,14 @@ mod peer;
 pub mod probe;
 pub mod qemu;
 mod registry;
+mod rootless;
 mod run;
 mod runtime;
 mod session;
 pub mod spec;
 pub mod ssh;
 mod syscontainer;
+mod tarball;
 mod vethns;
 
 use std::collections::BTreeMap;

@@ -21,7 +21,7 @@ use std::time::Duration;
 
 use anyhow::{anyhow, bail, Context, Result};
 
-use super::def::{Check, DriverDef, EnvOption};
+use super::def::{systemd_is_init, Check, DriverDef, EnvOption};
 use super::syscontainer::{self as sc, InstanceNet};
 use super::vethns;
 use super::{Environment, Launched, OnHost, Route, Spec};
@@ -117,21 +117,6 @@ fn find_version() -> Result<String> {
         bail!("systemd-nspawn {v} needs root to start its containers: run virtperf as root");
     }
     Ok(v)
-}
-
-/// Whether systemd runs as PID 1 here, which cgroup limits on nspawn's
-/// scope need; why not otherwise.
-pub fn systemd_is_init() -> std::result::Result<(), String> {
-    let comm = std::fs::read_to_string("/proc/1/comm").unwrap_or_default();
-    let comm = comm.trim();
-    if comm == "systemd" && Path::new("/run/systemd/system").is_dir() {
-        Ok(())
-    } else {
-        Err(format!(
-            "systemd is not PID 1 on this machine (PID 1 is {}), so there is no scope to give CPUQuota=/MemoryMax= to",
-            crate::core::text::one_line(if comm.is_empty() { "unknown" } else { comm }, 40)
-        ))
-    }
 }
 
 /// The cgroup hierarchies nspawn places its container on when systemd is

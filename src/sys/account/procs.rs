@@ -115,6 +115,12 @@ mod tests {
         let k = parse_stat("9 (kworker/0:1) I 2 0 0 0 -1 69238880 0 0 0 0 3 4 0 0 20 0 1 0 5 0 0")
             .unwrap();
         assert!(k.kernel_thread);
+        // A name may hold spaces and parentheses; reaped children count.
+        let p =
+            parse_stat("42 (a (b) c) S 7 42 42 0 -1 4194560 100 0 0 0 250 50 10 5 20 0 1 0 1 0 0")
+                .unwrap();
+        assert_eq!((p.comm.as_str(), p.ppid), ("a (b) c", 7));
+        assert_eq!((p.own_ticks, p.ticks), (300, 315));
     }
 
     #[test]
