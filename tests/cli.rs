@@ -481,3 +481,67 @@ fn the_readme_lists_the_command_tables_commands_and_options() {
     }
     assert!(checked > 10, "only {checked} options checked");
 }
+
+/// Issue 52, item 11: what the docs say of the options agrees with what the
+/// binary takes, each read from the registry the help is generated from.
+#[test]
+fn the_docs_agree_with_the_help() {
+    let flat = |s: &str| s.split_whitespace().collect::<Vec<_>>().join(" ");
+    let readme = include_str!("../README.md");
+    // Every suite compare --help offers is in the README.
+    for (name, _) in virtperf::suite::BUILTIN {
+        assert!(
+            readme.contains(&format!("--suite {name}"))
+                || readme.contains(&format!("{name} suite")),
+            "the README never shows --suite {name}"
+        );
+    }
+    // The workloads docs/sysbench.md says refuse --time are those that do.
+    let sysbench = flat(include_str!("../docs/sysbench.md"));
+    let said = sysbench
+        .split_once("are not driven by the engine and refuse `--time`")
+        .map(|(before, _)| before.rsplit_once('(').expect("a list in parentheses").1)
+        .expect("docs/sysbench.md says which workloads refuse --time");
+    let said: Vec<&str> = said
+        .split('`')
+        .filter(|w| virtperf::workload::find(w).is_some())
+        .collect();
+    let refusing: Vec<&str> = virtperf::workload::WORKLOADS
+        .iter()
+        .filter(|d| !d.accepts("time"))
+        .map(|d| d.name)
+        .collect();
+    assert_eq!(said, refusing, "docs/sysbench.md on --time");
+    for w in virtperf::workload::WORKLOADS {
+        let help =
+            String::from_utf8(virtperf().args([w.name, "help"]).output().unwrap().stdout).unwrap();
+        assert_eq!(
+            help.contains("  --time="),
+            w.accepts("time"),
+            "{} help",
+            w.name
+        );
+    }
+    // A Lua script's required modules travel: the general help and
+    // docs/lua.md say the same.
+    let help = flat(&String::from_utf8(virtperf().arg("--help").output().unwrap().stdout).unwrap());
+    let lua = flat(include_str!("../docs/lua.md"));
+    for text in [&help, &lua] {
+        assert!(
+            text.contains("the modules it requires by a literal name"),
+            "{text}"
+        );
+    }
+    // Environment help lists the values of every choice.
+    let env_help = String::from_utf8(
+        virtperf()
+            .args(["compare", "--help"])
+            .output()
+            .unwrap()
+            .stdout,
+    )
+    .unwrap();
+    for values in ["overlay|volume|tmpfs", "bridge|host", "none|writeback"] {
+        assert!(env_help.contains(values), "{values} missing:\n{env_help}");
+    }
+}

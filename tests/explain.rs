@@ -3,7 +3,8 @@
 //! its throttled time; docker on fuse-overlayfs shows the fuse daemon's
 //! CPU outside the container; QEMU under TCG spends the slowdown in its
 //! vCPU threads; a `storage=tmpfs` container writes next to nothing to the
-//! device; and host against host names no cause. Each skips with its
+//! device; a container's bridge network costs the host softirq per
+//! request above the host's own; and host against host names no cause. Each skips with its
 //! reason where the component is missing (a failure under CI=true).
 
 mod common;
@@ -253,4 +254,112 @@ fn qemu_tcg_spends_the_slowdown_in_its_vcpu_threads() {
         (0.5..=2.0).contains(&(cost / slowdown)),
         "vCPU CPU per event {cost:.2}× the host's, slowdown {slowdown:.2}×"
     );
+}
+
+const TCP_RR: &str =
+    "description = \"net\"\n[[run]]\nworkload = \"net\"\nnet_test = \"tcp_rr\"\ntime = 1\n";
+
+/// The softirq finding of `env`'s verdicts, if any.
+fn softirq_finding(a: &Value, env: &str) -> Option<Value> {
+    a["explanations"]
+        .as_array()?
+        .iter()
+        .filter(|e| e["env"] == env)
+        .flat_map(|e| e["findings"].as_array().cloned().unwrap_or_default())
+        .find(|f| f["rule"] == "host_softirq")
+}
+
+#[test]
+fn a_bridge_network_costs_the_host_softirq_per_request() {
+    let _serial = serial();
+    if !engine_ok("docker") {
+        return;
+    }
+    // A request crosses the bridge twice (veth, bridge, netfilter) in
+    // the host's softirq; on the host it stays on loopback.
+    let a = compare(TCP_RR, &["docker:name=explain-bridge"]);
+    // The negative control: host against host names no softirq.
+    let twin = compare(TCP_RR, &["host:name=explain-twin-net"]);
+    assert!(
+        softirq_finding(&twin, "explain-twin-net").is_none(),
+        "{}",
+        twin["explanations"]
+    );
+    let per_request = |env: &str| samples(&a, "acct_host_cpu_softirq_per_event", env);
+    let (bridge, host) = (per_request("explain-bridge"), per_request("host"));
+    // Measured per request in every run, on both sides: a figure, not
+    // absent.
+    assert_eq!((bridge.len(), host.len()), (3, 3), "{bridge:?} {host:?}");
+    assert!(
+        bridge
+            .iter()
+            .chain(&host)
+            .all(|x| x.is_finite() && *x > 0.0),
+        "{bridge:?} {host:?}"
+    );
+    let verdict = a["explanations"]
+        .as_array()
+        .and_then(|x| x.iter().find(|e| e["env"] == "explain-bridge"));
+    match softirq_finding(&a, "explain-bridge") {
+        Some(f) => {
+            // Named: with the bridge's figure above the host's.
+            let (x, b) = (
+                f["env"].as_f64().unwrap(),
+                f["baseline"].as_f64().unwrap_or(0.0),
+            );
+            eprintln!("bridge: host softirq {x:.2} µs per request, the host's {b:.2}");
+            assert!(x > b, "{f}");
+            assert_eq!(f["figure"], "acct_host_cpu_softirq_per_event", "{f}");
+            assert!(bridge.iter().all(|v| host.iter().all(|h| v > h)), "{f}");
+        }
+        // Not named: then it did not exceed the noise, which the rule
+        // asks for (on a loaded 2-vCPU VM the bridge's softirq per request
+        // was above the host's in every run of one comparison, 6.9-13.4
+        // µs against 5.8-6.6, but by less than 5% of the host's whole 30
+        // µs per request; in another 7.5-12.7 against 2.3-6.2, named).
+        None => eprintln!(
+            "softirq not named: µs/request {bridge:?} against {host:?}; the verdict: {}",
+            verdict.map_or("none".to_string(), Value::to_string)
+        ),
+    }
+}
+
+/// Whether the kernel lists a CPU PMU (`cpu` among the event sources):
+/// these machines' VMs have none, only software events.
+fn has_pmu() -> bool {
+    std::path::Path::new("/sys/bus/event_source/devices/cpu").exists()
+}
+
+#[test]
+fn a_cpu_run_counts_its_events_and_samples_each_second() {
+    let _serial = serial();
+    let doc = run(&["cpu", "--cpu-max-prime=5000", "--time=2"], "host");
+    let acct = &doc["accounting"];
+    assert_eq!(acct["version"], 2, "{acct}");
+    let c = &acct["inside"]["counters"];
+    if has_pmu() {
+        assert!(c["cycles"].as_u64().unwrap() > 0, "{c}");
+        assert!(c["instructions"].as_u64().unwrap() > 0, "{c}");
+    } else {
+        // No PMU: the figures are null with the reason, never 0.
+        assert!(c["cycles"].is_null() && c["instructions"].is_null(), "{c}");
+        let why = c["hardware_unavailable"].as_str().unwrap_or_default();
+        assert!(why.starts_with("not available here: "), "{c}");
+    }
+    // The run's thread ended and was joined (a context switch of the
+    // waiting thread at least), and its stack and buffers faulted in.
+    assert!(c["context_switches"].as_u64().unwrap() > 0, "{c}");
+    assert!(c["page_faults"].as_u64().unwrap() > 0, "{c}");
+    assert!(c["cpu_migrations"].as_u64().is_some(), "{c}");
+    // Two seconds: at least one sample each side, shares within 0..100 %.
+    for side in ["inside", "outside"] {
+        let s = acct[side]["samples"]["samples"]
+            .as_array()
+            .unwrap_or_else(|| panic!("no {side} samples: {acct}"));
+        assert!(!s.is_empty() && s.len() <= 5, "{side}: {s:?}");
+        for x in s {
+            let busy = x["user_pct"].as_f64().unwrap() + x["system_pct"].as_f64().unwrap();
+            assert!((0.0..=100.5).contains(&busy), "{x}");
+        }
+    }
 }

@@ -329,6 +329,14 @@ fn fio_json_and_json_plus_are_imported_as_printed() {
     let mixed = from_file(&runs, "fio-plus.json");
     assert_eq!(mixed.params["file_test_mode"], "rndrw");
     assert_eq!(mixed.params["file_rw_ratio"], 1.0, "fio's 50% reads");
+    // fio prints no sum of latencies: null, not 0 (issue 52, item 1).
+    let lat = mixed
+        .latency_ms
+        .as_ref()
+        .expect("fio gives min, mean and max");
+    assert_eq!(lat.sum, None, "{lat:?}");
+    let stored = serde_json::to_value(lat).unwrap();
+    assert!(stored["sum"].is_null(), "{stored}");
 }
 
 /// A loopback port nothing listens on now.
@@ -771,6 +779,102 @@ fn report_sets_imported_runs_beside_measured_ones_of_the_same_entry() {
         "{table}"
     );
     assert!(table.contains("sysbench-1.0.20  events_per_sec"), "{table}");
+}
+
+/// Issue 52, item 1: a sysbench cpu log made at another --cpu-max-prime
+/// than the comparison's stands beside the measured runs with its value,
+/// tool and date and the parameter that differs; the import says why it
+/// made a new entry; a single matching log asks for another log, never
+/// for more rounds; the imported environment's unknown fingerprint shows
+/// as unknown in the HTML; the stored latency has null for the percentiles
+/// sysbench does not print.
+#[test]
+fn an_import_of_other_parameters_stands_beside_measured_runs_with_the_reason() {
+    if !have("sysbench") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let store = d.join("results");
+    output_ok(
+        virtperf()
+            .args([
+                "compare", "--env", "host", "--repeat", "3", "--format", "json", "--out",
+            ])
+            .arg(&store)
+            .args(["cpu", "--cpu-max-prime=2000", "--time=0.3"]),
+    );
+    let log = |name: &str, prime: &str| {
+        let path = d.join(name);
+        let prime = format!("--cpu-max-prime={prime}");
+        run_into(
+            &path,
+            Command::new("sysbench").args(["cpu", &prime, "--time=0", "--events=300", "run"]),
+        );
+        path
+    };
+    let (old, same) = (log("old.log", "1000"), log("same.log", "2000"));
+    let printed = import(&store, "esxi-2019", std::slice::from_ref(&old), &[]);
+    assert!(
+        printed.contains("(new entry: the file's cpu_max_prime 1000 vs 2000 in entry #0 'cpu --cpu-max-prime=2000 --time=0.3')"),
+        "{printed}"
+    );
+    let printed = import(&store, "esxi-one", std::slice::from_ref(&same), &[]);
+    assert!(printed.contains("run 1 of entry #0"), "{printed}");
+    let today = virtperf::core::time::now_rfc3339()[..10].to_string();
+    let table = String::from_utf8(output_ok(virtperf().arg("report").arg(&store)).stdout).unwrap();
+    let row = |env: &str| {
+        table
+            .lines()
+            .find(|l| l.trim_start().starts_with(env) && l.contains("events_per_sec"))
+            .unwrap_or_else(|| panic!("no headline row of {env}: {table}"))
+            .to_string()
+    };
+    let esxi = row("esxi-2019");
+    for part in [
+        &format!("events/s (sysbench 1.0.20, file of {today}; baseline: no runs)"),
+        "not comparable: host ran this test with other parameters (cpu_max_prime 1000 vs 2000",
+        "import a log made with cpu_max_prime 2000",
+    ] {
+        assert!(esxi.contains(part), "'{part}' not in {esxi}\n{table}");
+    }
+    let one = row("esxi-one");
+    assert!(
+        one.contains("import another log of the same test") && one.contains(" vs "),
+        "{one}\n{table}"
+    );
+    assert!(
+        !table.contains("run more rounds") && !table.contains("--repeat"),
+        "{table}"
+    );
+    // The HTML's environments table: what an import does not give is unknown.
+    let html = d.join("r.html");
+    output_ok(
+        virtperf()
+            .arg("report")
+            .arg(&store)
+            .args(["--format", "html", "--out"])
+            .arg(&html),
+    );
+    let html = std::fs::read_to_string(&html).unwrap();
+    let table = html
+        .find("<section id=\"environments\">")
+        .expect("the environments");
+    let at = table
+        + html[table..]
+            .find(">esxi-2019<")
+            .expect("the imported environment's row");
+    let tr = &html[at..at + html[at..].find("</tr>").unwrap()];
+    assert!(tr.contains(">unknown<"), "{tr}");
+    assert!(!tr.contains("0.0 GiB") && !tr.contains(">0<"), "{tr}");
+    // sysbench prints the 95th percentile only: the others are null.
+    let runs = stored(&store);
+    let lat =
+        serde_json::to_value(from_file(&runs, "old.log").latency_ms.as_ref().unwrap()).unwrap();
+    assert!(lat["p95"].as_f64().is_some_and(|p| p > 0.0), "{lat}");
+    for absent in ["p50", "p99", "p999"] {
+        assert!(lat[absent].is_null(), "{absent}: {lat}");
+    }
 }
 
 /// Runs `virtperf import` of `file` into `store`, killed if it takes more

@@ -58,6 +58,8 @@ fn our_script_exercises_the_api() {
         stdout.contains("  --loud[=on|off]    a flag [off]\n"),
         "{stdout}"
     );
+    // Issue 52, item 11: and the database options every script takes.
+    assert!(stdout.contains("--db-driver"), "{stdout}");
 
     // prepare (a global function), a custom command, a parallel one.
     let out = run_in(dir.path(), &[script, &dirflag, "--rows=30", "prepare"]);

@@ -98,8 +98,18 @@ fn gvisor_runs_microops_and_names_runsc_its_platform_and_version() {
     let tmp = tempfile::tempdir().unwrap();
     let doc = run_json(
         tmp.path(),
-        &["microops", "--ops=getpid", "--time=1", "--env", "gvisor"],
+        // pipe_echo forks a child that must see its pipe's end of file:
+        // runsc has no close_range, and every microops run hung on it
+        // (the default comparison's gVisor micro-ops area was "–").
+        &[
+            "microops",
+            "--ops=getpid,pipe_echo",
+            "--time=1",
+            "--env",
+            "gvisor",
+        ],
     );
+    assert!(common::metric(&doc, "pipe_echo_ns") > 0.0, "{doc}");
     let settings = &doc["env"]["settings"];
     assert_eq!(doc["env"]["kind"], "gvisor");
     assert_eq!(settings["runtime"], "runsc", "{settings}");

@@ -110,9 +110,10 @@ fn serve_peer(
             peer.address_option
         )
     })?;
+    // Accounting starts first, so the server's threads are counted.
+    let accounting = crate::sys::account::inside::Sampler::start();
     let server = (peer.serve)(bind, job.values.text(peer.secret_option))?;
     let sampler = crate::sys::monitor::Sampler::start();
-    let accounting = crate::sys::account::inside::Sampler::start();
     send(
         out,
         &Message::Serving {

@@ -201,6 +201,7 @@ impl Gathered {
                     tool,
                     runs: 1,
                     first_file: from.file.clone(),
+                    file_date: from.file_date.clone(),
                 }),
             }
         }

@@ -33,6 +33,8 @@ pub mod history;
 #[cfg(test)]
 mod history_sim;
 pub mod sequential;
+pub mod timeline;
+pub mod unpaired;
 
 use gather::Gathered;
 pub use gather::{direction, unusable, Stated};
@@ -151,6 +153,13 @@ pub struct Analysis {
     /// The measured causes of each slower or faster headline verdict.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub explanations: Vec<explain::Explanation>,
+    /// Each run's per-second samples, for the entries' sections (the
+    /// store holds them; the data formats do not repeat them).
+    #[serde(skip)]
+    pub timelines: Vec<timeline::Timeline>,
+    /// Runs with samples not drawn, per (entry label, environment).
+    #[serde(skip)]
+    pub timelines_left_out: BTreeMap<(String, String), usize>,
 }
 
 /// Runs of one environment imported from one tool's output.
@@ -160,6 +169,20 @@ pub struct ImportedSource {
     pub tool: String,
     pub runs: usize,
     pub first_file: String,
+    /// The day the first file was written (`ImportedFrom::file_date`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub file_date: Option<String>,
+}
+
+impl ImportedSource {
+    /// "sysbench 1.0.20, file of 2019-03-02": a figure's source, as a
+    /// report sets it beside the figure.
+    pub fn source(&self) -> String {
+        match &self.file_date {
+            Some(d) => format!("{}, file of {d}", self.tool),
+            None => self.tool.clone(),
+        }
+    }
 }
 
 /// One row of the headline summary: a headline metric of one entry in one
@@ -187,13 +210,15 @@ pub fn analyze(cmp: &ComparisonRow, runs: &[RunRow], settings: &VerdictSettings)
     for r in runs {
         g.take(r);
     }
-    let entries = std::mem::take(&mut g.entries)
+    let mut entries: Vec<EntryAnalysis> = std::mem::take(&mut g.entries)
         .into_iter()
         .filter_map(|(index, e)| {
             let imported: Vec<bool> = envs.iter().map(|e| g.imported.contains_key(e)).collect();
             e.analyze(index, &envs, &imported, &baseline, settings)
         })
         .collect();
+    // An imported entry the baseline did not run says why it has no ratio.
+    unpaired::explain(&mut entries, &envs, &baseline, &g.imported);
     let mut a = Analysis {
         id: cmp.id,
         started_at: cmp.started_at.clone(),
@@ -212,7 +237,10 @@ pub fn analyze(cmp: &ComparisonRow, runs: &[RunRow], settings: &VerdictSettings)
         fsync_ignored: g.fsync_ignored,
         breakdowns: Vec::new(),
         explanations: Vec::new(),
+        timelines: Vec::new(),
+        timelines_left_out: BTreeMap::new(),
     };
+    (a.timelines, a.timelines_left_out) = timeline::of_runs(runs);
     if a.adaptive {
         sequential::overlay(&mut a, runs, settings);
     } else {

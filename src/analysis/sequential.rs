@@ -50,7 +50,13 @@ pub fn rows(runs: &[RunRow], baseline: &str) -> Vec<Row> {
     let mut stated: BTreeMap<(usize, String, String), (bool, bool)> = BTreeMap::new();
     let mut workloads: BTreeMap<usize, &str> = BTreeMap::new();
     for r in runs {
-        let Some(doc) = r.doc.as_ref().filter(|d| unusable(d).is_none()) else {
+        // An imported run has no partner of its round: another tool ran it
+        // some other day. Its environment is judged unpaired (Welch).
+        let Some(doc) = r
+            .doc
+            .as_ref()
+            .filter(|d| unusable(d).is_none() && d.env.imported.is_none())
+        else {
             continue;
         };
         workloads.entry(r.entry).or_insert(&doc.workload);
@@ -342,6 +348,7 @@ pub fn overlay(a: &mut Analysis, runs: &[RunRow], settings: &VerdictSettings) {
     let rows = rows(runs, &a.baseline);
     let verdicts = judge_all(&rows, settings);
     let envs = a.envs.clone();
+    let imported: Vec<bool> = envs.iter().map(|e| a.imported.contains_key(e)).collect();
     // Each row found in one step: an entry may have thousands of metrics.
     let found: std::collections::HashMap<(usize, &str, &str), usize> = rows
         .iter()
@@ -358,6 +365,10 @@ pub fn overlay(a: &mut Analysis, runs: &[RunRow], settings: &VerdictSettings) {
                     .get(&(e.index, envs[ei].as_str(), m.name.as_str()))
                     .map(|&i| (&rows[i], &verdicts[i]))
                 else {
+                    // Imported runs: Welch's unpaired verdict stands.
+                    if imported[ei] {
+                        continue;
+                    }
                     // No pairs (the two sides ran in different rounds):
                     // nothing the sequence can say.
                     assess.outcome = Outcome::Inconclusive;

@@ -142,8 +142,9 @@ pub fn usage() -> String {
          virtperf's engine with sysbench's Lua API: its own options and commands, the\n\
          engine options, --rand-* and the OLTP tests' --db-driver options\n\
          (`virtperf ./my.lua help` lists a script's options). With --env, and in\n\
-         `virtperf compare`, the script's text (at most 1 MiB; not the files it\n\
-         requires) travels into each environment and runs there.\n",
+         `virtperf compare`, the script's text and the modules it requires by a\n\
+         literal name (at most 1 MiB in all; not one required by a computed name)\n\
+         travel into each environment and run there.\n",
     );
     out.push('\n');
     out.push_str(&options::render_help(

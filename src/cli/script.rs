@@ -128,6 +128,17 @@ pub fn main(inv: &ScriptInvocation) -> Result<()> {
     };
     match script.command() {
         "run" => run(inv, &script, text),
+        // virtperf's help adds the database options every script takes
+        // (the sysbench persona prints sysbench's text only).
+        "help" if !inv.persona => {
+            let own = script.help()?.unwrap_or_default();
+            let db = crate::workload::lua::database_options();
+            show(&format!(
+                "{own}{}",
+                options::render_help("Database options (every script takes them)", &db)
+            ));
+            Ok(())
+        }
         "help" => match script.help()? {
             Some(text) => {
                 show(&text);

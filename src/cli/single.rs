@@ -8,6 +8,7 @@ use anyhow::Result;
 
 use super::{summary, Invocation};
 use crate::core::observer::{Observer, Terminal};
+use crate::core::options::CliError;
 use crate::core::result::{ResultDoc, StartAt};
 use crate::core::signals;
 use crate::core::start_at;
@@ -107,10 +108,20 @@ fn in_process(inv: &Invocation, start: Option<StartAt>) -> Result<()> {
 /// throughput of simultaneous instances).
 fn in_envs(inv: &Invocation, start: Option<StartAt>) -> Result<()> {
     let observer = Terminal::new(true);
+    let text = Text::of(inv);
     let mut failed = Vec::new();
+    // Every environment is built before any runs: a spec refused as given
+    // (a rootless user that does not exist) stops here, exit 2.
+    let mut built = Vec::new();
     for spec in &inv.envs {
-        let outcome = env::driver(spec)
-            .and_then(|mut e| env::run(e.as_mut(), std::slice::from_ref(&inv.job), &observer));
+        match env::driver(spec) {
+            Err(e) if e.downcast_ref::<CliError>().is_some() => return Err(e),
+            b => built.push(b),
+        }
+    }
+    for (spec, b) in inv.envs.iter().zip(built) {
+        let outcome =
+            b.and_then(|mut e| env::run(e.as_mut(), std::slice::from_ref(&inv.job), &observer));
         let instances = match outcome {
             Ok(i) => i,
             Err(e) => {
@@ -144,7 +155,7 @@ fn in_envs(inv: &Invocation, start: Option<StartAt>) -> Result<()> {
             (true, false) => env::combine_group(&label, &docs),
         };
         for doc in docs.iter().chain(combined.iter()) {
-            print!("{}", shown(doc, inv.json, inv.percentile())?);
+            print!("{}", shown(doc, inv.json, &text)?);
             if let Some(w) = summary::noise_warning(doc).filter(|_| !inv.json) {
                 eprintln!("{}: {}", text::one_line(&doc.env.name, 80), w);
             }
@@ -157,23 +168,68 @@ fn in_envs(inv: &Invocation, start: Option<StartAt>) -> Result<()> {
     }
 }
 
+/// How a run that came back from an environment is told as text: as the
+/// same run here would be (sysbench's layout).
+struct Text {
+    percentile: f64,
+    mode: summary::RunMode,
+    /// The workload built here, for its header and its section read back
+    /// from the document; only one that needs nothing but CPU and memory is
+    /// built (no files, no peer, nothing to prepare).
+    built: Option<(Box<dyn workload::Workload>, String)>,
+}
+
+impl Text {
+    fn of(inv: &Invocation) -> Text {
+        let needs = &inv.job.def.needs;
+        let pure = needs.workdir.is_none() && !needs.prepare && needs.network.is_none();
+        let built = pure
+            .then(|| (inv.job.def.build)(&inv.job.values).ok())
+            .flatten()
+            .map(|w| {
+                let silent: Arc<dyn Observer> = Arc::new(crate::core::observer::Silent);
+                let engine = crate::engine::EngineOptions::from_values(&inv.job.values, silent);
+                let header = w.header(&engine);
+                (w, header)
+            });
+        Text {
+            percentile: inv.percentile(),
+            mode: summary::RunMode::of(&inv.job.values),
+            built,
+        }
+    }
+}
+
 /// What is printed of a document that came back from an agent: its JSON
 /// line, or sysbench-style text. Every string in it is the guest's: made
 /// terminal-safe here, where it is written ([`text::output`]).
-fn shown(doc: &ResultDoc, json: bool, percentile: f64) -> Result<String> {
+fn shown(doc: &ResultDoc, json: bool, how: &Text) -> Result<String> {
     if json {
         let line = format!("{}\n", serde_json::to_string(doc)?);
         return Ok(text::output(&line, text::Form::Json).into_owned());
     }
+    let hv = crate::sys::fingerprint::hypervisor_name(&doc.env.hypervisor);
     let banner = format!(
         "virtperf {} (environment: {}, hypervisor: {})",
-        doc.env.virtperf_version, doc.env.name, doc.env.hypervisor
+        doc.env.virtperf_version,
+        doc.env.name,
+        if hv.is_empty() { "unknown" } else { hv }
     );
-    let out = summary::render(doc, &banner, &metrics_text(doc), percentile);
+    let (header, section) = match &how.built {
+        Some((w, header)) => (header.as_str(), w.text_of(doc)),
+        None => ("", None),
+    };
+    let section = section.unwrap_or_else(|| metrics_text(doc));
+    let mut mode = how.mode.clone();
+    if let Some(t) = doc.params.get("threads").and_then(|v| v.as_u64()) {
+        mode.threads = t.max(1);
+    }
+    let out = summary::render(doc, &banner, (&mode, header), &section, how.percentile);
     Ok(text::output(&out, text::Form::Text).into_owned())
 }
 
-/// The headline figures of a document that came back from an agent.
+/// The headline figures of a document whose workload's own text is not
+/// read back here.
 fn metrics_text(doc: &ResultDoc) -> String {
     let mut out = String::from("Results:\n");
     for m in &doc.metrics {
@@ -208,7 +264,12 @@ mod tests {
         doc.env.virtperf_version = format!("9{evil}");
         doc.env.hypervisor = format!("KVM{evil}");
         for json in [false, true] {
-            let out = shown(&doc, json, 95.0).unwrap();
+            let how = Text {
+                percentile: 95.0,
+                mode: summary::RunMode::default(),
+                built: None,
+            };
+            let out = shown(&doc, json, &how).unwrap();
             assert!(out.contains("eps") && out.contains("KVM"), "{out}");
             assert!(
                 !out.chars()
@@ -216,7 +277,12 @@ mod tests {
                 "json {json}: {out:?}"
             );
         }
-        let back: ResultDoc = serde_json::from_str(&shown(&doc, true, 95.0).unwrap()).unwrap();
+        let how = Text {
+            percentile: 95.0,
+            mode: summary::RunMode::default(),
+            built: None,
+        };
+        let back: ResultDoc = serde_json::from_str(&shown(&doc, true, &how).unwrap()).unwrap();
         assert_eq!(back, doc, "the JSON line still says what the guest said");
     }
 }

@@ -197,21 +197,19 @@ pub fn noise_warning(doc: &ResultDoc) -> Option<String> {
 }
 
 /// A whole run's text at once (a result that came back from an
-/// environment): the banner line, the preamble, and the results.
-pub fn render(doc: &ResultDoc, banner: &str, workload_text: &str, percentile: f64) -> String {
-    let threads = doc
-        .params
-        .get("threads")
-        .and_then(|v| v.as_u64())
-        .unwrap_or(1);
-    let mode = RunMode {
-        threads,
-        ..RunMode::default()
-    };
+/// environment): the banner line, the preamble of the run's options, the
+/// workload's header, and the results.
+pub fn render(
+    doc: &ResultDoc,
+    banner: &str,
+    (mode, header): (&RunMode, &str),
+    workload_text: &str,
+    percentile: f64,
+) -> String {
     format!(
         "{banner}\n\n{}{}{}",
-        preamble(&mode),
-        started(""),
+        preamble(mode),
+        started(header),
         results(doc, workload_text, percentile)
     )
 }

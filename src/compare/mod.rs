@@ -14,7 +14,7 @@ pub mod schedule;
 
 use std::path::Path;
 
-use anyhow::{anyhow, bail, Context, Result};
+use anyhow::{bail, Context, Result};
 
 use crate::analysis::gate;
 use crate::core::observer::{Observer, Terminal};
@@ -190,7 +190,13 @@ fn resumed(
     let last = store
         .latest()?
         .filter(|c| !c.finished)
-        .ok_or_else(|| anyhow!("--resume: no unfinished comparison in {}", out.display()))?;
+        .ok_or_else(|| {
+            CliError::Usage(format!(
+                "--resume: no unfinished comparison in {}: every one there finished (or none started); 'virtperf report {}' shows the newest, and 'virtperf compare' without --resume starts another",
+                out.display(),
+                out.display()
+            ))
+        })?;
     // The stored settings are the plan, so the resumed runs belong
     // together: other settings on the command line are refused, not
     // silently dropped, and so is a suite that changed since.

@@ -13,9 +13,13 @@
 
 use serde::{Deserialize, Serialize};
 
+pub use crate::core::series::Series;
+
 /// The version of this section's layout; a store holds documents of
-/// earlier versions (or none: documents from before accounting).
-pub const VERSION: u32 = 1;
+/// earlier versions (or none: documents from before accounting). 2 added
+/// the per-second samples (`samples`, inside and outside) and the
+/// workload's event counters (`inside.counters`).
+pub const VERSION: u32 = 2;
 
 /// At most this many runtime helpers are named per run.
 pub const MAX_HELPERS: usize = 16;
@@ -64,6 +68,71 @@ pub struct Inside {
     /// The environment's `/proc/pressure/*` over the run.
     pub pressure: Option<Pressure>,
     pub net: Option<NetCounters>,
+    /// The workload process's event counters (`perf_event_open`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub counters: Option<Counters>,
+    /// The environment's CPU shares and disk bytes, one sample a second.
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "crate::core::series::lenient"
+    )]
+    pub samples: Option<Series>,
+}
+
+/// The workload process's counters from `perf_event_open` over the run
+/// (its threads and children included). Where a kind cannot be counted its
+/// figures are null and the reason says why ("not available here: ..."),
+/// never 0.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Counters {
+    pub cycles: Option<u64>,
+    pub instructions: Option<u64>,
+    /// Why cycles and instructions are null.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hardware_unavailable: Option<String>,
+    pub context_switches: Option<u64>,
+    pub cpu_migrations: Option<u64>,
+    pub page_faults: Option<u64>,
+    /// Why the software events are null.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub software_unavailable: Option<String>,
+}
+
+/// The most events a second one CPU may count (cycles at 10 GHz times an
+/// IPC of 10).
+const MAX_EVENTS_PER_CPU_S: f64 = 1e11;
+
+/// Longest reason kept for a counter that could not be read.
+const MAX_REASON: usize = 200;
+
+impl Counters {
+    /// Why these counts cannot be a run of `wall_s` seconds, if they
+    /// cannot; the reasons are bounded text.
+    fn check(&self, wall_s: f64) -> Result<(), String> {
+        let limit = (wall_s + 1.0) * MAX_CPUS * MAX_EVENTS_PER_CPU_S;
+        let counts = [
+            self.cycles,
+            self.instructions,
+            self.context_switches,
+            self.cpu_migrations,
+            self.page_faults,
+        ];
+        if let Some(n) = counts.into_iter().flatten().find(|&n| n as f64 > limit) {
+            return Err(format!("{n} events in {wall_s} s"));
+        }
+        let reasons = [&self.hardware_unavailable, &self.software_unavailable];
+        if reasons
+            .into_iter()
+            .flatten()
+            .any(|r| r.chars().count() > MAX_REASON || r.chars().any(char::is_control))
+        {
+            return Err(format!(
+                "a reason longer than {MAX_REASON} characters or with control characters"
+            ));
+        }
+        Ok(())
+    }
 }
 
 /// CPU-seconds of all CPUs together, by kind, as `/proc/stat` counts them.
@@ -163,6 +232,9 @@ pub struct Outside {
     /// The host's system-wide pressure.
     pub pressure: Option<Pressure>,
     pub net: Option<NetCounters>,
+    /// The host's CPU shares and whole disks' bytes, one sample a second.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub samples: Option<Series>,
 }
 
 /// A container's cgroup over the run (v1 or v2 controllers).
@@ -248,7 +320,7 @@ impl Accounting {
         }
         let inside = match self.inside {
             Some(inside) => match inside.check() {
-                Ok(()) => Some(inside),
+                Ok(()) => Some(inside.without_bad_parts(&mut rejected)),
                 Err(why) => {
                     rejected.push(format!("its inside figures ({why})"));
                     None
@@ -303,6 +375,23 @@ impl Inside {
             }
         }
         Ok(())
+    }
+}
+
+impl Inside {
+    /// These figures without the samples or counters that cannot be the
+    /// run's (each reason pushed on `rejected`): the rest stays.
+    fn without_bad_parts(mut self, rejected: &mut Vec<String>) -> Inside {
+        let wall = self.wall_s;
+        if let Some(Err(why)) = self.samples.as_ref().map(|s| s.check(wall)) {
+            rejected.push(format!("its samples ({why})"));
+            self.samples = None;
+        }
+        if let Some(Err(why)) = self.counters.as_ref().map(|c| c.check(wall)) {
+            rejected.push(format!("its counters ({why})"));
+            self.counters = None;
+        }
+        self
     }
 }
 
@@ -371,6 +460,72 @@ mod tests {
         assert!(json["pressure"].is_null());
         let old: Accounting = serde_json::from_str(r#"{"version":1}"#).unwrap();
         assert!(old.inside.is_none() && old.outside.is_none());
+    }
+
+    #[test]
+    fn a_guests_bad_samples_or_counters_are_dropped_alone_with_the_reason() {
+        let series = |share: f64| Series {
+            interval_s: 1.0,
+            samples: vec![crate::core::series::Sample {
+                t_s: 1.0,
+                user_pct: share,
+                ..Default::default()
+            }],
+            ..Series::default()
+        };
+        let sent = |samples: Series, cycles: u64, why: &str| Accounting {
+            version: VERSION,
+            inside: Some(Inside {
+                samples: Some(samples),
+                counters: Some(Counters {
+                    cycles: Some(cycles),
+                    software_unavailable: Some(why.into()),
+                    ..Counters::default()
+                }),
+                ..inside(9.5)
+            }),
+            ..Accounting::default()
+        };
+        let kept = sent(series(40.0), 1000, "not available here: x")
+            .kept_from_guest()
+            .unwrap();
+        assert!(kept.rejected.is_none(), "{kept:?}");
+        let i = kept.inside.unwrap();
+        assert!(i.samples.is_some() && i.counters.is_some());
+        let long = "x".repeat(500);
+        for (samples, cycles, why, dropped) in [
+            (series(400.0), 1000, "ok", "samples"),
+            (series(40.0), u64::MAX, "ok", "counters"),
+            (series(40.0), 1, "a\x1b]0;owned\x07", "counters"),
+            (series(40.0), 1, long.as_str(), "counters"),
+        ] {
+            let kept = sent(samples, cycles, why).kept_from_guest().unwrap();
+            let reason = kept.rejected.unwrap();
+            assert!(reason.contains(dropped), "{reason}");
+            // The rest of the inside view stays.
+            let i = kept.inside.unwrap();
+            assert_eq!(i.cpu_user_s, Some(9.5));
+            assert_eq!(dropped == "samples", i.samples.is_none());
+            assert_eq!(dropped == "counters", i.counters.is_none());
+        }
+        // A series that does not parse is reported, never fatal.
+        let json = r#"{"version":2,"inside":{"wall_s":1.0,"samples":{"samples":7}}}"#;
+        let kept = serde_json::from_str::<Accounting>(json)
+            .unwrap()
+            .kept_from_guest()
+            .unwrap();
+        assert!(kept.rejected.unwrap().contains("do not parse"));
+        assert!(kept.inside.unwrap().samples.is_none());
+    }
+
+    #[test]
+    fn a_version_1_section_reads_without_samples_or_counters() {
+        let v1 = r#"{"version":1,"inside":{"wall_s":2.0,"cpu_user_s":1.5,"cpu_sys_s":0.1,"ctx_voluntary":3,"ctx_involuntary":1,"faults_minor":10,"faults_major":0,"syscall_read_bytes":null,"syscall_write_bytes":null,"block_read_bytes":null,"block_write_bytes":null,"cpu":null,"pressure":null,"net":null},"outside":{"wall_s":2.1,"tree_s":1.6,"vcpu_s":null,"emulator_s":null,"cgroup":null,"helpers":[],"kernel_threads_s":0.0,"peer_s":null,"cpu":null,"device":null,"pressure":null,"net":null}}"#;
+        let a: Accounting = serde_json::from_str(v1).unwrap();
+        assert_eq!(a.version, 1);
+        let (i, o) = (a.inside.unwrap(), a.outside.unwrap());
+        assert_eq!(i.cpu_user_s, Some(1.5));
+        assert!(i.samples.is_none() && i.counters.is_none() && o.samples.is_none());
     }
 
     #[test]

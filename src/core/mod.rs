@@ -7,6 +7,7 @@ pub mod fatal;
 pub mod observer;
 pub mod options;
 pub mod result;
+pub mod series;
 pub mod signals;
 pub mod start_at;
 pub mod text;

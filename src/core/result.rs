@@ -165,6 +165,11 @@ pub struct ImportedFrom {
     pub version: String,
     /// The file's name as given to `virtperf import`.
     pub file: String,
+    /// The day the file was last written (its modification time, UTC,
+    /// YYYY-MM-DD): when the tool ran, as near as the file tells; absent
+    /// where the file system does not say.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub file_date: Option<String>,
 }
 
 impl ImportedFrom {

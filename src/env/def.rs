@@ -81,6 +81,12 @@ pub enum Check {
     HostCpus,
     /// CPU numbers and ranges of this machine (a container's `cpuset=`).
     HostCpuList,
+    /// A size such as 512m (at least the given bytes) this machine can
+    /// give: at most what virtperf itself may use (a container's `memory=`).
+    HostMemory(u64),
+    /// A limit systemd sets on a unit's scope (nspawn's `cpus=`/`memory=`):
+    /// refused where systemd is not PID 1, otherwise checked as the inner.
+    ScopeLimit(&'static Check),
     /// A container image reference: never an option of the engine's CLI.
     Image,
     /// Anything (a path, a model name), but never a word starting with `-`.
@@ -150,6 +156,23 @@ impl Check {
                     )
                 })
             }),
+            Check::HostMemory(least) => Check::Size(least).refuse(key, value).or_else(|| {
+                let asked = crate::core::units::Bytes::parse(value).ok()?.0;
+                let have = crate::sys::fingerprint::memory_limit()?;
+                (asked > have).then(|| {
+                    format!(
+                        "{key}={value} is more than this machine gives virtperf ({} MiB): give {key}={}m or less",
+                        have >> 20,
+                        have >> 20
+                    )
+                })
+            }),
+            Check::ScopeLimit(inner) => match systemd_is_init() {
+                Ok(()) => inner.refuse(key, value),
+                Err(why) => Some(format!(
+                    "{key}={value}: {why}: leave cpus= and memory= out, or use lxc:cpus=...,memory=... (LXC sets cgroup limits itself)"
+                )),
+            },
             Check::Image
                 if value.is_empty()
                     || !value.starts_with(|c: char| c.is_ascii_alphanumeric())
@@ -175,6 +198,21 @@ fn host_cpus() -> usize {
     // SAFETY: sysconf reads a system constant and touches no memory of ours.
     let n = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_ONLN) };
     usize::try_from(n).ok().filter(|&n| n > 0).unwrap_or(1)
+}
+
+/// Whether systemd runs as PID 1 here, which cgroup limits on nspawn's
+/// scope need; why not otherwise.
+pub fn systemd_is_init() -> std::result::Result<(), String> {
+    let comm = std::fs::read_to_string("/proc/1/comm").unwrap_or_default();
+    let comm = comm.trim();
+    if comm == "systemd" && std::path::Path::new("/run/systemd/system").is_dir() {
+        Ok(())
+    } else {
+        Err(format!(
+            "systemd is not PID 1 on this machine (PID 1 is {}), so there is no scope to give CPUQuota=/MemoryMax= to",
+            crate::core::text::one_line(if comm.is_empty() { "unknown" } else { comm }, 40)
+        ))
+    }
 }
 
 /// One `--env` option of a driver.
@@ -262,5 +300,15 @@ mod tests {
             .unwrap();
         assert!(set.contains(&format!("CPU {have} does not exist")), "{set}");
         assert!(Check::HostCpuList.refuse("cpuset", "x").is_some());
+    }
+
+    #[test]
+    fn more_memory_than_the_machine_is_refused_naming_what_it_has() {
+        let check = Check::HostMemory(6 << 20);
+        let err = check.refuse("memory", "100000g").unwrap();
+        assert!(err.contains("memory=100000g"), "{err}");
+        assert!(err.contains("or less"), "{err}");
+        assert_eq!(check.refuse("memory", "64m"), None);
+        assert!(check.refuse("memory", "1m").unwrap().contains("too small"));
     }
 }

@@ -11,86 +11,88 @@
 //! under a memory limit.
 
 use std::collections::BTreeMap;
-use std::process::{Command, ExitStatus, Output, Stdio};
+use std::path::Path;
+use std::process::{Command, ExitStatus, Stdio};
 use std::sync::Mutex;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use anyhow::{anyhow, bail, Context, Result};
 
 use super::def::{Check, DriverDef, EnvOption};
-use super::{net, Environment, Launched, OnHost, Route, Spec};
+use super::engine_cli::{
+    engine, engine_command, engine_limit, engine_version, sweep_dead_owners, OWNER_LABEL,
+};
+use super::rootless::{self, Rootless};
+use super::tarball::agent_tar;
+use super::{net, Environment, Launched, NetNeed, OnHost, Route, Spec};
 use crate::core::observer::Observer;
-use crate::sys::bounded::{run_bounded, run_cleanup, Bounded, Limits};
+use crate::sys::bounded::run_cleanup;
 use crate::sys::owner::{self, Owner};
 
 /// The label every container of ours carries; `OWNER_LABEL` names the
 /// virtperf process that started it (see `sys::owner`).
 const LABEL: &str = "virtperf=1";
-const OWNER_LABEL: &str = "virtperf.owner";
 /// Podman's conmon directories in TMPDIR: `virtperf-podman-OWNER-XXXXXX`.
 const CONMON_PREFIX: &str = "virtperf-podman-";
 
+const CPUS: EnvOption = EnvOption::new(
+    "cpus",
+    Check::HostCpus,
+    "CPU limit, e.g. 0.5 or 2 (at most this machine's CPUs)",
+);
+const MEMORY: EnvOption = EnvOption::new(
+    "memory",
+    Check::Size(6 << 20),
+    "memory limit, e.g. 512m or 2g (at least 6m)",
+);
+const CPUSET: EnvOption = EnvOption::new("cpuset", Check::HostCpuList, "CPUs to pin to, e.g. 0-1");
+const IMAGE: EnvOption = EnvOption::new(
+    "image",
+    Check::Image,
+    "your image, with virtperf mounted in (default: an image of only the binary)",
+);
+const STORAGE: EnvOption = EnvOption::new(
+    "storage",
+    Check::Choice(&["overlay", "volume", "tmpfs"]),
+    "where file tests write",
+);
+const TIMEOUT: EnvOption = EnvOption::new(
+    "timeout",
+    Check::Whole(1, 86400),
+    "seconds one engine command (version, image import, inspect, rm) may take (60)",
+);
+
 const OPTIONS: &[EnvOption] = &[
-    EnvOption::new(
-        "cpus",
-        Check::HostCpus,
-        "CPU limit, e.g. 0.5 or 2 (at most this machine's CPUs)",
-    ),
-    EnvOption::new(
-        "memory",
-        Check::Size(6 << 20),
-        "memory limit, e.g. 512m or 2g (at least 6m)",
-    ),
-    EnvOption::new("cpuset", Check::HostCpuList, "CPUs to pin to, e.g. 0-1"),
-    EnvOption::new(
-        "image",
-        Check::Image,
-        "your image, with virtperf mounted in (default: an image of only the binary)",
-    ),
-    EnvOption::new(
-        "storage",
-        Check::Choice(&["overlay", "volume", "tmpfs"]),
-        "where file tests write",
-    ),
+    CPUS,
+    MEMORY,
+    CPUSET,
+    IMAGE,
+    STORAGE,
     EnvOption::new(
         "network",
         Check::Choice(&["bridge", "host"]),
         "the container's network",
     ),
     super::runtime::OPTION,
-    EnvOption::new(
-        "timeout",
-        Check::Whole(1, 86400),
-        "seconds one engine command (version, image import, inspect, rm) may take (60)",
-    ),
+    TIMEOUT,
 ];
 
-/// How long one engine command may take unless `timeout=` says: a hung
-/// daemon must not hang virtperf.
-const ENGINE_TIMEOUT: Duration = Duration::from_secs(60);
-
-/// The bound on engine commands for this spec.
-fn engine_limit(spec: &Spec) -> Duration {
-    spec.opt("timeout")
-        .and_then(|t| t.parse().ok())
-        .map_or(ENGINE_TIMEOUT, Duration::from_secs)
-}
-
-/// Runs one engine command within `limit`, feeding it `input`; a command
-/// that does not end is killed and named with the fix.
-fn engine(cli: &str, args: &[&str], input: Option<&[u8]>, limit: Duration) -> Result<Output> {
-    let mut cmd = Command::new(cli);
-    cmd.args(args);
-    run_bounded(cmd, input, Limits::new(limit)).map_err(|e| match e {
-        Bounded::TimedOut(limit) => anyhow!(
-            "`{cli} {}` did not finish within {} s: is the {cli} engine hung? (check `systemctl status {cli}`; {cli}:timeout=SECONDS raises the bound)",
-            args.first().copied().unwrap_or_default(),
-            limit.as_secs()
-        ),
-        Bounded::Interrupted => crate::core::signals::Interrupted.into(),
-        Bounded::Failed(e) => anyhow!("{cli} not found ({e}): install it to use --env {cli}"),
-    })
-}
+/// Podman's: a rootless user, and the user-mode networks it has.
+const PODMAN_OPTIONS: &[EnvOption] = &[
+    CPUS,
+    MEMORY,
+    CPUSET,
+    IMAGE,
+    STORAGE,
+    EnvOption::new(
+        "network",
+        Check::Choice(&["bridge", "host", "slirp4netns", "pasta"]),
+        "the container's network (rootless: slirp4netns, pasta or host; default what Podman picks)",
+    ),
+    super::runtime::OPTION,
+    rootless::OPTION,
+    TIMEOUT,
+];
 
 pub const DOCKER: DriverDef = DriverDef {
     name: "docker",
@@ -104,25 +106,41 @@ pub const DOCKER: DriverDef = DriverDef {
 
 pub const PODMAN: DriverDef = DriverDef {
     name: "podman",
-    summary: "a Podman container, as docker",
+    summary: "a Podman container, as docker; rootless=USER runs it as that unprivileged user",
     target: None,
-    options: OPTIONS,
+    options: PODMAN_OPTIONS,
     probe_by_default: true,
     build: |spec| Ok(Box::new(DockerEnvironment::new(spec.clone())?)),
     probe,
 };
 
-/// The engine's version; with `runtime=`, also a trivial container started
-/// with it (its refusal is the reason the spec is unavailable).
+/// The engine's version, and a trivial container started from the agent's
+/// image (with `runtime=`'s runtime, or the engine's default): an engine
+/// that answers but cannot start a container (Podman whose crun refuses a
+/// cgroup v1 host) is unavailable, with its refusal as the reason. The
+/// image is cached by the engine per binary (`prepare`), the trial's
+/// verdict in this process per engine, version, image and spec.
 fn probe(spec: &Spec) -> (bool, String) {
-    let checked = engine_version(spec.driver.name, engine_limit(spec)).and_then(|v| {
-        if super::runtime::asked(spec).is_none() {
-            return Ok(format!("engine {v}"));
-        }
-        let mut env = DockerEnvironment::new(spec.clone())?;
+    static TRIED: Mutex<Vec<(String, Result<String, String>)>> = Mutex::new(Vec::new());
+    let checked = DockerEnvironment::new(spec.clone()).and_then(|mut env| {
+        let v = engine_version(env.cli, env.rootless.as_ref(), engine_limit(spec))?;
         env.prepare(&crate::core::observer::Silent)?;
-        let runtime: Vec<String> = env.runtime.values().cloned().collect();
-        Ok(format!("engine {v}, runtime {}", runtime.join(" ")))
+        let key = format!("{} {v} {} {}", env.cli, env.image, spec.text);
+        let known = TRIED
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .iter()
+            .find(|(k, _)| *k == key)
+            .map(|(_, r)| r.clone());
+        let verdict = known.unwrap_or_else(|| {
+            let r = env.trial(&v).map_err(|e| format!("{e:#}"));
+            TRIED
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .push((key, r.clone()));
+            r
+        });
+        verdict.map_err(|e| anyhow!(e))
     });
     match checked {
         Ok(detail) => (true, detail),
@@ -147,6 +165,13 @@ pub struct DockerEnvironment {
     launched_at: Mutex<Vec<(usize, f64)>>,
     /// `runtime=`'s name and version, once checked (`runtime`).
     runtime: BTreeMap<String, String>,
+    /// `rootless=`'s user, checked; None for the engine's own (root).
+    rootless: Option<Rootless>,
+    /// What the plan's network jobs need (a rootless network opens the
+    /// host's loopback only for them).
+    need: NetNeed,
+    /// A rootless container's network, as Podman gives it (a trial's).
+    net_mode: String,
 }
 
 impl DockerEnvironment {
@@ -156,7 +181,16 @@ impl DockerEnvironment {
         } else {
             "docker"
         };
-        let conmon_dir = if cli == "podman" {
+        let rootless = Rootless::of(&spec)?;
+        if rootless.is_none() && matches!(spec.opt("network"), Some("slirp4netns" | "pasta")) {
+            return Err(crate::core::options::CliError::Usage(format!(
+                "--env {}: network=slirp4netns and pasta are rootless Podman's here: add rootless=USER, or use network=bridge or host",
+                spec.text
+            ))
+            .into());
+        }
+        // Rootless, conmon runs as the user, who cannot enter our directory.
+        let conmon_dir = if cli == "podman" && rootless.is_none() {
             // Named after its owner: a killed run's is swept by the next.
             owner::sweep_dirs(&std::env::temp_dir(), CONMON_PREFIX);
             let tag = Owner::me().map(Owner::tag).unwrap_or_default();
@@ -172,6 +206,9 @@ impl DockerEnvironment {
             conmon_dir,
             launched_at: Mutex::new(Vec::new()),
             runtime: BTreeMap::new(),
+            rootless,
+            need: NetNeed::default(),
+            net_mode: String::new(),
             cli,
             image: String::new(),
             run_id: format!("{}-{}", std::process::id(), rand_suffix()),
@@ -203,23 +240,6 @@ fn rand_suffix() -> String {
         .map(|d| d.subsec_nanos())
         .unwrap_or(0);
     format!("{nanos:08x}")
-}
-
-/// The engine's version, or why it cannot be reached.
-pub fn engine_version(cli: &str, limit: Duration) -> Result<String> {
-    let out = engine(
-        cli,
-        &["version", "--format", "{{.Server.Version}}"],
-        None,
-        limit,
-    )?;
-    if !out.status.success() {
-        bail!(
-            "the {cli} engine is not reachable: {}",
-            String::from_utf8_lossy(&out.stderr).trim()
-        );
-    }
-    Ok(String::from_utf8_lossy(&out.stdout).trim().to_string())
 }
 
 /// Rootful Podman gives containers 1048576 open files and processes, which
@@ -263,100 +283,11 @@ fn has_cap_sys_resource() -> bool {
         .is_some_and(|caps| caps & (1 << 24) != 0)
 }
 
-/// One entry of a POSIX (ustar) tar archive: a regular file, or a directory
-/// when `data` is `None`.
-fn tar_entry(out: &mut Vec<u8>, name: &str, mode: u32, data: Option<&[u8]>) {
-    let mut header = [0u8; 512];
-    header[..name.len()].copy_from_slice(name.as_bytes());
-    let octal = |field: &mut [u8], value: u64| {
-        let text = format!("{:0width$o}\0", value, width = field.len() - 1);
-        field.copy_from_slice(text.as_bytes());
-    };
-    let size = data.map_or(0, <[u8]>::len);
-    octal(&mut header[100..108], mode as u64);
-    octal(&mut header[108..116], 0);
-    octal(&mut header[116..124], 0);
-    octal(&mut header[124..136], size as u64);
-    octal(&mut header[136..148], 0);
-    header[156] = if data.is_some() { b'0' } else { b'5' };
-    header[257..263].copy_from_slice(b"ustar\0");
-    header[263..265].copy_from_slice(b"00");
-    header[148..156].copy_from_slice(b"        ");
-    let sum: u32 = header.iter().map(|&b| b as u32).sum();
-    let text = format!("{sum:06o}\0 ");
-    header[148..156].copy_from_slice(text.as_bytes());
-    out.extend_from_slice(&header);
-    if let Some(data) = data {
-        out.extend_from_slice(data);
-        out.resize(out.len().div_ceil(512) * 512, 0);
-    }
-}
-
-/// The image's root file system as a tar archive: the executable `/virtperf`
-/// and an empty, world-writable `/work` for the file tests (Podman, unlike
-/// Docker, does not create a missing `--workdir`).
-pub fn agent_tar(binary: &[u8]) -> Vec<u8> {
-    let mut out = Vec::with_capacity(binary.len() + 3 * 512 + 1024);
-    tar_entry(&mut out, "work/", 0o1777, None);
-    tar_entry(&mut out, "virtperf", 0o755, Some(binary));
-    out.extend_from_slice(&[0u8; 1024]);
-    out
-}
-
 /// Seconds since the epoch, as the engines' `events --since` takes them.
 fn unix_now() -> f64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0.0, |d| d.as_secs_f64())
-}
-
-/// Removes the containers (with their anonymous volumes) of virtperf runs
-/// that were killed before their cleanup and whose agent did not end by
-/// itself; once per engine and process. Returns how many went.
-fn sweep_dead_owners(cli: &'static str, limit: Duration) -> usize {
-    static SWEPT: Mutex<Vec<&'static str>> = Mutex::new(Vec::new());
-    {
-        let mut swept = SWEPT.lock().unwrap_or_else(|p| p.into_inner());
-        if swept.contains(&cli) {
-            return 0;
-        }
-        swept.push(cli);
-    }
-    // What a command printed, also when it failed for some of its
-    // arguments (a container that went meanwhile).
-    let quiet = |args: &[&str]| {
-        engine(cli, args, None, limit)
-            .ok()
-            .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
-    };
-    let filter = format!("label={OWNER_LABEL}");
-    let Some(ids) = quiet(&["ps", "-aq", "--filter", &filter]) else {
-        return 0;
-    };
-    let ids: Vec<&str> = ids.split_whitespace().collect();
-    if ids.is_empty() {
-        return 0;
-    }
-    // The name (Docker writes it with a leading '/'), then the owner.
-    let format = format!("{{{{.Name}}}} {{{{index .Config.Labels \"{OWNER_LABEL}\"}}}}");
-    let mut args = vec!["inspect", "--format", &format];
-    args.extend(&ids);
-    let Some(owners) = quiet(&args) else {
-        return 0;
-    };
-    let dead: Vec<&str> = owners
-        .lines()
-        .filter_map(|l| l.split_once(' '))
-        .filter(|(_, tag)| Owner::parse(tag.trim()).is_some_and(|o| o.is_dead()))
-        .map(|(name, _)| name.trim_start_matches('/'))
-        .collect();
-    if dead.is_empty() {
-        return 0;
-    }
-    let mut args = vec!["rm", "-f", "-v"];
-    args.extend(&dead);
-    let _ = quiet(&args);
-    dead.len()
 }
 
 impl DockerEnvironment {
@@ -370,7 +301,7 @@ impl DockerEnvironment {
     /// The `run` command of instance `index`.
     fn run_command(&self, index: usize) -> Result<Command> {
         let name = self.container_name(index);
-        let mut cmd = Command::new(self.cli);
+        let mut cmd = engine_command(self.cli, self.rootless.as_ref());
         if let Some(dir) = self.conmon_dir_of(index) {
             cmd.current_dir(dir);
         }
@@ -381,7 +312,7 @@ impl DockerEnvironment {
             cmd.args(["--label", &format!("{OWNER_LABEL}={}", owner.tag())]);
         }
         cmd.args(["--workdir", self.workdir()]);
-        if self.cli == "podman" {
+        if self.cli == "podman" && self.rootless.is_none() {
             for (name, limit) in podman_ulimits() {
                 cmd.args(["--ulimit", &format!("{name}={limit}:{limit}")]);
             }
@@ -395,8 +326,12 @@ impl DockerEnvironment {
         if let Some(set) = self.spec.opt("cpuset") {
             cmd.args(["--cpuset-cpus", set]);
         }
-        if let Some(net) = self.spec.opt("network") {
-            cmd.args(["--network", net]);
+        let net = match &self.rootless {
+            Some(_) => rootless::network_arg(&self.net_mode, self.spec.opt("network"), self.need),
+            None => self.spec.opt("network").map(str::to_string),
+        };
+        if let Some(net) = net {
+            cmd.args(["--network", &net]);
         }
         match self.spec.opt("storage") {
             Some("tmpfs") => {
@@ -420,11 +355,36 @@ impl DockerEnvironment {
 }
 
 impl DockerEnvironment {
+    /// After `prepare`: a trivial container starts (`runtime=`'s and
+    /// `rootless=`'s were started by `prepare` itself); what `envs` says of it.
+    fn trial(&self, version: &str) -> Result<String> {
+        if !self.runtime.is_empty() || self.rootless.is_some() {
+            let settings: Vec<String> = self
+                .settings(0)
+                .iter()
+                .filter(|(k, _)| k.as_str() != "podman_version")
+                .map(|(k, v)| format!("{k} {v}"))
+                .collect();
+            return Ok(format!("engine {version}, {}", settings.join(", ")));
+        }
+        let limit = engine_limit(&self.spec);
+        let run = |args: &[&str]| engine(self.cli, None, args, None, limit);
+        super::runtime::trial_container(self.cli, &self.spec, &run, &self.trial_args()?)?;
+        Ok(format!("engine {version}, a trial container started"))
+    }
+
     /// A trivial container's arguments up to its image (the binary then
     /// takes `--version`), as `run_command` would mount it.
     fn trial_args(&self) -> Result<Vec<String>> {
-        let mut args = Vec::new();
-        if self.cli == "podman" {
+        // Labelled as every container of ours: a killed run's is swept.
+        let mut args = vec!["--label".to_string(), LABEL.to_string()];
+        if let Some(owner) = Owner::me() {
+            args.extend([
+                "--label".to_string(),
+                format!("{OWNER_LABEL}={}", owner.tag()),
+            ]);
+        }
+        if self.cli == "podman" && self.rootless.is_none() {
             for (name, limit) in podman_ulimits() {
                 args.extend(["--ulimit".to_string(), format!("{name}={limit}:{limit}")]);
             }
@@ -449,8 +409,10 @@ impl Environment for DockerEnvironment {
     }
 
     fn prepare(&mut self, obs: &dyn Observer) -> Result<()> {
-        engine_version(self.cli, engine_limit(&self.spec))?;
-        let swept = sweep_dead_owners(self.cli, engine_limit(&self.spec));
+        let user = self.rootless.clone();
+        let user = user.as_ref();
+        let version = engine_version(self.cli, user, engine_limit(&self.spec))?;
+        let swept = sweep_dead_owners(self.cli, user, engine_limit(&self.spec));
         if swept > 0 {
             obs.note(&format!(
                 "{}: removed {swept} container(s) left by virtperf runs that were killed",
@@ -464,14 +426,21 @@ impl Environment for DockerEnvironment {
                 .ok_or_else(|| anyhow!("cannot read this binary to put it in an image"))?;
             self.image = format!("virtperf-agent:{}", &sha[..16]);
             let limit = engine_limit(&self.spec);
-            let exists = engine(self.cli, &["image", "inspect", &self.image], None, limit)?
-                .status
-                .success();
+            let exists = engine(
+                self.cli,
+                user,
+                &["image", "inspect", &self.image],
+                None,
+                limit,
+            )?
+            .status
+            .success();
             if !exists {
                 let exe = std::fs::read("/proc/self/exe").context("reading this binary")?;
                 let tar = agent_tar(&exe);
                 let out = engine(
                     self.cli,
+                    user,
                     &[
                         "import",
                         "--change",
@@ -492,8 +461,35 @@ impl Environment for DockerEnvironment {
             }
         }
         let limit = engine_limit(&self.spec);
-        let run = |args: &[&str]| engine(self.cli, args, None, limit);
+        let run = |args: &[&str]| engine(self.cli, user, args, None, limit);
         self.runtime = super::runtime::check(self.cli, &self.spec, &run, &self.trial_args()?)?;
+        if let Some(r) = user {
+            let trial = format!("virtperf-trial-{}", self.run_id);
+            let global = super::runtime::global_args(self.cli, &self.spec);
+            let (mode, runtime) = rootless::trial(&run, &trial, &global, &self.trial_args()?)
+                .with_context(|| {
+                    format!("--env {}: a trial container as {}", self.spec.text, r.user)
+                })?;
+            rootless::refuse_network(&self.spec, &mode, self.need)?;
+            for (key, value) in runtime {
+                self.runtime.entry(key).or_insert(value);
+            }
+            // Podman's own word that it runs rootless, and the default
+            // runtime's version (its first line) unless runtime= gave one.
+            let format = "{{.Host.Security.Rootless}}|{{.Host.OCIRuntime.Version}}";
+            let out = run(&["info", "--format", format])?;
+            let text = String::from_utf8_lossy(&out.stdout);
+            let first = text.lines().next().unwrap_or_default();
+            let (is_rootless, runtime_version) = first.split_once('|').unwrap_or((first, ""));
+            if !runtime_version.trim().is_empty() {
+                self.runtime
+                    .entry("runtime_version".into())
+                    .or_insert_with(|| runtime_version.trim().into());
+            }
+            self.runtime
+                .extend(rootless::settings(r, is_rootless.trim(), &mode, &version));
+            self.net_mode = mode;
+        }
         Ok(())
     }
 
@@ -516,12 +512,13 @@ impl Environment for DockerEnvironment {
         let cli = self.cli;
         let limit = engine_limit(&self.spec);
         let inspect_name = name.clone();
+        let (user, rm_user) = (self.rootless.clone(), self.rootless.clone());
         Ok(Launched {
             child,
             // `--rm` removes an agent that ended; this one is hung or was
             // left behind, so it goes with its anonymous volume.
             cleanup: Some(Box::new(move || {
-                let mut rm = Command::new(cli);
+                let mut rm = engine_command(cli, rm_user.as_ref());
                 rm.args(["rm", "-f", "-v", &name]);
                 run_cleanup(rm, limit);
             })),
@@ -529,8 +526,14 @@ impl Environment for DockerEnvironment {
             workdir: self.workdir().into(),
             forwarded: None,
             on_host: OnHost::Container(Box::new(move || {
+                // Rootless on cgroup v1, the container has no cgroup of its
+                // own (it is in the root one): only the client's tree counts.
+                if user.is_some() && !Path::new("/sys/fs/cgroup/cgroup.controllers").exists() {
+                    return None;
+                }
                 let out = engine(
                     cli,
+                    user.as_ref(),
                     &["inspect", "-f", "{{.State.Pid}}", &inspect_name],
                     None,
                     limit,
@@ -549,6 +552,10 @@ impl Environment for DockerEnvironment {
         Duration::from_secs(60)
     }
 
+    fn use_network(&mut self, need: NetNeed) {
+        self.need = need;
+    }
+
     fn settings(&self, _index: usize) -> BTreeMap<String, String> {
         self.runtime.clone()
     }
@@ -557,6 +564,9 @@ impl Environment for DockerEnvironment {
     /// gateway (the host's address on that bridge, nowhere else); with
     /// network=host both ends share the host's loopback.
     fn route_to_host(&self, index: usize) -> Result<Route> {
+        if self.rootless.is_some() {
+            return Ok(rootless::route_to_host(&self.net_mode));
+        }
         if self.spec.opt("network") == Some("host") {
             return Ok(Route::loopback("host network (loopback)"));
         }
@@ -577,7 +587,7 @@ impl Environment for DockerEnvironment {
     /// 12866, the container has its own namespace) and the host dials the
     /// container's address on the bridge; with network=host, loopback.
     fn route_to_env(&self, index: usize, _forwarded: Option<(u16, u16)>) -> Result<Route> {
-        if self.spec.opt("network") == Some("host") {
+        if self.spec.opt("network") == Some("host") || self.net_mode == "host" {
             return Ok(Route::loopback("host network (loopback)"));
         }
         let ip = net::inspect_ip(
@@ -636,6 +646,7 @@ impl DockerEnvironment {
         let container = format!("container={}", self.container_name(index));
         let out = engine(
             self.cli,
+            self.rootless.as_ref(),
             &[
                 "events",
                 "--since",
@@ -691,29 +702,5 @@ mod tests {
         env.image = "debian:12".into();
         let a = args(&env.run_command(0).unwrap());
         assert_eq!(&a[a.len() - 2..], ["debian:12", "agent"]);
-    }
-
-    #[test]
-    fn tarball_has_a_valid_header_and_padding() {
-        let tar = agent_tar(b"hello");
-        assert_eq!(tar.len() % 512, 0);
-        // The directory entry first, then the file with its data.
-        assert_eq!(&tar[..5], b"work/");
-        assert_eq!(tar[156], b'5');
-        assert_eq!(&tar[100..107], b"0001777");
-        let file = &tar[512..];
-        assert_eq!(&file[..8], b"virtperf");
-        assert_eq!(file[156], b'0');
-        assert_eq!(&file[257..262], b"ustar");
-        assert_eq!(&file[512..517], b"hello");
-        assert_eq!(tar.len(), 512 + 512 + 512 + 1024);
-        // Checksums: the sum of each header with the checksum field as spaces.
-        for h in [&tar[..512], &file[..512]] {
-            let mut h = h.to_vec();
-            let stored =
-                u32::from_str_radix(std::str::from_utf8(&h[148..154]).unwrap(), 8).unwrap();
-            h[148..156].copy_from_slice(b"        ");
-            assert_eq!(stored, h.iter().map(|&b| b as u32).sum::<u32>());
-        }
     }
 }

@@ -71,7 +71,19 @@ pub(super) fn run_plan(
             // What only the host knows: how long the instance took to
             // be ready, other processes' load.
             if let Ok(doc) = &mut outcome {
-                let outside = watch.zip(mark).and_then(|(w, m)| w.since(&m));
+                // One walk of /proc serves the accounting and the
+                // foreign-load check.
+                let stamp = load.as_mut().filter(|_| !together);
+                let now = (watch.is_some() || stamp.is_some())
+                    .then(crate::sys::account::outside::table)
+                    .flatten();
+                if let Some(load) = stamp {
+                    load.stamp(doc, now.as_ref());
+                }
+                let outside = match (watch, mark, now) {
+                    (Some(w), Some(m), Some(now)) => Some(w.since(m, now)),
+                    _ => None,
+                };
                 doc.accounting = Accounting::received(doc.accounting.take(), outside);
                 doc.env.ready_s = Some(ready_after[i].as_secs_f64());
                 doc.env.reboot = env.spec().reboot.name().map(str::to_string);
@@ -80,9 +92,6 @@ pub(super) fn run_plan(
                 let settings = env.settings(i);
                 if !settings.is_empty() {
                     doc.env.settings = settings;
-                }
-                if let (Some(load), false) = (&mut load, together) {
-                    load.stamp(doc);
                 }
             }
             on_result(i, results[i].len(), &outcome);

@@ -22,7 +22,9 @@ pub const DEF: DriverDef = DriverDef {
             format!(
                 "{} CPUs, hypervisor {}",
                 crate::sys::fingerprint::online_cpus(),
-                crate::sys::fingerprint::hypervisor_signature().unwrap_or_else(|| "none".into())
+                crate::sys::fingerprint::hypervisor_signature()
+                    .map(|h| crate::sys::fingerprint::hypervisor_name(&h).to_string())
+                    .unwrap_or_else(|| "none".into())
             ),
         )
     },

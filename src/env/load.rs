@@ -5,6 +5,7 @@
 use super::session::Session;
 use super::{NetNeed, OnHost};
 use crate::core::result::ResultDoc;
+use crate::sys::account::procs::Table;
 use crate::sys::monitor;
 
 /// The host's check of each run's foreign load (`sys::monitor`): the
@@ -52,11 +53,15 @@ impl ForeignLoad {
         Some(load)
     }
 
-    /// Puts the load since the last run's end on `doc`, the run just ended.
-    pub(super) fn stamp(&mut self, doc: &mut ResultDoc) {
-        if let Some(load) = self.take() {
-            put_load(doc, &load);
-        }
+    /// Puts the load since the last run's end on `doc`, the run just
+    /// ended, from `now`, the process table read at its end (the mark is
+    /// kept when there is none).
+    pub(super) fn stamp(&mut self, doc: &mut ResultDoc, now: Option<&Table>) {
+        let Some(now) = now.and_then(|t| monitor::HostSnapshot::of_table(t, &self.cgroups)) else {
+            return;
+        };
+        put_load(doc, &monitor::host_load(&self.mark, &now, &self.roots));
+        self.mark = now;
     }
 }
 

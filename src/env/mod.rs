@@ -13,22 +13,28 @@
 mod combine;
 pub mod def;
 pub mod docker;
+mod engine_cli;
 mod exchange;
 pub mod group;
 pub mod gvisor;
 pub mod host;
 pub mod libvirt;
 mod load;
+pub mod lxc;
 pub mod net;
+pub mod nspawn;
 mod peer;
 pub mod probe;
 pub mod qemu;
 mod registry;
+mod rootless;
 mod run;
 mod runtime;
 mod session;
 pub mod spec;
 pub mod ssh;
+mod syscontainer;
+mod tarball;
 mod vethns;
 
 use std::collections::BTreeMap;

@@ -5,7 +5,9 @@
 
 use anyhow::Result;
 
-use super::{docker, group, gvisor, host, libvirt, qemu, ssh, DriverDef, Environment, Spec};
+use super::{
+    docker, group, gvisor, host, libvirt, lxc, nspawn, qemu, ssh, DriverDef, Environment, Spec,
+};
 
 /// Every environment driver, one line each.
 pub static DRIVERS: &[&DriverDef] = &[
@@ -13,6 +15,8 @@ pub static DRIVERS: &[&DriverDef] = &[
     &docker::DOCKER,
     &docker::PODMAN,
     &gvisor::DEF,
+    &lxc::DEF,
+    &nspawn::DEF,
     &qemu::DEF,
     &libvirt::DEF,
     &ssh::DEF,
@@ -31,7 +35,15 @@ pub fn help() -> String {
     for d in DRIVERS {
         out.push_str(&format!("  {}\n      {}\n", d.usage(), d.summary));
         for o in d.options {
-            out.push_str(&format!("      {:<16} {}\n", o.key, o.help));
+            // A choice's values are listed from its check, so the help
+            // cannot name other values than the parser takes.
+            let values = match o.check {
+                super::def::Check::Choice(words) if !o.help.contains(&words.join("|")) => {
+                    format!(" ({})", words.join("|"))
+                }
+                _ => String::new(),
+            };
+            out.push_str(&format!("      {:<16} {}{values}\n", o.key, o.help));
         }
     }
     out
@@ -66,6 +78,17 @@ mod tests {
             assert!(d.usage().starts_with(d.name), "{}: {}", d.name, d.usage());
             assert!(help.contains(&d.usage()), "{} missing from help", d.name);
             assert!(help.contains(d.summary), "{}'s summary missing", d.name);
+            // Issue 52, item 11: every value a choice takes is in the help.
+            for o in d.options {
+                if let super::super::def::Check::Choice(words) = o.check {
+                    assert!(
+                        help.contains(&words.join("|")),
+                        "{} {}: values missing from help",
+                        d.name,
+                        o.key
+                    );
+                }
+            }
 
             // The kind parses as a spec: alone when it takes no target,
             // and otherwise the refusal says how to give one.

@@ -80,6 +80,34 @@ fn version_of(path: &str) -> Option<String> {
     text.lines().next().map(|l| l.trim().to_string())
 }
 
+/// Starts a trivial container (`trial`: the run arguments up to and
+/// including the image, after which the binary is given `--version`) with
+/// the runtime `spec` asks for, or the engine's default: its refusal, in
+/// the engine's last words, is the error.
+pub fn trial_container(cli: &str, spec: &Spec, engine: Engine, trial: &[String]) -> Result<()> {
+    let mut args: Vec<&str> = Vec::new();
+    let global = global_args(cli, spec);
+    args.extend(global.iter().map(String::as_str));
+    args.extend(["run", "--rm"]);
+    let run = run_args(cli, spec);
+    args.extend(run.iter().map(String::as_str));
+    args.extend(trial.iter().map(String::as_str));
+    args.push("--version");
+    let out = engine(&args)?;
+    if !out.status.success() {
+        let with = match asked(spec) {
+            Some(name) => format!("runtime {name}"),
+            None => format!("{cli}'s default runtime"),
+        };
+        bail!(
+            "--env {}: a trivial container does not start with {with}: {}",
+            spec.text,
+            complaint(&out.stderr)
+        );
+    }
+    Ok(())
+}
+
 /// Checks the runtime `spec` asks for: known to the engine, and a trivial
 /// container (`trial`: the run arguments up to and including the image,
 /// after which `--version` is given) starts with it. Returns the
@@ -116,22 +144,7 @@ pub fn check(
             .next()
             .map(|l| l.trim().to_string())
     };
-    let mut args: Vec<&str> = Vec::new();
-    let global = global_args(cli, spec);
-    args.extend(global.iter().map(String::as_str));
-    args.extend(["run", "--rm"]);
-    let run = run_args(cli, spec);
-    args.extend(run.iter().map(String::as_str));
-    args.extend(trial.iter().map(String::as_str));
-    args.push("--version");
-    let out = engine(&args)?;
-    if !out.status.success() {
-        bail!(
-            "--env {}: a trivial container does not start with runtime {name}: {}",
-            spec.text,
-            complaint(&out.stderr)
-        );
-    }
+    trial_container(cli, spec, engine, trial)?;
     let mut settings = BTreeMap::new();
     settings.insert("runtime".into(), name.to_string());
     if let Some(v) = version.filter(|v| !v.is_empty()) {

@@ -1,6 +1,7 @@
 //! Environment specs as typed on the command line:
 //! `host`, `docker[:cpus=2,memory=2g,...]`, `podman[:...]`,
 //! `qemu[:smp=2,memory=2g,accel=auto|kvm|tcg,...]`, `ssh:USER@HOST[:PORT][,opt=v]`,
+//! `lxc[:cpus=1,memory=512m,network=host|veth,mode=...]`, `nspawn[:network=host|veth]`,
 //! each with optional `count=N`, `name=LABEL` and `reboot=each-run|each-round`; and `group:SPEC+SPEC...`,
 //! different environments started together. The `Spec` type lives beside
 //! `DriverDef` in `def` (each names the other); its parsing is here.

@@ -150,7 +150,7 @@ pub fn parse(args: &[String]) -> Result<ImportArgs, CliError> {
 /// without blocking (a FIFO's open(2) would wait for a writer for as long
 /// as there is none, deaf to Ctrl-C) and refused when fstat says it is a
 /// FIFO, a device, a socket or a directory.
-fn read_bounded(path: &Path) -> Result<String, CliError> {
+fn read_bounded(path: &Path) -> Result<(String, Option<String>), CliError> {
     use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
     let name = path.display();
     let file = std::fs::OpenOptions::new()
@@ -176,6 +176,15 @@ fn read_bounded(path: &Path) -> Result<String, CliError> {
             "import: {name} is {what}, not a regular file: give the log file the tool wrote (save a stream to a file first)"
         )));
     }
+    // The day it was written: when the tool ran, as near as a file tells.
+    let date = meta
+        .modified()
+        .ok()
+        .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+        .and_then(|d| {
+            let day = crate::core::time::rfc3339(d.as_secs_f64(), false);
+            day.get(..10).map(str::to_string)
+        });
     let mut bytes = Vec::new();
     file.take(MAX_FILE_BYTES + 1)
         .read_to_end(&mut bytes)
@@ -186,13 +195,14 @@ fn read_bounded(path: &Path) -> Result<String, CliError> {
             MAX_FILE_BYTES >> 20
         )));
     }
-    String::from_utf8(bytes).map_err(|e| {
+    let text = String::from_utf8(bytes).map_err(|e| {
         let at = e.utf8_error().valid_up_to();
         let line = e.as_bytes()[..at].iter().filter(|b| **b == b'\n').count() + 1;
         CliError::Usage(format!(
             "import: {name}: line {line}: expected text (UTF-8), found other bytes: is it the tool's output?"
         ))
-    })
+    })?;
+    Ok((text, date))
 }
 
 /// One run ready to store.
@@ -209,7 +219,7 @@ struct Prepared {
 /// Reads one file into its runs.
 fn prepare(path: &Path, args: &ImportArgs) -> Result<Vec<Prepared>, CliError> {
     let name = path.display().to_string();
-    let text = read_bounded(path)?;
+    let (text, date) = read_bounded(path)?;
     let (format, sub) = match &args.kind {
         Some((k, sub)) => (
             crate::workload::import_format(k).expect("checked when parsed"),
@@ -247,13 +257,18 @@ fn prepare(path: &Path, args: &ImportArgs) -> Result<Vec<Prepared>, CliError> {
         .map(|f| f.to_string_lossy().into_owned())
         .unwrap_or_else(|| name.clone());
     runs.into_iter()
-        .map(|imp| document(imp, &args.env, &file, &name))
+        .map(|imp| document(imp, &args.env, (&file, date.as_deref()), &name))
         .collect()
 }
 
 /// An imported run as a result document, its options checked against its
 /// workload's table.
-fn document(imp: Imported, env: &str, file: &str, shown: &str) -> Result<Prepared, CliError> {
+fn document(
+    imp: Imported,
+    env: &str,
+    (file, file_date): (&str, Option<&str>),
+    shown: &str,
+) -> Result<Prepared, CliError> {
     let mut argv = vec![imp.def.name.to_string()];
     let mut keys = Vec::new();
     for (k, v) in &imp.options {
@@ -285,6 +300,7 @@ fn document(imp: Imported, env: &str, file: &str, shown: &str) -> Result<Prepare
         tool: imp.tool.to_string(),
         version: imp.version.clone(),
         file: file.to_string(),
+        file_date: file_date.map(str::to_string),
     };
     let doc = ResultDoc {
         schema: SCHEMA.into(),
@@ -388,9 +404,10 @@ fn write(store: &Store, args: &ImportArgs, prepared: &[Prepared]) -> Result<Vec<
         let found = entries.iter().find(|e| {
             e.workload == p.workload && p.identity.iter().all(|(k, v)| e.params.get(k) == Some(v))
         });
-        let (index, label, joined) = match found {
-            Some(e) => (e.index, e.label.clone(), true),
+        let (index, label, why_new) = match found {
+            Some(e) => (e.index, e.label.clone(), String::new()),
             None => {
+                let why = why_new(p, &entries);
                 let index = entries
                     .iter()
                     .map(|e| e.index + 1)
@@ -403,7 +420,7 @@ fn write(store: &Store, args: &ImportArgs, prepared: &[Prepared]) -> Result<Vec<
                     workload: p.workload.to_string(),
                     params: p.identity.clone(),
                 });
-                (index, p.label.clone(), false)
+                (index, p.label.clone(), why)
             }
         };
         let round = rounds.entry(index).or_default();
@@ -419,13 +436,35 @@ fn write(store: &Store, args: &ImportArgs, prepared: &[Prepared]) -> Result<Vec<
         let figures = headline_figures(&p.doc);
         out.push(format!(
             "{}: {from}, {} run {} of entry #{index} '{label}'{} in comparison #{id}: {figures}",
-            p.file,
-            env,
-            *round,
-            if joined { "" } else { " (new entry)" },
+            p.file, env, *round, why_new,
         ));
     }
     Ok(out)
+}
+
+/// Why a run starts an entry of its own: the parameters in which it
+/// differs from the nearest entry of its workload.
+fn why_new(p: &Prepared, entries: &[Entry]) -> String {
+    use crate::analysis::unpaired::{describe, differing};
+    let nearest = entries
+        .iter()
+        .filter(|e| e.workload == p.workload)
+        .map(|e| (e, differing(&p.identity, &e.params)))
+        .min_by_key(|(_, d)| d.len());
+    match nearest {
+        Some((e, d)) if !d.is_empty() => format!(
+            " (new entry: the file's {} in entry #{} '{}')",
+            describe(&d),
+            e.index,
+            e.label
+        ),
+        Some(_) => " (new entry)".into(),
+        None if entries.is_empty() => " (new entry: the comparison had none)".into(),
+        None => format!(
+            " (new entry: the comparison has no {} entry to join)",
+            p.workload
+        ),
+    }
 }
 
 /// The entries of a comparison's runs, as each one's first run shows it,

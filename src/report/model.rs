@@ -209,6 +209,10 @@ pub enum FigureKind {
         parts: Vec<String>,
         bars: Vec<StackedBar>,
     },
+    /// A run second by second (seed 002's view): per view (inside the
+    /// environment, the host), its CPU shares stacked and its disks'
+    /// bytes a second, sparkline-sized.
+    Timeline { views: Vec<TimelineView> },
     /// A two-way sweep: slowdown against the baseline per cell.
     Heat {
         xlabel: String,
@@ -217,6 +221,14 @@ pub enum FigureKind {
         ys: Vec<String>,
         cells: Vec<(usize, usize, f64, String)>,
     },
+}
+
+/// One view of a run's seconds: where they were sampled ("inside",
+/// "host"), the samples, and whether sampling stopped at its cap.
+pub struct TimelineView {
+    pub name: String,
+    pub samples: Vec<crate::core::series::Sample>,
+    pub capped: bool,
 }
 
 /// One line of a sweep: the environment, and per value of the swept

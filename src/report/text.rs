@@ -414,26 +414,6 @@ pub fn finding_clause(f: &crate::analysis::explain::Finding) -> String {
     format!("{text} [{}]", f.rule)
 }
 
-/// A verdict's explanation in one or two sentences, its ratio a slowdown
-/// factor as every row states it: "docker fileio reads_per_sec 1.39×
-/// (slower): ..."; "not explained by what was measured" where no cause
-/// exceeded the noise.
-pub fn explanation_text(e: &crate::analysis::explain::Explanation) -> String {
-    let head = format!(
-        "{} {} {} {}× ({})",
-        e.env,
-        e.label,
-        e.metric,
-        ratio_num(e.slowdown),
-        e.outcome
-    );
-    if e.findings.is_empty() {
-        return format!("{head}: not explained by what was measured.");
-    }
-    let clauses: Vec<String> = e.findings.iter().map(finding_clause).collect();
-    format!("{head}: {}.", clauses.join("; "))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

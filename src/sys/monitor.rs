@@ -236,90 +236,56 @@ pub struct HostLoad {
     pub foreign_pct: f64,
 }
 
-const PF_KTHREAD: u64 = 0x0020_0000;
-
-/// Parses /proc/PID/stat: (ppid, utime + stime + cutime + cstime, kernel
-/// thread). The command name may hold spaces and parentheses: fields are
-/// counted from the last ')'.
-fn parse_proc_stat(stat: &str) -> Option<Proc> {
-    let rest = &stat[stat.rfind(')')? + 1..];
-    let f: Vec<&str> = rest.split_whitespace().collect();
-    // rest starts at field 3 (state): ppid is field 4, flags 9, utime 14,
-    // stime 15, cutime 16, cstime 17.
-    let num = |field: usize| -> Option<u64> { f.get(field - 3)?.parse().ok() };
-    let signed = |field: usize| -> Option<u64> {
-        f.get(field - 3)?
-            .parse::<i64>()
-            .ok()
-            .map(|v| v.max(0) as u64)
-    };
-    Some(Proc {
-        ppid: num(4)? as u32,
-        ticks: num(14)? + num(15)? + signed(16)? + signed(17)?,
-        kernel_thread: num(9)? & PF_KTHREAD != 0,
-    })
-}
-
 impl HostSnapshot {
     /// Reads /proc (and the given cgroups' CPU time) now; None where there
     /// is no /proc/stat.
     pub fn take(cgroups: &[CgroupCpu]) -> Option<HostSnapshot> {
         let cpu = read_times()?;
-        let mut procs = HashMap::new();
-        for entry in fs::read_dir("/proc").ok()?.flatten() {
-            let Some(pid) = entry
-                .file_name()
-                .to_str()
-                .and_then(|n| n.parse::<u32>().ok())
-            else {
-                continue;
-            };
-            // A process may end between listing and reading: skip it.
-            if let Some(p) =
-                fs::read_to_string(Path::new("/proc").join(pid.to_string()).join("stat"))
-                    .ok()
-                    .and_then(|s| parse_proc_stat(&s))
-            {
-                procs.insert(pid, p);
-            }
-        }
-        let cgroups = cgroups.iter().map(CgroupCpu::ticks).collect();
-        Some(HostSnapshot {
+        let table = crate::sys::account::procs::Table::take(&|_| false)?;
+        Some(HostSnapshot::of(cpu, &table, cgroups))
+    }
+
+    /// The snapshot of a process table already read (the accounting's, at
+    /// a run's end: /proc is walked once), the CPU counters and the given
+    /// cgroups read now.
+    pub fn of_table(
+        table: &crate::sys::account::procs::Table,
+        cgroups: &[CgroupCpu],
+    ) -> Option<HostSnapshot> {
+        Some(HostSnapshot::of(read_times()?, table, cgroups))
+    }
+
+    fn of(
+        cpu: CpuTimes,
+        table: &crate::sys::account::procs::Table,
+        cgroups: &[CgroupCpu],
+    ) -> HostSnapshot {
+        let procs = table
+            .procs
+            .iter()
+            .map(|(&pid, p)| {
+                let proc = Proc {
+                    ppid: p.ppid,
+                    ticks: p.ticks,
+                    kernel_thread: p.kernel_thread,
+                };
+                (pid, proc)
+            })
+            .collect();
+        HostSnapshot {
             cpu,
             procs,
-            cgroups,
-        })
+            cgroups: cgroups.iter().map(CgroupCpu::ticks).collect(),
+        }
     }
 
     /// `roots` and every process below them, as of this snapshot.
     fn trees(&self, roots: &[u32]) -> Vec<u32> {
-        process_trees(self.procs.iter().map(|(&pid, p)| (pid, p.ppid)), roots)
+        crate::sys::account::procs::process_trees(
+            self.procs.iter().map(|(&pid, p)| (pid, p.ppid)),
+            roots,
+        )
     }
-}
-
-/// `roots` and every process below them, from each process's (pid, parent
-/// pid); a root that is not among them is left out.
-pub fn process_trees(parents: impl IntoIterator<Item = (u32, u32)>, roots: &[u32]) -> Vec<u32> {
-    let mut children: HashMap<u32, Vec<u32>> = HashMap::new();
-    let mut known = std::collections::HashSet::new();
-    for (pid, ppid) in parents {
-        known.insert(pid);
-        children.entry(ppid).or_default().push(pid);
-    }
-    let mut out = Vec::new();
-    let mut stack: Vec<u32> = roots
-        .iter()
-        .copied()
-        .filter(|r| known.contains(r))
-        .collect();
-    while let Some(pid) = stack.pop() {
-        if out.contains(&pid) {
-            continue;
-        }
-        out.push(pid);
-        stack.extend(children.get(&pid).into_iter().flatten());
-    }
-    out
 }
 
 /// The split of busy CPU between two snapshots; `roots` are the process
@@ -378,17 +344,6 @@ mod tests {
         assert!((m.cpu_iowait_pct - 1.0).abs() < 1e-9);
         assert!((m.cpu_steal_pct - 14.0).abs() < 1e-9);
         assert!((m.foreign_busy_pct - 15.0).abs() < 1e-9);
-    }
-
-    #[test]
-    fn parses_a_process_line_with_parentheses_in_its_name() {
-        let line = "42 (a (b) c) S 7 42 42 0 -1 4194560 100 0 0 0 250 50 10 5 20 0 1 0 100 0 0";
-        let p = parse_proc_stat(line).unwrap();
-        assert_eq!(p.ppid, 7);
-        assert_eq!(p.ticks, 250 + 50 + 10 + 5);
-        assert!(!p.kernel_thread);
-        let k = "9 (kworker/0:1) I 2 0 0 0 -1 69238880 0 0 0 0 3 4 0 0 20 0 1 0 5 0 0";
-        assert!(parse_proc_stat(k).unwrap().kernel_thread);
     }
 
     fn snap(busy: u64, idle: u64, procs: &[(u32, u32, u64, bool)]) -> HostSnapshot {

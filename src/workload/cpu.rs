@@ -128,10 +128,11 @@ impl Worker for CpuWorker {
 
 /// sysbench's section of the report: the rate of events.
 fn speed(outcome: &engine::Outcome) -> String {
-    format!(
-        "CPU speed:\n    events per second: {:>8.2}\n",
-        outcome.events_per_sec()
-    )
+    speed_text(outcome.events_per_sec())
+}
+
+fn speed_text(events_per_sec: f64) -> String {
+    format!("CPU speed:\n    events per second: {events_per_sec:>8.2}\n")
 }
 
 impl Workload for CpuWorkload {
@@ -142,6 +143,10 @@ impl Workload for CpuWorkload {
             ""
         };
         format!("{debug}Prime numbers limit: {}\n\n", self.max_prime)
+    }
+
+    fn text_of(&self, doc: &crate::core::result::ResultDoc) -> Option<String> {
+        doc.metric("events_per_sec").map(speed_text)
     }
 
     fn run(&mut self, engine: &EngineOptions) -> Result<Measurement> {

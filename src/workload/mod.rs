@@ -129,6 +129,14 @@ pub trait Workload {
     /// Measures once.
     fn run(&mut self, engine: &EngineOptions) -> Result<Measurement>;
 
+    /// Its own section of the text (`Measurement::text`) as read back from
+    /// a result document, for a run that came back from an environment
+    /// (whose agent sends the document, not the text); None where the
+    /// document cannot say it as the run would have.
+    fn text_of(&self, _doc: &crate::core::result::ResultDoc) -> Option<String> {
+        None
+    }
+
     /// Removes what `prepare` created, including leftovers of an
     /// interrupted run.
     fn cleanup(&mut self, _obs: &dyn Observer) -> Result<()> {

@@ -184,6 +184,7 @@ pub fn figure(f: &Figure) -> String {
         FigureKind::Slowdown { rows, margin } => ratio_chart(&f.title, rows, *margin),
         FigureKind::Bars { unit, bars } => bar_chart(&f.title, unit, bars),
         FigureKind::Stacked { unit, parts, bars } => stacked_chart(&f.title, unit, parts, bars),
+        FigureKind::Timeline { views } => timeline_chart(&f.title, views),
         FigureKind::Lines {
             xlabel,
             unit,

@@ -78,6 +78,11 @@ fn against_baseline(a: &Analysis) -> Section {
                             return None;
                         }
                         let gm = geometric_mean(&m.per_env.get(base_i?)?.samples);
+                        // No baseline run (an import of another test): no
+                        // point to draw; the summary says why.
+                        if !gm.is_finite() {
+                            return None;
+                        }
                         let slow = |r: f64| if m.higher_is_better { 1.0 / r } else { r };
                         let x = s.vs_baseline.as_ref();
                         let (point, lower, upper) = x

@@ -1,6 +1,7 @@
 //! A section per entry of the suite: its headline metrics as bar charts
-//! (each environment's mean with its interval and runs), and every metric's
-//! table with both tests' p-values (folded unless `--detail`).
+//! (each environment's mean with its interval and runs), every metric's
+//! table with both tests' p-values (folded unless `--detail`), and each
+//! run second by second where its samples were kept (`timeline`).
 
 use crate::analysis::{Analysis, EntryAnalysis, EnvStat, MetricAnalysis};
 use crate::report::model::{
@@ -25,21 +26,19 @@ fn entry(a: &Analysis, i: usize, e: &EntryAnalysis, view: View) -> Section {
         .filter(|m| m.headline)
         .map(|m| bars(i, m))
         .collect();
-    Section::new(
-        &format!("entry-{}", i + 1),
-        &e.label,
-        vec![
-            Block::Figures(figs),
-            Block::Folded {
-                summary: format!("Every metric of {}", e.label),
-                open: view.detail,
-                blocks: vec![
-                    Block::Note("A verdict in [brackets] belongs to a detail metric: its own Holm family, descriptive only. †: Welch's and the rank test disagree.".into()),
-                    Block::Table(every_metric(a, e)),
-                ],
-            },
-        ],
-    )
+    let mut blocks = vec![
+        Block::Figures(figs),
+        Block::Folded {
+            summary: format!("Every metric of {}", e.label),
+            open: view.detail,
+            blocks: vec![
+                Block::Note("A verdict in [brackets] belongs to a detail metric: its own Holm family, descriptive only. †: Welch's and the rank test disagree.".into()),
+                Block::Table(every_metric(a, e)),
+            ],
+        },
+    ];
+    blocks.extend(super::timeline::block(a, i, e, view));
+    Section::new(&format!("entry-{}", i + 1), &e.label, blocks)
 }
 
 /// A headline metric of entry `i` as bars: each environment's mean with

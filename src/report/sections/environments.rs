@@ -5,6 +5,9 @@
 use crate::analysis::Analysis;
 use crate::report::model::{Block, Cell, Column, Row, Section, Table, Tone, View};
 
+/// What a fingerprint field its source did not give shows.
+const UNKNOWN: &str = "unknown";
+
 /// The environments' table.
 pub(super) fn build(a: &Analysis, _view: View) -> Vec<Section> {
     vec![environments(a)]
@@ -38,26 +41,39 @@ fn environments(a: &Analysis) -> Section {
             let f = a.fingerprints.get(env);
             let storage = f.and_then(|f| f.storage.as_ref());
             let hv = f.map(|f| f.hypervisor.as_str()).unwrap_or("");
+            // A fingerprint field the source did not give (an imported
+            // run's CPUs, memory, kernel) is unknown, never 0.
+            let known = |t: String| if t.is_empty() { UNKNOWN.to_string() } else { t };
             let mut row = Row {
                 group: String::new(),
                 cells: vec![
                     env.clone().into(),
                     f.map(|f| f.kind.clone()).unwrap_or_default().into(),
                     Cell {
-                        text: crate::sys::fingerprint::hypervisor_name(hv).into(),
+                        text: known(crate::sys::fingerprint::hypervisor_name(hv).into()),
                         tone: Tone::Plain,
                         hover: Some(hv.into()),
                     },
-                    f.map(|f| f.cpu_model.clone()).unwrap_or_default().into(),
-                    f.map(|f| f.cpus.to_string()).unwrap_or_default().into(),
-                    f.map(|f| format!("{:.1} GiB", f.memory_bytes as f64 / (1u64 << 30) as f64))
-                        .unwrap_or_default()
-                        .into(),
+                    known(f.map(|f| f.cpu_model.clone()).unwrap_or_default()).into(),
+                    known(
+                        f.filter(|f| f.cpus > 0)
+                            .map(|f| f.cpus.to_string())
+                            .unwrap_or_default(),
+                    )
+                    .into(),
+                    known(
+                        f.filter(|f| f.memory_bytes > 0)
+                            .map(|f| {
+                                format!("{:.1} GiB", f.memory_bytes as f64 / (1u64 << 30) as f64)
+                            })
+                            .unwrap_or_default(),
+                    )
+                    .into(),
                     f.and_then(|f| f.cgroup.cpu_quota)
                         .map(|q| format!("{q}"))
                         .unwrap_or_else(|| "–".into())
                         .into(),
-                    f.map(|f| f.kernel.clone()).unwrap_or_default().into(),
+                    known(f.map(|f| f.kernel.clone()).unwrap_or_default()).into(),
                     f.and_then(|f| f.ready_s)
                         .map(|s| format!("{s:.2} s"))
                         .unwrap_or_default()

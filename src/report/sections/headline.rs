@@ -31,7 +31,11 @@ fn headline(a: &Analysis, view: View) -> Section {
                 let x = r.stat.vs_baseline.as_ref();
                 let mut verdict = format!("{}{}", verdict_cell(r.stat, true, false), marks(r));
                 let figure = match x {
-                    Some(x) => slowdown_text(r.metric.higher_is_better, x),
+                    // An imported figure names its source even with a ratio.
+                    Some(x) => match source_of(a, &r.stat.env) {
+                        Some(f) => format!("{} ({f})", slowdown_text(r.metric.higher_is_better, x)),
+                        None => slowdown_text(r.metric.higher_is_better, x),
+                    },
                     // Nothing to divide: the two sides' own figures, and why.
                     None => {
                         if let Some(why) = &r.stat.not_comparable {
@@ -72,11 +76,22 @@ fn side_by_side(a: &Analysis, m: &MetricAnalysis, s: &EnvStat) -> String {
         .position(|env| *env == a.baseline)
         .and_then(|bi| m.per_env.get(bi))
         .and_then(mean);
-    match (mean(s), base) {
-        (Some(v), Some(b)) => format!("{v} vs {b} {}", m.unit),
-        (Some(v), None) => format!("{v} {} (baseline: no runs)", m.unit),
+    match (mean(s), base, source_of(a, &s.env)) {
+        (Some(v), Some(b), None) => format!("{v} vs {b} {}", m.unit),
+        (Some(v), Some(b), Some(f)) => format!("{v} vs {b} {} ({f})", m.unit),
+        (Some(v), None, None) => format!("{v} {} (baseline: no runs)", m.unit),
+        (Some(v), None, Some(f)) => format!("{v} {} ({f}; baseline: no runs)", m.unit),
         _ => String::new(),
     }
+}
+
+/// "sysbench 1.0.20, file of 2019-03-02" for an imported environment's
+/// figures: another tool, another day.
+fn source_of(a: &Analysis, env: &str) -> Option<String> {
+    a.imported.get(env).map(|sources| {
+        let list: Vec<String> = sources.iter().map(|x| x.source()).collect();
+        list.join("; ")
+    })
 }
 
 /// Only the baseline has results: what it measured, each headline metric's

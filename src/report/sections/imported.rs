@@ -21,7 +21,7 @@ fn imported(a: &Analysis) -> Option<Section> {
                 group: String::new(),
                 cells: vec![
                     e.clone().into(),
-                    format!("imported from {}", s.tool).into(),
+                    format!("imported from {}", s.source()).into(),
                     Cell::from(s.runs.to_string()),
                     s.first_file.clone().into(),
                 ],

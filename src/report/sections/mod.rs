@@ -19,8 +19,10 @@ mod method;
 mod net_paths;
 mod overhead;
 mod overview;
+mod seed002;
 mod storage;
 mod sweeps;
+mod timeline;
 
 pub(crate) use areas::area_slowdowns;
 pub(crate) use fleet::fleet_view;
@@ -44,6 +46,7 @@ pub(crate) const SECTIONS: &[Build] = &[
     against_baseline::build,
     sweeps::build,
     categories::build,
+    seed002::build,
     net_paths::build,
     storage::build,
     entry::build,

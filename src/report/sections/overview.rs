@@ -74,9 +74,13 @@ pub(super) fn build(a: &Analysis, _view: View) -> Vec<Section> {
         return vec![Section::new(
             "overview",
             "Overview",
-            vec![Block::Para(
-                "No environment besides the baseline has headline results.".into(),
-            )],
+            vec![Block::Para(if a.headline_rows().is_empty() {
+                "No environment besides the baseline has headline results.".into()
+            } else {
+                // Rows with figures but no ratio (an import of another
+                // test, a single run): the summary says why of each.
+                "No environment has a slowdown against the baseline: the headline summary below gives each one's figures and why they are not compared.".into()
+            })],
         )];
     }
     let areas: Vec<Area> = Area::ALL

@@ -1,13 +1,17 @@
 //! The agent's accounting of one run, from inside the environment: the
 //! workload's rusage (this process and the children it reaped: microops'
 //! measuring child, pipe_echo's forks), its bytes at the system-call and
-//! block layers (`/proc/self/io`), and the environment's `/proc/stat`,
-//! pressure and network counters. Read before and after the run.
+//! block layers (`/proc/self/io`), its event counters (`perf`), and the
+//! environment's `/proc/stat`, pressure and network counters, read before
+//! and after the run; and the environment's CPU shares and disk bytes once
+//! a second (`series`).
 
 use std::path::Path;
 use std::time::Instant;
 
+use super::perf::Counting;
 use super::read;
+use super::series::Recorder;
 use crate::core::accounting::{CpuSplit, Inside, NetCounters, Pressure};
 
 /// One reading of everything [`Inside`] is the difference of.
@@ -66,21 +70,32 @@ fn reading() -> Reading {
 pub struct Sampler {
     start: Reading,
     wall: Instant,
+    counting: Option<Counting>,
+    samples: Option<Recorder>,
 }
 
 impl Sampler {
-    /// None when accounting is off.
+    /// Starts counting for the calling thread and the threads and children
+    /// it starts from now on (the workload's); None when accounting is off.
     pub fn start() -> Option<Sampler> {
         super::enabled().then(|| Sampler {
             start: reading(),
+            samples: Recorder::start(std::time::Duration::from_secs(1)),
+            counting: Some(Counting::start()),
             wall: Instant::now(),
         })
     }
 
     /// The run's figures since `start`.
     pub fn finish(self) -> Inside {
+        let counters = self.counting.map(Counting::finish);
+        let samples = self.samples.and_then(Recorder::finish);
         let wall_s = self.wall.elapsed().as_secs_f64();
-        difference(&self.start, &reading(), wall_s)
+        Inside {
+            counters,
+            samples,
+            ..difference(&self.start, &reading(), wall_s)
+        }
     }
 }
 
@@ -108,6 +123,8 @@ fn difference(a: &Reading, b: &Reading, wall_s: f64) -> Inside {
             .zip(b.pressure)
             .map(|(x, y)| read::pressure_delta(&x, &y)),
         net: a.net.zip(b.net).map(|(x, y)| read::net_delta(&x, &y)),
+        counters: None,
+        samples: None,
     }
 }
 
@@ -117,10 +134,7 @@ mod tests {
 
     #[test]
     fn a_busy_writing_run_shows_its_cpu_and_bytes_and_missing_files_are_null() {
-        let s = Sampler {
-            start: reading(),
-            wall: Instant::now(),
-        };
+        let s = Sampler::start().unwrap();
         let dir = tempfile::tempdir().unwrap();
         let spin = Instant::now();
         let mut x = 0u64;
@@ -140,6 +154,9 @@ mod tests {
         }
         assert!(got.wall_s >= 0.2);
         assert!(got.check().is_ok());
+        // Under a second: no sample yet, and the counters were taken.
+        assert_eq!(got.samples.map(|s| s.samples.len()), Some(0));
+        assert!(got.counters.is_some());
         // A reading without the files: every figure null, none 0.
         let none = difference(&Reading::default(), &Reading::default(), 1.0);
         assert_eq!(none.cpu_user_s, None);

@@ -9,8 +9,10 @@
 pub mod cgroup;
 pub mod inside;
 pub mod outside;
+pub mod perf;
 pub mod procs;
 pub mod read;
+pub mod series;
 
 /// Whether accounting is on: always, unless `VIRTPERF_ACCOUNTING=off`
 /// (the on/off check only).

@@ -4,8 +4,10 @@
 //! the runtime's helpers outside it, by process name; kernel threads; this
 //! process when it is the run's network peer; the host's irq and softirq),
 //! the cgroup's throttling and I/O, the host's whole disks, pressure and
-//! network counters. A [`Watch`] is made per instance; it is marked when the
-//! run starts (the agent's `running`) and read when its result arrives.
+//! network counters, and the host's CPU shares and disk bytes once a second
+//! (`series`). A [`Watch`] is made per instance; it is marked when the run
+//! starts (the agent's `running`) and read when its result arrives, from
+//! one walk of /proc ([`table`]) that the foreign-load check shares.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -14,6 +16,7 @@ use std::time::Instant;
 use super::cgroup::{self, Cgroup};
 use super::procs::Table;
 use super::read;
+use super::series::Recorder;
 use crate::core::accounting::{
     bounded_name, CpuSplit, DeviceIo, Helper, NetCounters, Outside, Pressure, MAX_HELPERS,
 };
@@ -56,8 +59,14 @@ pub struct Watch {
     peer: bool,
 }
 
-/// One reading of everything [`Outside`] is the difference of.
-#[derive(Debug, Clone)]
+/// The host's process table now, with QEMU's threads: the one walk of
+/// /proc a run's end needs. None where /proc cannot be read.
+pub fn table() -> Option<Table> {
+    Table::take(&is_qemu)
+}
+
+/// One reading of everything [`Outside`] is the difference of; a run's
+/// first also samples the host each second until the second.
 pub struct Mark {
     at: Instant,
     table: Table,
@@ -66,6 +75,7 @@ pub struct Mark {
     disks: Vec<read::DiskLine>,
     pressure: Option<Pressure>,
     net: Option<NetCounters>,
+    samples: Option<Recorder>,
 }
 
 impl Watch {
@@ -80,11 +90,18 @@ impl Watch {
         })
     }
 
-    /// Reads everything now; None where /proc cannot be read.
+    /// Reads everything now and starts sampling each second; None where
+    /// /proc cannot be read.
     pub fn mark(&self) -> Option<Mark> {
-        Some(Mark {
+        let mut m = self.reading(table()?);
+        m.samples = Recorder::start(std::time::Duration::from_secs(1));
+        Some(m)
+    }
+
+    fn reading(&self, table: Table) -> Mark {
+        Mark {
             at: Instant::now(),
-            table: Table::take(&is_qemu)?,
+            table,
             cgroup: self.cgroup.as_ref().map(Cgroup::read),
             cpu: read::file("/proc/stat").and_then(|t| read::cpu_split(&t)),
             disks: read::file("/proc/diskstats")
@@ -92,13 +109,19 @@ impl Watch {
                 .unwrap_or_default(),
             pressure: read::pressure(Path::new("/proc/pressure"), ""),
             net: read::file("/proc/net/snmp").map(|t| read::snmp(&t)),
-        })
+            samples: None,
+        }
     }
 
-    /// The run since `a`, read now.
-    pub fn since(&self, a: &Mark) -> Option<Outside> {
-        let b = self.mark()?;
-        Some(self.between(a, &b))
+    /// The run since `a`, read now, with `now` the process table just
+    /// read ([`table`]).
+    pub fn since(&self, a: Mark, now: Table) -> Outside {
+        let samples = a.samples.and_then(Recorder::finish);
+        let a = Mark { samples: None, ..a };
+        Outside {
+            samples,
+            ..self.between(&a, &self.reading(now))
+        }
     }
 
     fn between(&self, a: &Mark, b: &Mark) -> Outside {
@@ -162,6 +185,7 @@ impl Watch {
                 .zip(b.pressure)
                 .map(|(x, y)| read::pressure_delta(&x, &y)),
             net: a.net.zip(b.net).map(|(x, y)| read::net_delta(&x, &y)),
+            samples: None,
         }
     }
 }
@@ -236,6 +260,7 @@ mod tests {
             disks: Vec::new(),
             pressure: None,
             net: None,
+            samples: None,
         }
     }
 
@@ -316,11 +341,13 @@ mod tests {
         };
         let a = w.mark().unwrap();
         std::thread::sleep(std::time::Duration::from_millis(400));
-        let o = w.since(&a).unwrap();
+        let o = w.since(a, table().unwrap());
         let _ = child.kill();
         let _ = child.wait();
         assert!(o.tree_s.unwrap() > 0.0, "{o:?}");
         assert!(o.peer_s.is_some());
         assert!(o.cpu.is_some() && o.wall_s >= 0.4);
+        // Under a second: the sampler ran and had nothing to keep yet.
+        assert_eq!(o.samples.map(|s| s.samples.len()), Some(0));
     }
 }

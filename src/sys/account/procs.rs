@@ -1,6 +1,7 @@
-//! The host's process table for accounting: every process's parent, name,
-//! CPU time and whether it is a kernel thread, and for QEMU its threads by
-//! name, so a run's host CPU can be split by where it went.
+//! The host's process table for accounting and the foreign-load check
+//! (`sys::monitor`): every process's parent, name, CPU time and whether it
+//! is a kernel thread, and for QEMU its threads by name, so a run's host
+//! CPU can be split by where it went; and the process trees in it.
 
 use std::collections::HashMap;
 use std::path::Path;
@@ -80,8 +81,33 @@ impl Table {
 
     /// `roots` and every process below them.
     pub fn trees(&self, roots: &[u32]) -> Vec<u32> {
-        crate::sys::monitor::process_trees(self.procs.iter().map(|(&pid, p)| (pid, p.ppid)), roots)
+        process_trees(self.procs.iter().map(|(&pid, p)| (pid, p.ppid)), roots)
     }
+}
+
+/// `roots` and every process below them, from each process's (pid, parent
+/// pid); a root that is not among them is left out.
+pub fn process_trees(parents: impl IntoIterator<Item = (u32, u32)>, roots: &[u32]) -> Vec<u32> {
+    let mut children: HashMap<u32, Vec<u32>> = HashMap::new();
+    let mut known = std::collections::HashSet::new();
+    for (pid, ppid) in parents {
+        known.insert(pid);
+        children.entry(ppid).or_default().push(pid);
+    }
+    let mut out = Vec::new();
+    let mut stack: Vec<u32> = roots
+        .iter()
+        .copied()
+        .filter(|r| known.contains(r))
+        .collect();
+    while let Some(pid) = stack.pop() {
+        if out.contains(&pid) {
+            continue;
+        }
+        out.push(pid);
+        stack.extend(children.get(&pid).into_iter().flatten());
+    }
+    out
 }
 
 /// The threads of `pid`: (tid, name, utime + stime).
@@ -115,6 +141,12 @@ mod tests {
         let k = parse_stat("9 (kworker/0:1) I 2 0 0 0 -1 69238880 0 0 0 0 3 4 0 0 20 0 1 0 5 0 0")
             .unwrap();
         assert!(k.kernel_thread);
+        // A name may hold spaces and parentheses; reaped children count.
+        let p =
+            parse_stat("42 (a (b) c) S 7 42 42 0 -1 4194560 100 0 0 0 250 50 10 5 20 0 1 0 1 0 0")
+                .unwrap();
+        assert_eq!((p.comm.as_str(), p.ppid), ("a (b) c", 7));
+        assert_eq!((p.own_ticks, p.ticks), (300, 315));
     }
 
     #[test]

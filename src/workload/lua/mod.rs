@@ -15,6 +15,7 @@
 
 mod histogram;
 mod options;
+pub use options::database as database_options;
 mod output;
 mod rand;
 mod run;

@@ -87,6 +87,16 @@ pub fn common() -> Vec<OptionSpec> {
         .collect()
 }
 
+/// The database options every script takes (`--db-driver` and each
+/// driver's connection options), for a script's `help`.
+pub fn database() -> Vec<OptionSpec> {
+    oltp::OPTIONS
+        .iter()
+        .filter(|o| shared_with_oltp(o.name))
+        .copied()
+        .collect()
+}
+
 /// `table_size` → `table-size`: sysbench takes either spelling.
 pub fn kebab(name: &str) -> String {
     name.replace('_', "-")

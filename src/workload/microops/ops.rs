@@ -332,10 +332,18 @@ fn pipe_echo(timer: &Timer, batch: u64) -> Result<u64> {
                 // child forked by another thread at the same moment (two
                 // pipe_echo calls at once: the lib tests hung so, each child
                 // waiting for an end of file the other held off) must not
-                // keep this pipe's write end open. Where close_range is
-                // missing (Linux < 5.9) the child keeps them, as before.
+                // keep this pipe's write end open. Its own pipe's four ends
+                // close by name first: where close_range is missing (Linux
+                // < 5.9, gVisor's runsc 2022-12) the child kept the write end
+                // it reads from, never saw end of file and never exited,
+                // and every microops run in gVisor hung on pipe_echo.
                 libc::dup2(to_child[0], 0);
                 libc::dup2(to_parent[1], 1);
+                for fd in [to_child[0], to_child[1], to_parent[0], to_parent[1]] {
+                    if fd > 2 {
+                        libc::close(fd);
+                    }
+                }
                 libc::syscall(libc::SYS_close_range, 3u32, u32::MAX, 0u32);
                 let mut byte = 0u8;
                 while libc::read(0, (&mut byte as *mut u8).cast(), 1) > 0 {

@@ -1,7 +1,8 @@
 //! The SVG charts of the HTML report, one file per kind: bars with 95%
 //! whiskers and each run (`bars`), slowdown factors on a log axis
-//! (`ratio`), lines over a swept parameter (`lines`) and a heat map of
-//! slowdowns over two parameters (`heat`), drawn with `draw`'s text and
+//! (`ratio`), lines over a swept parameter (`lines`), a heat map of
+//! slowdowns over two parameters (`heat`), stacked bars (`stacked`) and a
+//! run second by second (`timeline`), drawn with `draw`'s text and
 //! canvas primitives on `axis`' scales.
 //!
 //! Every chart scales down with its box (a viewBox, `max-width:100%`) and
@@ -18,6 +19,7 @@ mod heat;
 mod lines;
 mod ratio;
 mod stacked;
+mod timeline;
 
 pub(crate) use bars::bar_chart;
 pub use draw::esc;
@@ -25,6 +27,7 @@ pub(crate) use heat::heat_map;
 pub(crate) use lines::line_chart;
 pub(crate) use ratio::ratio_chart;
 pub(crate) use stacked::stacked_chart;
+pub(crate) use timeline::timeline_chart;
 
 #[cfg(test)]
 mod tests {
