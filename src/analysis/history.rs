@@ -106,8 +106,8 @@ pub struct History {
 /// The method's one-line description for reports.
 pub fn method(s: &Settings) -> String {
     format!(
-        "E-divisive means (Matteson & James 2014) on log slowdowns, permutation test at α = {} ({} permutations at most, seed {:#x}), at least {} comparisons a side; a step only where its t beside a fitted line is ≥ {}",
-        s.alpha, s.permutations, s.seed, s.min_size, s.step_t
+        "E-divisive means (Matteson & James 2014) on log slowdowns, permutation test at α = {} ({} permutations at most, seed {:#x}), at least {} comparisons a side; a step only where, fitted beside a line, its t is ≥ {} and two levels leave ≤ {} of the line's residual sum of squares",
+        s.alpha, s.permutations, s.seed, s.min_size, s.step_t, s.step_share
     )
 }
 

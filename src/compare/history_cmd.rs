@@ -35,13 +35,13 @@ pub const HISTORY_OPTIONS: &[OptionSpec] = &[
     OptionSpec::new(
         "alpha",
         OptKind::Float { min: 0.001, max: 0.2 },
-        "0.01",
+        "0.02",
         "the level of the change points' permutation test",
     ),
     OptionSpec::new(
         "permutations",
         OptKind::Int { min: 19, max: 9999 },
-        "199",
+        "499",
         "permutations per test, at most (seeded: the same stores give the same answer)",
     ),
     OptionSpec::new(
