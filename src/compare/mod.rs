@@ -58,22 +58,7 @@ pub fn main(args: CompareArgs) -> Result<()> {
         }
         Err(resume) => resumed(&store, resume, &args.out, &observer)?,
     };
-    let entries = plan.suite.entries.len();
-    observer.note(&format!(
-        "comparison #{id}: suite {} ({entries} {}), environments {}, repetitions: {}; results in {}",
-        plan.suite.name,
-        if entries == 1 { "entry" } else { "entries" },
-        plan.specs
-            .iter()
-            .map(|s| s.label.as_str())
-            .collect::<Vec<_>>()
-            .join(", "),
-        match plan.repeat {
-            Repeat::Fixed(n) => n.to_string(),
-            Repeat::Auto => "auto".into(),
-        },
-        store.path().display()
-    ));
+    announce(&observer, id, &plan, &store);
     let drivers = plan.specs.iter().map(env::driver).collect::<Result<_>>()?;
     let envs: Vec<EnvSlot> = plan
         .specs
@@ -136,6 +121,27 @@ pub fn main(args: CompareArgs) -> Result<()> {
         bail!("some environments failed; their errors are in the report");
     }
     Ok(gated?)
+}
+
+/// The line that opens a comparison: its number, suite, environments,
+/// repetitions and where its results go.
+fn announce(observer: &Terminal, id: i64, plan: &Plan, store: &Store) {
+    let entries = plan.suite.entries.len();
+    observer.note(&format!(
+        "comparison #{id}: suite {} ({entries} {}), environments {}, repetitions: {}; results in {}",
+        plan.suite.name,
+        if entries == 1 { "entry" } else { "entries" },
+        plan.specs
+            .iter()
+            .map(|s| s.label.as_str())
+            .collect::<Vec<_>>()
+            .join(", "),
+        match plan.repeat {
+            Repeat::Fixed(n) => n.to_string(),
+            Repeat::Auto => "auto".into(),
+        },
+        store.path().display()
+    ));
 }
 
 /// Records a new comparison of `plan` in the store, with its digest and
