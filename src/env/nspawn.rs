@@ -19,14 +19,13 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Mutex, OnceLock};
 use std::time::Duration;
 
-use anyhow::{anyhow, bail, Context, Result};
+use anyhow::{anyhow, Context, Result};
 
 use super::def::{systemd_is_init, Check, DriverDef, EnvOption};
 use super::syscontainer::{self as sc, InstanceNet};
 use super::vethns;
 use super::{Environment, Launched, OnHost, Route, Spec};
 use crate::core::observer::Observer;
-use crate::sys::bounded::{run_bounded, Bounded, Limits};
 use crate::sys::owner;
 
 /// The prefix of this driver's directories in TMPDIR, machines (and so
@@ -92,31 +91,12 @@ fn version() -> Result<String> {
 }
 
 fn find_version() -> Result<String> {
-    let mut cmd = Command::new("systemd-nspawn");
-    cmd.arg("--version");
-    let out =
-        run_bounded(cmd, None, Limits::new(Duration::from_secs(20))).map_err(|e| match e {
-            Bounded::Failed(e) => {
-                anyhow!("systemd-nspawn not found ({e}): apt-get install systemd-container")
-            }
-            _ => anyhow!("`systemd-nspawn --version` did not answer"),
-        })?;
-    let text = String::from_utf8_lossy(&out.stdout);
-    let v = text
-        .lines()
-        .next()
-        .and_then(|l| l.strip_prefix("systemd "))
-        .map(|v| v.trim().to_string())
-        .ok_or_else(|| {
-            anyhow!(
-                "`systemd-nspawn --version` printed no version: {}",
-                crate::core::text::one_line(text.trim(), 80)
-            )
-        })?;
-    if !sc::is_root() {
-        bail!("systemd-nspawn {v} needs root to start its containers: run virtperf as root");
-    }
-    Ok(v)
+    sc::tool_version("systemd-nspawn", "systemd-container", |text| {
+        text.lines()
+            .next()
+            .and_then(|l| l.strip_prefix("systemd "))
+            .map(|v| v.trim().to_string())
+    })
 }
 
 /// The cgroup hierarchies nspawn places its container on when systemd is

@@ -11,11 +11,12 @@ use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use anyhow::{Context, Result};
+use anyhow::{anyhow, bail, Context, Result};
 
 use super::def::{Check, EnvOption};
 use super::vethns::VethNamespace;
 use super::{Route, Spec};
+use crate::sys::bounded::{run_bounded, Bounded, Limits};
 use crate::sys::owner::{self, Owner};
 
 /// Where cgroup hierarchies are mounted.
@@ -42,6 +43,34 @@ pub fn memory_bytes(spec: &Spec) -> Option<u64> {
 pub fn is_root() -> bool {
     // SAFETY: geteuid has no preconditions.
     unsafe { libc::geteuid() == 0 }
+}
+
+/// A system-container tool's version from its `--version` (`parse` reads
+/// it; bounded to 20 s), or why the driver cannot be used: the tool missing
+/// (with the package that has it), silent, or not run as root.
+pub fn tool_version(
+    program: &str,
+    package: &str,
+    parse: fn(&str) -> Option<String>,
+) -> Result<String> {
+    let mut cmd = std::process::Command::new(program);
+    cmd.arg("--version");
+    let out =
+        run_bounded(cmd, None, Limits::new(Duration::from_secs(20))).map_err(|e| match e {
+            Bounded::Failed(e) => anyhow!("{program} not found ({e}): apt-get install {package}"),
+            _ => anyhow!("`{program} --version` did not answer"),
+        })?;
+    let text = String::from_utf8_lossy(&out.stdout);
+    let v = parse(&text).ok_or_else(|| {
+        anyhow!(
+            "`{program} --version` printed no version: {}",
+            crate::core::text::one_line(text.trim(), 80)
+        )
+    })?;
+    if !is_root() {
+        bail!("{program} {v} needs root to start its containers here: run virtperf as root");
+    }
+    Ok(v)
 }
 
 /// Makes root file system `dir` (which must not exist): `virtperf`

@@ -25,7 +25,6 @@ use super::syscontainer::{self as sc, InstanceNet};
 use super::vethns;
 use super::{Environment, Launched, OnHost, Route, Spec};
 use crate::core::observer::Observer;
-use crate::sys::bounded::{run_bounded, Bounded, Limits};
 use config::{Config, Mode};
 
 /// The prefix of this driver's directories in TMPDIR, containers (and so
@@ -94,25 +93,11 @@ fn version() -> Result<String> {
 }
 
 fn find_version() -> Result<String> {
-    let mut cmd = Command::new("lxc-execute");
-    cmd.arg("--version");
-    let out =
-        run_bounded(cmd, None, Limits::new(Duration::from_secs(20))).map_err(|e| match e {
-            Bounded::Failed(e) => anyhow!("lxc-execute not found ({e}): apt-get install lxc"),
-            _ => anyhow!("`lxc-execute --version` did not answer"),
-        })?;
-    let text = String::from_utf8_lossy(&out.stdout);
-    let v = text.trim();
-    if v.is_empty() || !v.starts_with(|c: char| c.is_ascii_digit()) {
-        bail!(
-            "`lxc-execute --version` printed no version: {}",
-            crate::core::text::one_line(v, 80)
-        );
-    }
-    if !sc::is_root() {
-        bail!("LXC {v} needs root to start its containers here: run virtperf as root");
-    }
-    Ok(v.to_string())
+    sc::tool_version("lxc-execute", "lxc", |text| {
+        let v = text.trim();
+        v.starts_with(|c: char| c.is_ascii_digit())
+            .then(|| v.to_string())
+    })
 }
 
 /// Ends what runs killed before their cleanup left: containers (by their
