@@ -90,9 +90,18 @@ fn mix(text: &str) -> [u64; 6] {
     ];
     let mut sum = [0u64; 6];
     let mut threads = 0;
-    for line in text.lines().filter(|l| l.starts_with("tpcc mix, thread ")) {
+    // Split on the prefix, not on lines: Lua's print writes a line and its
+    // newline in two writes, so two threads' lines can run together
+    // ("... rolled_back 6tpcc mix, thread 1: ...", seen under sysbench).
+    for chunk in text.split("tpcc mix, thread ").skip(1) {
         threads += 1;
-        let words: Vec<&str> = line.split_once(": ").unwrap().1.split(' ').collect();
+        let line = chunk.lines().next().unwrap_or_default();
+        let words: Vec<&str> = line
+            .split_once(": ")
+            .unwrap_or_else(|| panic!("unparsable mix line: {line}"))
+            .1
+            .split_whitespace()
+            .collect();
         for pair in words.chunks(2) {
             let i = NAMES.iter().position(|n| *n == pair[0]).unwrap();
             sum[i] += pair[1].parse::<u64>().unwrap();
