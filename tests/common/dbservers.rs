@@ -177,6 +177,12 @@ impl Mariadb {
             .tempdir()
             .unwrap();
         let data = dir.path().join("data");
+        // Its temporary tables in a directory of its own, not the shared
+        // /tmp: a bootstrap once failed in CI with "Could not remove
+        // temporary table: '/tmp/#sql-temptable-...'" beside the other lane.
+        let tmp = dir.path().join("tmp");
+        std::fs::create_dir(&tmp).unwrap();
+        let tmpdir = format!("--tmpdir={}", tmp.display());
         // mariadbd refuses root unless told to run as root.
         let user: &[&str] = if is_root() { &["--user=root"] } else { &[] };
         run(Command::new("mariadb-install-db")
@@ -187,6 +193,7 @@ impl Mariadb {
             ])
             .args(user)
             .arg(format!("--datadir={}", data.display()))
+            .arg(&tmpdir)
             .stdout(Stdio::null()));
         let port = free_port();
         let server = Command::new("/usr/sbin/mariadbd")
@@ -198,6 +205,7 @@ impl Mariadb {
             .args(user)
             .arg(format!("--datadir={}", data.display()))
             .arg(format!("--port={port}"))
+            .arg(&tmpdir)
             .arg(format!("--socket={}", dir.path().join("sock").display()))
             .arg(format!("--pid-file={}", dir.path().join("pid").display()))
             .arg(format!(
