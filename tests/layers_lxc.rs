@@ -63,17 +63,36 @@ fn cgroups(mark: &str) -> Vec<String> {
     let mut dirs = vec![root.to_path_buf()];
     dirs.extend(
         std::fs::read_dir(root)
-            .map(|d| d.flatten().map(|e| e.path()).collect::<Vec<_>>())
+            .map(|d| {
+                d.flatten()
+                    .map(|e| e.path())
+                    .filter(|p| p.is_dir())
+                    .collect::<Vec<_>>()
+            })
             .unwrap_or_default(),
     );
     for h in dirs {
-        for name in common::entries(&h) {
+        for name in names_in(&h) {
             if name.contains(mark) {
                 out.push(format!("{}/{name}", h.display()));
             }
         }
     }
     out
+}
+
+/// The names in a directory; none where it does not exist (a fresh
+/// machine has no /run/netns before the first `ip netns add`, and no
+/// nspawn propagation directory before the first nspawn container).
+fn names_in(dir: &Path) -> Vec<String> {
+    match std::fs::read_dir(dir) {
+        Ok(d) => d
+            .flatten()
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .collect(),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Vec::new(),
+        Err(e) => panic!("reading {}: {e}", dir.display()),
+    }
 }
 
 /// What a driver can leave on the machine, besides TMPDIR: cgroups,
@@ -83,7 +102,7 @@ fn leftovers(prefix: &str) -> Vec<String> {
     out.extend(cgroups("lxc.pivot"));
     for dir in ["/run/netns", "/run/systemd/nspawn/propagate"] {
         out.extend(
-            common::entries(Path::new(dir))
+            names_in(Path::new(dir))
                 .into_iter()
                 .filter(|n| n.starts_with(prefix))
                 .map(|n| format!("{dir}/{n}")),
