@@ -986,21 +986,48 @@ const EVERY_SIGNAL: &[(&str, &[i32])] = &[
     ("SIGHUP", &[libc::SIGHUP]),
 ];
 
+/// The environments whose phases are interrupted, in the order of
+/// [`phase_signals`]'s square.
+#[derive(Clone, Copy)]
+enum PhaseEnv {
+    Host = 0,
+    Docker = 1,
+    Podman = 2,
+    Qemu = 3,
+}
+
+/// The signals that land inside `phase` of `env`'s workload: a Latin
+/// square over the four environments, so every signal (one, two SIGINTs,
+/// SIGTERM, SIGHUP) lands inside every phase once, and every environment
+/// gets two different signals, one per phase. Every signal in every phase
+/// of every environment took 32 runs (eight QEMU boots per phase) for
+/// paths that differ by environment (where the agent runs, what its
+/// ending removes), not by signal: all signals set the same flag, and
+/// `*_runs_end_cleanly_on_every_signal` still sends each signal to each
+/// environment.
+fn phase_signals(env: PhaseEnv, phase: Phase) -> &'static [i32] {
+    let k = env as usize;
+    let at = match phase {
+        Phase::Prepare => k,
+        Phase::Cleanup => (k + 2) % EVERY_SIGNAL.len(),
+    };
+    EVERY_SIGNAL[at].1
+}
+
 /// The host's agent and the directory it was given: a user's directory
 /// (`--file-dir`), which no environment's cleanup removes, so what is left
 /// there is the workload's own doing. A file of the user's there stays.
 fn host_phase(phase: Phase) {
-    for (_, signals) in EVERY_SIGNAL {
-        let user = tempfile::tempdir().unwrap();
-        std::fs::write(user.path().join("notes.txt"), "mine").unwrap();
-        let dir = user.path().to_path_buf();
-        let locate = |cmp: &Comparison| {
-            let agent = *children_of(cmp.run.pid()).first()?;
-            Some((agent, dir.clone()))
-        };
-        signal_in_phase("host", Some(user.path()), phase, signals, &locate);
-        assert_eq!(entries(user.path()), ["notes.txt"]);
-    }
+    let signals = phase_signals(PhaseEnv::Host, phase);
+    let user = tempfile::tempdir().unwrap();
+    std::fs::write(user.path().join("notes.txt"), "mine").unwrap();
+    let dir = user.path().to_path_buf();
+    let locate = |cmp: &Comparison| {
+        let agent = *children_of(cmp.run.pid()).first()?;
+        Some((agent, dir.clone()))
+    };
+    signal_in_phase("host", Some(user.path()), phase, signals, &locate);
+    assert_eq!(entries(user.path()), ["notes.txt"]);
 }
 
 #[test]
@@ -1020,33 +1047,37 @@ fn engine_phase(cli: &str, phase: Phase) {
         return;
     }
     let spec = format!("{cli}:storage=volume");
-    for (_, signals) in EVERY_SIGNAL {
-        let seen = std::sync::Mutex::new(None);
-        let locate = |cmp: &Comparison| {
-            let mut seen = seen.lock().unwrap();
-            if seen.is_none() {
-                let (container, volumes) = running_container(cli, cmp.run.pid())?;
-                let init: i32 = engine(cli, &["inspect", "--format", "{{.State.Pid}}", &container])
-                    .trim()
-                    .parse()
-                    .ok()
-                    .filter(|&p| p > 0)?;
-                *seen = Some((container, volumes, init));
-            }
-            let init = seen.as_ref()?.2;
-            Some((init, format!("/proc/{init}/root/work").into()))
-        };
-        let pid = signal_in_phase(&spec, None, phase, signals, &locate);
-        let (container, volumes, _) = seen.into_inner().unwrap().unwrap();
-        assert_container_gone(
-            cli,
-            &format!("{cli}, {signals:?} in {phase:?}"),
-            &container,
-            &volumes,
-            Duration::from_secs(15),
-        );
-        assert!(containers_of(cli, pid, false).is_empty());
-    }
+    let env = if cli == "podman" {
+        PhaseEnv::Podman
+    } else {
+        PhaseEnv::Docker
+    };
+    let signals = phase_signals(env, phase);
+    let seen = std::sync::Mutex::new(None);
+    let locate = |cmp: &Comparison| {
+        let mut seen = seen.lock().unwrap();
+        if seen.is_none() {
+            let (container, volumes) = running_container(cli, cmp.run.pid())?;
+            let init: i32 = engine(cli, &["inspect", "--format", "{{.State.Pid}}", &container])
+                .trim()
+                .parse()
+                .ok()
+                .filter(|&p| p > 0)?;
+            *seen = Some((container, volumes, init));
+        }
+        let init = seen.as_ref()?.2;
+        Some((init, format!("/proc/{init}/root/work").into()))
+    };
+    let pid = signal_in_phase(&spec, None, phase, signals, &locate);
+    let (container, volumes, _) = seen.into_inner().unwrap().unwrap();
+    assert_container_gone(
+        cli,
+        &format!("{cli}, {signals:?} in {phase:?}"),
+        &container,
+        &volumes,
+        Duration::from_secs(15),
+    );
+    assert!(containers_of(cli, pid, false).is_empty());
 }
 
 #[test]
@@ -1081,7 +1112,7 @@ fn allocated(path: &Path) -> u64 {
 /// disk, a sparse image on this machine, which grows as the files reach it
 /// (each is fsynced). The VM is frozen once a quarter of the data is there
 /// and shown to be short of all of it, so the signal lands inside the
-/// prepare. One boot per case: every signal.
+/// prepare. One boot, with its signals from the square (`phase_signals`).
 #[test]
 fn qemu_signals_inside_a_workloads_prepare_leave_nothing() {
     if !qemu_ok() {
@@ -1096,44 +1127,43 @@ fn qemu_signals_inside_a_workloads_prepare_leave_nothing() {
         data / MIB
     );
     let spec = "qemu:accel=tcg,smp=1,memory=256m,disk=320m,net=none";
-    for (_, signals) in EVERY_SIGNAL {
-        let what = format!("qemu, {signals:?} in the prepare");
-        eprintln!("{what}");
-        let cmp = Comparison::start(spec, &suite);
-        let tmp = cmp.run.tmp.path().to_path_buf();
-        let image = || {
-            entries(&tmp)
-                .into_iter()
-                .find(|n| n.starts_with("virtperf-qemu-"))
-                .map(|d| tmp.join(d).join("scratch-0.img"))
-        };
-        // The image as made (mkfs writes little), before the guest writes.
-        assert!(
-            wait_until(Duration::from_secs(60), || image()
-                .is_some_and(|i| i.exists())),
-            "{what}: no scratch disk"
-        );
-        let disk = image().unwrap();
-        // The journal and the inode tables a guest fills lazily stay far
-        // below a quarter of the data.
-        let start = allocated(&disk);
-        assert!(
-            wait_until(Duration::from_secs(180), || {
-                allocated(&disk) >= start + data / 4
-            }),
-            "{what}: the prepare never wrote its files"
-        );
-        let vm = vm_of(&tmp).expect("the VM runs");
-        let frozen = Frozen::new(vm);
-        let now = allocated(&disk);
-        assert!(
-            now < start + data,
-            "{what}: the prepare ended before the VM was stopped ({now} bytes on the disk)"
-        );
-        let firsts = first_results(spec);
-        assert_eq!(cmp.stored(), firsts, "{what}");
-        cmp.interrupt(&what, signals, move || drop(frozen), &firsts);
-    }
+    let signals = phase_signals(PhaseEnv::Qemu, Phase::Prepare);
+    let what = format!("qemu, {signals:?} in the prepare");
+    eprintln!("{what}");
+    let cmp = Comparison::start(spec, &suite);
+    let tmp = cmp.run.tmp.path().to_path_buf();
+    let image = || {
+        entries(&tmp)
+            .into_iter()
+            .find(|n| n.starts_with("virtperf-qemu-"))
+            .map(|d| tmp.join(d).join("scratch-0.img"))
+    };
+    // The image as made (mkfs writes little), before the guest writes.
+    assert!(
+        wait_until(Duration::from_secs(60), || image()
+            .is_some_and(|i| i.exists())),
+        "{what}: no scratch disk"
+    );
+    let disk = image().unwrap();
+    // The journal and the inode tables a guest fills lazily stay far
+    // below a quarter of the data.
+    let start = allocated(&disk);
+    assert!(
+        wait_until(Duration::from_secs(180), || {
+            allocated(&disk) >= start + data / 4
+        }),
+        "{what}: the prepare never wrote its files"
+    );
+    let vm = vm_of(&tmp).expect("the VM runs");
+    let frozen = Frozen::new(vm);
+    let now = allocated(&disk);
+    assert!(
+        now < start + data,
+        "{what}: the prepare ended before the VM was stopped ({now} bytes on the disk)"
+    );
+    let firsts = first_results(spec);
+    assert_eq!(cmp.stored(), firsts, "{what}");
+    cmp.interrupt(&what, signals, move || drop(frozen), &firsts);
 }
 
 /// Test files in a guest: its agent may open 1024 files, and the fileio
@@ -1159,7 +1189,8 @@ fn holds_stdin_of(holder: u32, pid: i32) -> bool {
 /// beforehand, the store polled every 5 ms) and shown to be short of
 /// "done": half a second later virtperf still holds the VM's stdin, which
 /// it closes the moment "done" arrives. The signals land inside the
-/// guest's cleanup; the fileio result stays. One boot per signal.
+/// guest's cleanup; the fileio result stays. One boot, with its signals
+/// from the square (`phase_signals`).
 #[test]
 fn qemu_signals_inside_a_workloads_cleanup_keep_its_result_and_leave_nothing() {
     if !qemu_ok() {
@@ -1170,41 +1201,40 @@ fn qemu_signals_inside_a_workloads_cleanup_keep_its_result_and_leave_nothing() {
     let spec = "qemu:accel=tcg,smp=1,memory=256m,disk=320m,net=none";
     let suite = phase_suite(None, GUEST_FILES).replace("\"8M\"", "\"160M\"");
     let both = [(0, true), (0, true), (1, true)];
-    for (_, signals) in EVERY_SIGNAL {
-        let what = format!("qemu, {signals:?} in the cleanup");
-        eprintln!("{what}");
-        let started = Instant::now();
-        let cmp = Comparison::start(spec, &suite);
-        let tmp = cmp.run.tmp.path().to_path_buf();
-        let mut vm = None;
-        assert!(
-            wait_until(Duration::from_secs(60), || {
-                vm = vm_of(&tmp);
-                vm.is_some()
-            }),
-            "{what}: no VM: {}",
-            cmp.run.stderr_so_far()
-        );
-        let vm = vm.unwrap();
-        let until = Instant::now() + Duration::from_secs(300);
-        while cmp.stored().len() < both.len() && Instant::now() < until {
-            std::thread::sleep(Duration::from_millis(5));
-        }
-        let frozen = Frozen::new(vm);
-        let seen = started.elapsed();
-        assert_eq!(
-            cmp.stored(),
-            both,
-            "{what}: the fileio result never arrived: {}",
-            cmp.run.stderr_so_far()
-        );
-        std::thread::sleep(Duration::from_millis(500));
-        assert!(
-            holds_stdin_of(cmp.run.pid(), vm),
-            "{what}: the cleanup ended (virtperf had 'done') before the VM was stopped: {}",
-            cmp.run.stderr_so_far()
-        );
-        eprintln!("{what}: frozen in the cleanup {seen:?} after the start");
-        cmp.interrupt(&what, signals, move || drop(frozen), &both);
+    let signals = phase_signals(PhaseEnv::Qemu, Phase::Cleanup);
+    let what = format!("qemu, {signals:?} in the cleanup");
+    eprintln!("{what}");
+    let started = Instant::now();
+    let cmp = Comparison::start(spec, &suite);
+    let tmp = cmp.run.tmp.path().to_path_buf();
+    let mut vm = None;
+    assert!(
+        wait_until(Duration::from_secs(60), || {
+            vm = vm_of(&tmp);
+            vm.is_some()
+        }),
+        "{what}: no VM: {}",
+        cmp.run.stderr_so_far()
+    );
+    let vm = vm.unwrap();
+    let until = Instant::now() + Duration::from_secs(300);
+    while cmp.stored().len() < both.len() && Instant::now() < until {
+        std::thread::sleep(Duration::from_millis(5));
     }
+    let frozen = Frozen::new(vm);
+    let seen = started.elapsed();
+    assert_eq!(
+        cmp.stored(),
+        both,
+        "{what}: the fileio result never arrived: {}",
+        cmp.run.stderr_so_far()
+    );
+    std::thread::sleep(Duration::from_millis(500));
+    assert!(
+        holds_stdin_of(cmp.run.pid(), vm),
+        "{what}: the cleanup ended (virtperf had 'done') before the VM was stopped: {}",
+        cmp.run.stderr_so_far()
+    );
+    eprintln!("{what}: frozen in the cleanup {seen:?} after the start");
+    cmp.interrupt(&what, signals, move || drop(frozen), &both);
 }
