@@ -12,6 +12,7 @@
 
 pub mod guest;
 pub mod initramfs;
+mod kvm_memo;
 
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
@@ -147,8 +148,9 @@ fn console_shows_banner(console: &Path) -> bool {
         .any(|w| w == b"Linux version")
 }
 
-/// Whether a nested KVM guest actually boots here; probed once per process.
-static KVM_WORKS: OnceLock<bool> = OnceLock::new();
+/// Whether a nested KVM guest actually boots here, and the memo that said
+/// it does not (None when the probe ran): asked once per process.
+static KVM_WORKS: OnceLock<(bool, Option<&'static Path>)> = OnceLock::new();
 
 impl QemuEnvironment {
     pub fn new(spec: Spec) -> Result<QemuEnvironment> {
@@ -260,6 +262,24 @@ impl QemuEnvironment {
         out
     }
 
+    /// Whether KVM boots a guest, from the memo of a failed probe since the
+    /// host booted (and which memo said so) or from a probe.
+    fn probe_kvm_once(&self) -> (bool, Option<&'static Path>) {
+        static DIR: OnceLock<Option<PathBuf>> = OnceLock::new();
+        let dir = DIR.get_or_init(kvm_memo::default_dir).as_deref();
+        let key = which(QEMU).and_then(|q| kvm_memo::key(&q, &self.kernel));
+        if let (Some(dir), Some(key)) = (dir, &key) {
+            if kvm_memo::failed_before(dir, key) {
+                return (false, Some(dir));
+            }
+        }
+        let works = self.probe_kvm();
+        if let (false, Some(dir), Some(key)) = (works, dir, &key) {
+            kvm_memo::remember_failure(dir, key);
+        }
+        (works, None)
+    }
+
     /// Boots once with KVM and waits for the agent's hello; gives up at
     /// once when the kernel's banner has not reached the console within
     /// [`PROBE_BANNER`].
@@ -353,11 +373,14 @@ impl Environment for QemuEnvironment {
             "kvm" => "kvm",
             "tcg" => "tcg",
             _ => {
-                let works = *KVM_WORKS.get_or_init(|| self.probe_kvm());
+                let (works, memo) = *KVM_WORKS.get_or_init(|| self.probe_kvm_once());
                 if !works {
-                    obs.note(
-                        "qemu: KVM did not boot a guest here (nested KVM fails on this machine); using TCG emulation",
-                    );
+                    let how = memo.map_or_else(String::new, |d| {
+                        format!("; {}", kvm_memo::remembered_note(d))
+                    });
+                    obs.note(&format!(
+                        "qemu: KVM did not boot a guest here (nested KVM fails on this machine{how}); using TCG emulation",
+                    ));
                 }
                 if works {
                     "kvm"
