@@ -313,10 +313,13 @@ impl NspawnEnvironment {
         if !self.systemd {
             join_own_cgroup(&mut cmd, name, &nspawn_hierarchies())?;
         }
+        // nspawn's own chatter ("Attempted to remove disk file system
+        // under /run/systemd/nspawn/propagate/...", printed as it ends)
+        // is kept, bounded, by the session and shown only with an error.
         let child = cmd
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
+            .stderr(Stdio::piped())
             .spawn()
             .context("starting systemd-nspawn (apt-get install systemd-container)")?;
         let name = name.to_string();
