@@ -16,6 +16,15 @@ use serde_json::Value;
 mod common;
 use common::{is_root, json_of, skip, virtperf, wait_until};
 
+/// The tests that make a user run one at a time: each user's name is
+/// made of the test process's id, and two `useradd`s at once contend for
+/// /etc/passwd's lock.
+static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn serial() -> std::sync::MutexGuard<'static, ()> {
+    SERIAL.lock().unwrap_or_else(|p| p.into_inner())
+}
+
 /// A user made for one test, removed with everything it left when dropped.
 struct ThrowawayUser {
     name: String,
@@ -188,6 +197,7 @@ fn run_json(tmp: &Path, args: &[&str]) -> Value {
 
 #[test]
 fn rootless_podman_runs_as_the_user_reaches_the_host_and_leaves_nothing() {
+    let _serial = serial();
     let Some(user) = ThrowawayUser::create() else {
         return;
     };
@@ -250,6 +260,7 @@ fn process_names_of(uid: u32) -> Vec<String> {
 
 #[test]
 fn ctrl_c_during_a_rootless_run_ends_it_and_leaves_nothing() {
+    let _serial = serial();
     let Some(user) = ThrowawayUser::create() else {
         return;
     };
