@@ -283,6 +283,51 @@ fn nspawn_runs_microops_and_names_nspawn_and_its_version() {
     assert_eq!(settings["network"], "host", "{settings}");
     assert!(common::metric(&doc, "open_close_cycles") > 0.0);
     assert_nothing_left(tmp.path(), "virtperf-nspawn-", &before, "after a run");
+
+    // nspawn's own chatter as it ends ("Attempted to remove disk file
+    // system under /run/systemd/nspawn/propagate/...") stays off the
+    // terminal of a run that succeeds.
+    let out = run(tmp.path(), &["cpu", "--time=0.2", "--env", "nspawn"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert!(!err.contains("/run/systemd/nspawn"), "{err}");
+    assert!(!err.contains("Attempted to remove"), "{err}");
+}
+
+#[test]
+fn nspawns_stderr_is_shown_when_the_run_fails() {
+    let _serial = serial();
+    if nspawn_version().is_none() {
+        return;
+    }
+    let before = leftovers("virtperf-nspawn-");
+    let tmp = tempfile::tempdir().unwrap();
+    let child = Std::new(env!("CARGO_BIN_EXE_virtperf"))
+        .env("TMPDIR", tmp.path())
+        .args(["cpu", "--time=30", "--env", "nspawn"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mark = format!(".{}.", child.id());
+    let agent = || {
+        container_processes(&mark)
+            .into_iter()
+            .find(|(p, c)| c == "virtperf" && *p != child.id())
+    };
+    assert!(wait_until(Duration::from_secs(60), || agent().is_some()));
+    // The agent dies mid-run: the run fails, and nspawn says why on its
+    // stderr ("Container ... failed" or its file-system chatter), which the
+    // error then carries, bounded.
+    let (victim, _) = agent().unwrap();
+    // SAFETY: a process of the container this test's run started.
+    unsafe { libc::kill(victim as i32, libc::SIGKILL) };
+    let out = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{err}");
+    assert!(err.contains("its stderr: "), "{err}");
+    assert!(err.len() < 16 << 10, "{} bytes: {err}", err.len());
+    assert_nothing_left(tmp.path(), "virtperf-nspawn-", &before, "after a failure");
 }
 
 #[test]
@@ -389,5 +434,95 @@ fn nspawn_leaves_nothing_after_ctrl_c_and_sweeps_a_killed_run() {
     let _serial = serial();
     if nspawn_version().is_some() {
         interrupt_and_kill("nspawn", "virtperf-nspawn-");
+    }
+}
+
+/// The processes whose cgroup path or command line holds `mark` (a
+/// container name's `.PID.`, the run's owner tag), with their names.
+fn container_processes(mark: &str) -> Vec<(u32, String)> {
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    dir.flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|pid| {
+            let cgroup = std::fs::read_to_string(format!("/proc/{pid}/cgroup"));
+            let cmdline = std::fs::read(format!("/proc/{pid}/cmdline"));
+            cgroup.is_ok_and(|c| c.contains(mark))
+                || cmdline.is_ok_and(|c| String::from_utf8_lossy(&c).contains(mark))
+        })
+        .filter_map(|pid| {
+            let comm = std::fs::read_to_string(format!("/proc/{pid}/comm")).ok()?;
+            Some((pid, comm.trim().to_string()))
+        })
+        .collect()
+}
+
+/// The foreign-load check (`sys::monitor::host_load`) counts the launched
+/// process's tree as the run's own: every process of a running lxc or
+/// nspawn container — the tool (LXC's monitor, nspawn), the container's
+/// init and the agent — must be in the tree of the process virtperf
+/// launched, as the crate's own process table finds it, or an idle
+/// machine's run is flagged with "foreign load". Checked on the processes,
+/// not on the figure: other processes may load this machine meanwhile.
+fn own_processes_are_in_the_launched_tree(driver: &str, tool: &str, prefix: &str) {
+    let before = leftovers(prefix);
+    let tmp = tempfile::tempdir().unwrap();
+    let mut child = Std::new(env!("CARGO_BIN_EXE_virtperf"))
+        .env("TMPDIR", tmp.path())
+        .args(["cpu", "--time=30", "--env", driver])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    let mark = format!(".{pid}.");
+    // The agent runs: a virtperf process of the container's.
+    let running = wait_until(Duration::from_secs(60), || {
+        container_processes(&mark)
+            .iter()
+            .any(|(p, c)| c == "virtperf" && *p != pid)
+    });
+    let table = virtperf::sys::account::procs::Table::take(&|_| false).unwrap();
+    let found = container_processes(&mark);
+    common::signal_and_wait(&mut child, &[libc::SIGINT], Duration::from_secs(30));
+    assert!(running, "{driver}: no agent started: {found:?}");
+    let launched: Vec<u32> = table
+        .procs
+        .iter()
+        .filter(|(_, p)| p.ppid == pid && p.comm == tool)
+        .map(|(&p, _)| p)
+        .collect();
+    assert_eq!(launched.len(), 1, "{driver}: {tool} under {pid}: {found:?}");
+    let own = table.trees(&launched);
+    let alive: Vec<&(u32, String)> = found
+        .iter()
+        .filter(|(p, _)| table.procs.contains_key(p))
+        .collect();
+    assert!(
+        alive.iter().any(|(_, c)| c == tool) && alive.len() >= 3,
+        "{driver}: the tool, the container's init and the agent: {alive:?}"
+    );
+    let foreign: Vec<&&(u32, String)> = alive.iter().filter(|(p, _)| !own.contains(p)).collect();
+    assert!(
+        foreign.is_empty(),
+        "{driver}: counted as foreign load: {foreign:?} (own: {own:?})"
+    );
+    assert_nothing_left(tmp.path(), prefix, &before, "after Ctrl-C");
+}
+
+#[test]
+fn lxc_processes_count_as_the_runs_own_not_foreign_load() {
+    let _serial = serial();
+    if lxc_version().is_some() {
+        own_processes_are_in_the_launched_tree("lxc", "lxc-execute", "virtperf-lxc-");
+    }
+}
+
+#[test]
+fn nspawn_processes_count_as_the_runs_own_not_foreign_load() {
+    let _serial = serial();
+    if nspawn_version().is_some() {
+        own_processes_are_in_the_launched_tree("nspawn", "systemd-nspawn", "virtperf-nspawn-");
     }
 }

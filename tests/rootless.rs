@@ -5,6 +5,7 @@
 //! with its home, its storage and every process it left (Podman's pause
 //! process, slirp4netns) — also when the test fails. Where rootless Podman
 //! cannot run here the test says why it skips; under CI=true a skip fails.
+//! Ctrl-C during a rootless run ends it with 130 and leaves none of this.
 
 use std::path::{Path, PathBuf};
 use std::process::Command as Std;
@@ -14,6 +15,15 @@ use serde_json::Value;
 
 mod common;
 use common::{is_root, json_of, skip, virtperf, wait_until};
+
+/// The tests that make a user run one at a time: each user's name is
+/// made of the test process's id, and two `useradd`s at once contend for
+/// /etc/passwd's lock.
+static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn serial() -> std::sync::MutexGuard<'static, ()> {
+    SERIAL.lock().unwrap_or_else(|p| p.into_inner())
+}
 
 /// A user made for one test, removed with everything it left when dropped.
 struct ThrowawayUser {
@@ -187,7 +197,8 @@ fn run_json(tmp: &Path, args: &[&str]) -> Value {
 
 #[test]
 fn rootless_podman_runs_as_the_user_reaches_the_host_and_leaves_nothing() {
-    let Some(mut user) = ThrowawayUser::create() else {
+    let _serial = serial();
+    let Some(user) = ThrowawayUser::create() else {
         return;
     };
     let tmp = tempfile::tempdir().unwrap();
@@ -222,6 +233,12 @@ fn rootless_podman_runs_as_the_user_reaches_the_host_and_leaves_nothing() {
     assert_eq!(String::from_utf8_lossy(&left.stdout).trim(), "");
     assert!(common::entries(tmp.path()).is_empty(), "TMPDIR: left files");
 
+    remove_and_check(user);
+}
+
+/// Removes `user` and checks nothing of it is left: the account, its
+/// processes, its files, its home, its subordinate ids.
+fn remove_and_check(mut user: ThrowawayUser) {
     let (name, uid) = (user.name.clone(), user.uid);
     user.remove();
     assert_eq!(uid_of(&name), None, "{name} still exists");
@@ -230,6 +247,64 @@ fn rootless_podman_runs_as_the_user_reaches_the_host_and_leaves_nothing() {
     assert!(!Path::new(&format!("/home/{name}")).exists());
     let subuid = std::fs::read_to_string("/etc/subuid").unwrap();
     assert!(!subuid.contains(&format!("{name}:")), "{subuid}");
+}
+
+/// The names (`comm`) of the processes whose real uid is `uid`.
+fn process_names_of(uid: u32) -> Vec<String> {
+    processes_of(uid)
+        .into_iter()
+        .filter_map(|pid| std::fs::read_to_string(format!("/proc/{pid}/comm")).ok())
+        .map(|c| c.trim().to_string())
+        .collect()
+}
+
+#[test]
+fn ctrl_c_during_a_rootless_run_ends_it_and_leaves_nothing() {
+    let _serial = serial();
+    let Some(user) = ThrowawayUser::create() else {
+        return;
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    let spec = format!("podman:rootless={}", user.name);
+    let mut child = Std::new(env!("CARGO_BIN_EXE_virtperf"))
+        .env("TMPDIR", tmp.path())
+        .args(["cpu", "--time=60", "--env", &spec])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // The agent runs in the container as the user's id on the host (the
+    // image is built first, in the user's own storage).
+    let running = wait_until(Duration::from_secs(180), || {
+        process_names_of(user.uid).iter().any(|c| c == "virtperf")
+            || child.try_wait().unwrap().is_some()
+    });
+    let names = process_names_of(user.uid);
+    assert!(
+        running && names.iter().any(|c| c == "virtperf"),
+        "no agent of {} started: {names:?}",
+        user.name
+    );
+    std::thread::sleep(Duration::from_millis(500));
+    let ended = common::signal_and_wait(&mut child, &[libc::SIGINT], Duration::from_secs(60));
+    let out = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(ended, "virtperf did not end on SIGINT: {err}");
+    assert_eq!(out.status.code(), Some(130), "{err}");
+
+    // The container and its helpers are gone while the user still exists
+    // (Podman's pause process may stay: it is the user's, ended below).
+    let left = user.podman(&["ps", "-aq"]);
+    assert!(left.status.success(), "{left:?}");
+    assert_eq!(String::from_utf8_lossy(&left.stdout).trim(), "");
+    let ended = wait_until(Duration::from_secs(10), || {
+        !process_names_of(user.uid)
+            .iter()
+            .any(|c| ["conmon", "slirp4netns", "virtperf"].contains(&c.as_str()))
+    });
+    assert!(ended, "left running: {:?}", process_names_of(user.uid));
+    assert!(common::entries(tmp.path()).is_empty(), "TMPDIR: left files");
+    remove_and_check(user);
 }
 
 #[test]

@@ -310,6 +310,11 @@ pub fn resolve(args: &PlanArgs, observer: &dyn Observer) -> Result<(Plan, PlanAr
     Ok((plan, stored))
 }
 
+/// The longest reason shown for leaving a suite's environment out: whole
+/// (a probe's reason ends with its fix, after the tool's own words), yet
+/// bounded, since those words are the tool's.
+const REASON_MAX: usize = 1000;
+
 /// The environments a suite names (its matrix), parsed as `--env` values;
 /// those this machine cannot run are left out with a note.
 fn suite_envs(suite: &crate::suite::Suite, observer: &dyn Observer) -> Result<Vec<Spec>, CliError> {
@@ -324,7 +329,7 @@ fn suite_envs(suite: &crate::suite::Suite, observer: &dyn Observer) -> Result<Ve
             observer.note(&format!(
                 "suite {}: leaving out {text}: {}",
                 suite.name,
-                crate::core::text::one_line(&why, 200)
+                crate::core::text::one_line(&why, REASON_MAX)
             ));
         }
     }
@@ -448,6 +453,39 @@ pub fn digest(plan: &Plan) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_environment_left_out_of_a_suite_is_shown_with_its_whole_reason() {
+        // Rootless Podman for a user that does not exist: a reason of some
+        // 240 characters whose fix (the usermod line) comes last.
+        let user = "vp-no-such-user-probe";
+        let suite = crate::suite::Suite {
+            name: "s".into(),
+            description: String::new(),
+            repeat: None,
+            envs: vec![format!("podman:rootless={user},name=rootless-podman")],
+            entries: Vec::new(),
+        };
+        let rec = crate::core::observer::Recording::default();
+        let kept = suite_envs(&suite, &rec).unwrap();
+        assert!(kept.is_empty());
+        let notes: Vec<String> = rec
+            .events()
+            .into_iter()
+            .filter_map(|e| match e {
+                crate::core::observer::Event::Note(n) => Some(n),
+                _ => None,
+            })
+            .collect();
+        let left = notes.iter().find(|n| n.contains("leaving out")).unwrap();
+        assert!(!left.contains("(cut)"), "{left}");
+        if left.contains("there is no user") {
+            assert!(
+                left.ends_with(&format!("--add-subgids 100000-165535 {user})")),
+                "{left}"
+            );
+        }
+    }
 
     #[test]
     fn the_suite_option_names_every_builtin_suite() {

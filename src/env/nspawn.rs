@@ -15,14 +15,13 @@ use std::collections::BTreeMap;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Mutex, OnceLock};
+use std::sync::OnceLock;
 use std::time::Duration;
 
 use anyhow::{anyhow, Context, Result};
 
 use super::def::{systemd_is_init, Check, DriverDef, EnvOption};
-use super::syscontainer::{self as sc, InstanceNet};
+use super::syscontainer::{self as sc, Containers, InstanceNet};
 use super::vethns;
 use super::{Environment, Launched, OnHost, Route, Spec};
 use crate::core::observer::Observer;
@@ -164,39 +163,18 @@ fn sweep_run_dir(dir: &Path) {
 
 pub struct NspawnEnvironment {
     spec: Spec,
-    dir: Option<tempfile::TempDir>,
-    version: String,
+    ct: Containers,
     /// Whether systemd is PID 1 (it then makes the container's scope).
     systemd: bool,
-    pairs: Mutex<BTreeMap<usize, (std::net::Ipv4Addr, std::net::Ipv4Addr)>>,
-    launches: AtomicUsize,
 }
 
 impl NspawnEnvironment {
     pub fn new(spec: Spec) -> NspawnEnvironment {
         NspawnEnvironment {
             spec,
-            dir: None,
-            version: String::new(),
+            ct: Containers::new("nspawn"),
             systemd: false,
-            pairs: Mutex::new(BTreeMap::new()),
-            launches: AtomicUsize::new(0),
         }
-    }
-
-    fn dir(&self) -> Result<&Path> {
-        self.dir
-            .as_ref()
-            .map(tempfile::TempDir::path)
-            .ok_or_else(|| anyhow!("nspawn: launched before prepare"))
-    }
-
-    fn pair(&self, index: usize) -> Option<(std::net::Ipv4Addr, std::net::Ipv4Addr)> {
-        self.pairs
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .get(&index)
-            .copied()
     }
 
     /// nspawn's command line for machine `name` over `rootfs`.
@@ -262,24 +240,21 @@ impl Environment for NspawnEnvironment {
     }
 
     fn prepare(&mut self, _obs: &dyn Observer) -> Result<()> {
-        if self.dir.is_some() {
+        if self.ct.prepared() {
             return Ok(());
         }
         let version = version()?;
         sweep();
         let dir = sc::run_dir(PREFIX, &sweep_run_dir)?;
-        self.dir = Some(dir);
-        self.version = version;
+        self.ct.set_prepared(dir, version);
         self.systemd = systemd_is_init().is_ok();
         Ok(())
     }
 
     fn launch(&self, index: usize) -> Result<Launched> {
-        let dir = self.dir()?;
-        let n = self.launches.fetch_add(1, Ordering::Relaxed);
-        let name = sc::container_name(PREFIX, index, n);
-        let ct = dir.join(format!("ct-{index}-{n}"));
-        let launched = sc::make_rootfs(&ct.join("rootfs"), &dir.join("virtperf"), true)
+        let (name, ct) = self.ct.next(PREFIX, index)?;
+        let binary = self.ct.dir()?.join("virtperf");
+        let launched = sc::make_rootfs(&ct.join("rootfs"), &binary, true)
             .and_then(|rootfs| self.start(index, &name, &rootfs));
         if launched.is_err() {
             sc::kill_cgroups(&name);
@@ -294,7 +269,7 @@ impl Environment for NspawnEnvironment {
 
     fn route_to_host(&self, index: usize) -> Result<Route> {
         Ok(sc::route(
-            self.pair(index),
+            self.ct.pair(index),
             true,
             "systemd-nspawn",
             INSIDE_PORT,
@@ -303,7 +278,7 @@ impl Environment for NspawnEnvironment {
 
     fn route_to_env(&self, index: usize, _forwarded: Option<(u16, u16)>) -> Result<Route> {
         Ok(sc::route(
-            self.pair(index),
+            self.ct.pair(index),
             false,
             "systemd-nspawn",
             INSIDE_PORT,
@@ -313,7 +288,7 @@ impl Environment for NspawnEnvironment {
     fn settings(&self, _index: usize) -> BTreeMap<String, String> {
         let mut s = BTreeMap::new();
         s.insert("runtime".into(), "systemd-nspawn".into());
-        s.insert("nspawn_version".into(), self.version.clone());
+        s.insert("nspawn_version".into(), self.ct.version.clone());
         s.insert("network".into(), sc::network_mode(&self.spec).into());
         for key in ["cpus", "memory"] {
             if let Some(v) = self.spec.opt(key) {
@@ -333,18 +308,18 @@ impl NspawnEnvironment {
         let mut cmd = self.command(name, rootfs);
         if let Some(ns) = &net.ns {
             vethns::join_in_child(&mut cmd, ns.path())?;
-            self.pairs
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .insert(index, (ns.host_ip, ns.inside_ip));
+            self.ct.set_pair(index, ns);
         }
         if !self.systemd {
             join_own_cgroup(&mut cmd, name, &nspawn_hierarchies())?;
         }
+        // nspawn's own chatter ("Attempted to remove disk file system
+        // under /run/systemd/nspawn/propagate/...", printed as it ends)
+        // is kept, bounded, by the session and shown only with an error.
         let child = cmd
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
+            .stderr(Stdio::piped())
             .spawn()
             .context("starting systemd-nspawn (apt-get install systemd-container)")?;
         let name = name.to_string();

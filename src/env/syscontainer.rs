@@ -7,8 +7,11 @@
 //! end, and those of a run killed before its cleanup swept by the next
 //! (names carry their owner, as `sys::owner` makes them).
 
+use std::collections::BTreeMap;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, bail, Context, Result};
@@ -249,6 +252,76 @@ pub fn sweep_cgroups(strip: &[&str], prefix: &str) {
     }
 }
 
+/// What a system-container driver holds between `prepare` and the end of
+/// its run, alike for both: the run's directory (made by `prepare`), the
+/// tool's version, each live veth instance's (host, inside) addresses and
+/// the count of launches (which names containers uniquely).
+pub struct Containers {
+    /// The driver's name, for the error of a launch before `prepare`.
+    driver: &'static str,
+    dir: Option<tempfile::TempDir>,
+    pub version: String,
+    pairs: Mutex<BTreeMap<usize, (Ipv4Addr, Ipv4Addr)>>,
+    launches: AtomicUsize,
+}
+
+impl Containers {
+    pub fn new(driver: &'static str) -> Containers {
+        Containers {
+            driver,
+            dir: None,
+            version: String::new(),
+            pairs: Mutex::new(BTreeMap::new()),
+            launches: AtomicUsize::new(0),
+        }
+    }
+
+    /// Whether `prepare` has made the run's directory.
+    pub fn prepared(&self) -> bool {
+        self.dir.is_some()
+    }
+
+    /// Keeps the run's directory and the tool's version (`prepare`'s end).
+    pub fn set_prepared(&mut self, dir: tempfile::TempDir, version: String) {
+        self.dir = Some(dir);
+        self.version = version;
+    }
+
+    /// The run's directory.
+    pub fn dir(&self) -> Result<&Path> {
+        self.dir
+            .as_ref()
+            .map(tempfile::TempDir::path)
+            .ok_or_else(|| anyhow!("{}: launched before prepare", self.driver))
+    }
+
+    /// Instance `index`'s next container: its name and its directory in
+    /// the run's directory (not made yet).
+    pub fn next(&self, prefix: &str, index: usize) -> Result<(String, PathBuf)> {
+        let dir = self.dir()?;
+        let n = self.launches.fetch_add(1, Ordering::Relaxed);
+        let name = container_name(prefix, index, n);
+        Ok((name, dir.join(format!("ct-{index}-{n}"))))
+    }
+
+    /// Instance `index`'s veth pair, if it has one.
+    pub fn pair(&self, index: usize) -> Option<(Ipv4Addr, Ipv4Addr)> {
+        self.pairs
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(&index)
+            .copied()
+    }
+
+    /// Records instance `index`'s veth pair (host, inside).
+    pub fn set_pair(&self, index: usize, ns: &VethNamespace) {
+        self.pairs
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(index, (ns.host_ip, ns.inside_ip));
+    }
+}
+
 /// One instance's network: none of its own (the host's), or a namespace
 /// with a veth pair to the host.
 pub struct InstanceNet {
@@ -302,6 +375,25 @@ pub fn route(pair: Option<(Ipv4Addr, Ipv4Addr)>, to_host: bool, tool: &str, port
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn containers_are_named_apart_and_refuse_a_launch_before_prepare() {
+        let mut c = Containers::new("lxc");
+        assert!(!c.prepared());
+        let err = c.next("virtperf-lxc-", 0).unwrap_err().to_string();
+        assert_eq!(err, "lxc: launched before prepare");
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().to_path_buf();
+        c.set_prepared(dir, "5.0.2".into());
+        assert!(c.prepared());
+        let (a, da) = c.next("virtperf-lxc-", 0).unwrap();
+        let (b, db) = c.next("virtperf-lxc-", 0).unwrap();
+        assert_ne!(a, b);
+        assert_eq!(da, path.join("ct-0-0"));
+        assert_eq!(db, path.join("ct-0-1"));
+        assert!(a.starts_with("virtperf-lxc-") && a.ends_with("-0-0"), "{a}");
+        assert_eq!(c.pair(0), None);
+    }
 
     #[test]
     fn the_rootfs_holds_the_binary_work_and_for_nspawn_an_os_tree() {

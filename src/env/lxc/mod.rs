@@ -14,14 +14,13 @@ mod config;
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::process::{Command, Stdio};
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Mutex, OnceLock};
+use std::sync::OnceLock;
 use std::time::Duration;
 
 use anyhow::{anyhow, bail, Context, Result};
 
 use super::def::{Check, DriverDef, EnvOption};
-use super::syscontainer::{self as sc, InstanceNet};
+use super::syscontainer::{self as sc, Containers, InstanceNet};
 use super::vethns;
 use super::{Environment, Launched, OnHost, Route, Spec};
 use crate::core::observer::Observer;
@@ -138,47 +137,25 @@ fn remove_idle_pivot() {
 
 pub struct LxcEnvironment {
     spec: Spec,
-    dir: Option<tempfile::TempDir>,
-    version: String,
+    ct: Containers,
     mode: Mode,
     v1: bool,
-    /// Each live veth instance's (host, inside) addresses.
-    pairs: Mutex<BTreeMap<usize, (std::net::Ipv4Addr, std::net::Ipv4Addr)>>,
-    launches: AtomicUsize,
 }
 
 impl LxcEnvironment {
     pub fn new(spec: Spec) -> LxcEnvironment {
         LxcEnvironment {
             spec,
-            dir: None,
-            version: String::new(),
+            ct: Containers::new("lxc"),
             mode: Mode::Privileged(None),
             v1: true,
-            pairs: Mutex::new(BTreeMap::new()),
-            launches: AtomicUsize::new(0),
         }
-    }
-
-    fn dir(&self) -> Result<&Path> {
-        self.dir
-            .as_ref()
-            .map(tempfile::TempDir::path)
-            .ok_or_else(|| anyhow!("lxc: launched before prepare"))
-    }
-
-    fn pair(&self, index: usize) -> Option<(std::net::Ipv4Addr, std::net::Ipv4Addr)> {
-        self.pairs
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .get(&index)
-            .copied()
     }
 
     /// Writes container `name`'s root file system and configuration in
     /// `ct`; returns the configuration's path.
     fn make_container(&self, ct: &Path, name: &str, index: usize) -> Result<std::path::PathBuf> {
-        let rootfs = sc::make_rootfs(&ct.join("rootfs"), &self.dir()?.join("virtperf"), false)?;
+        let rootfs = sc::make_rootfs(&ct.join("rootfs"), &self.ct.dir()?.join("virtperf"), false)?;
         if let Mode::Unprivileged(range) = &self.mode {
             chown_tree(&rootfs, range.uid, range.gid)?;
         }
@@ -219,7 +196,7 @@ impl Environment for LxcEnvironment {
     }
 
     fn prepare(&mut self, obs: &dyn Observer) -> Result<()> {
-        if self.dir.is_some() {
+        if self.ct.prepared() {
             return Ok(());
         }
         let version = version()?;
@@ -244,18 +221,14 @@ impl Environment for LxcEnvironment {
             std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o711))?;
         }
         std::fs::create_dir(dir.path().join("state"))?;
-        self.dir = Some(dir);
-        self.version = version;
+        self.ct.set_prepared(dir, version);
         self.mode = mode;
         self.v1 = v1;
         Ok(())
     }
 
     fn launch(&self, index: usize) -> Result<Launched> {
-        let dir = self.dir()?;
-        let n = self.launches.fetch_add(1, Ordering::Relaxed);
-        let name = sc::container_name(PREFIX, index, n);
-        let ct = dir.join(format!("ct-{index}-{n}"));
+        let (name, ct) = self.ct.next(PREFIX, index)?;
         std::fs::create_dir(&ct)?;
         let launched = self
             .make_container(&ct, &name, index)
@@ -272,17 +245,17 @@ impl Environment for LxcEnvironment {
     }
 
     fn route_to_host(&self, index: usize) -> Result<Route> {
-        Ok(sc::route(self.pair(index), true, "LXC", INSIDE_PORT))
+        Ok(sc::route(self.ct.pair(index), true, "LXC", INSIDE_PORT))
     }
 
     fn route_to_env(&self, index: usize, _forwarded: Option<(u16, u16)>) -> Result<Route> {
-        Ok(sc::route(self.pair(index), false, "LXC", INSIDE_PORT))
+        Ok(sc::route(self.ct.pair(index), false, "LXC", INSIDE_PORT))
     }
 
     fn settings(&self, _index: usize) -> BTreeMap<String, String> {
         let mut s = BTreeMap::new();
         s.insert("runtime".into(), "lxc".into());
-        s.insert("lxc_version".into(), self.version.clone());
+        s.insert("lxc_version".into(), self.ct.version.clone());
         s.insert("mode".into(), self.mode.name().into());
         if let Mode::Privileged(Some(why)) = &self.mode {
             s.insert("mode_reason".into(), why.clone());
@@ -303,7 +276,7 @@ impl LxcEnvironment {
     /// Starts `lxc-execute` for container `name` in `ct` with
     /// configuration `cfg`, in a veth namespace where `network=veth`.
     fn start(&self, index: usize, name: &str, ct: &Path, cfg: &Path) -> Result<Launched> {
-        let state = self.dir()?.join("state");
+        let state = self.ct.dir()?.join("state");
         let net = InstanceNet::create(&self.spec, PREFIX, index)?;
         let mut cmd = Command::new("lxc-execute");
         cmd.arg("-P")
@@ -315,10 +288,7 @@ impl LxcEnvironment {
             .args(["-l", "ERROR", "--", "/virtperf", "agent"]);
         if let Some(ns) = &net.ns {
             vethns::join_in_child(&mut cmd, ns.path())?;
-            self.pairs
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .insert(index, (ns.host_ip, ns.inside_ip));
+            self.ct.set_pair(index, ns);
         }
         let child = cmd
             .stdin(Stdio::piped())
