@@ -7,49 +7,35 @@ use std::path::Path;
 
 mod common;
 use common::virtperf;
-use virtperf::core::result::{EnvInfo, Metric, ResultDoc};
+use virtperf::analysis::history_sim::{synthetic, Setup};
 use virtperf::stats::splitmix::SplitMix64;
 use virtperf::store::Store;
 
-/// A store in `dir` with comparisons 1..=n of host and d (cpu, 3 rounds,
-/// CV about 2%), d given 0.7 of a CPU instead of 1 from comparison `step`
-/// on.
+/// A store in `dir` with comparisons 1..=n of host and d (the history
+/// simulation's synthetic comparisons: cpu, 3 rounds, CV 3%), d given 0.7
+/// of a CPU instead of 1 from comparison `step` on.
 fn history_store(dir: &Path, n: i64, step: i64) {
+    history_store_with(dir, n, |id| {
+        Setup::quota(if id >= step { 0.7 } else { 1.0 })
+    });
+}
+
+/// A store in `dir` with comparisons 1..=n as `setup(id)` says.
+fn history_store_with(dir: &Path, n: i64, setup: impl Fn(i64) -> Setup) {
     let store = Store::open(dir).unwrap();
     let mut rng = SplitMix64(n as u64);
     for id in 1..=n {
-        let quota = if id >= step { 0.7 } else { 1.0 };
-        let spec = format!("docker:cpus={quota},name=d");
-        let args: Vec<String> = ["--baseline", "host", "--env", &spec, "--repeat", "3", "cpu"]
-            .map(String::from)
-            .to_vec();
-        let envs = vec!["host".to_string(), "d".to_string()];
-        let at = format!("2026-12-{id:02}T10:00:00Z");
-        let cmp = store.begin(&at, "t", "host", &envs, &args).unwrap();
+        let s = synthetic(id, &setup(id), &mut rng);
+        let c = &s.cmp;
+        let cmp = store
+            .begin(&c.started_at, &c.suite, &c.baseline, &c.envs, &c.args)
+            .unwrap();
         assert_eq!(cmp, id);
-        for round in 0..3 {
-            for (env, mean) in [("host", 1000.0), ("d", 1000.0 * quota)] {
-                let noise = 1.0 + 0.04 * (rng.unit() - 0.5);
-                let mut doc = ResultDoc::new(
-                    "cpu",
-                    env,
-                    vec![Metric::new(
-                        "events_per_sec",
-                        mean * noise,
-                        "events/s",
-                        true,
-                    )],
-                );
-                doc.env = EnvInfo {
-                    name: env.into(),
-                    kernel: "6.1.0".into(),
-                    ..EnvInfo::default()
-                };
-                if env == "d" {
-                    doc.env.cgroup.cpu_quota = Some(quota);
-                }
-                store.record(cmp, env, 0, "cpu", round, Ok(&doc)).unwrap();
-            }
+        for r in &s.runs {
+            let doc = r.doc.as_ref().unwrap();
+            store
+                .record(cmp, &r.env, r.entry, &r.label, r.round, Ok(doc))
+                .unwrap();
         }
         store.finish(cmp).unwrap();
     }
@@ -115,6 +101,58 @@ fn history_names_the_step_its_comparison_and_the_setting_that_changed() {
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+}
+
+#[test]
+fn history_names_the_kernel_and_engine_version_that_changed_at_the_change_point() {
+    // The step comes with a new kernel and a new engine; the engine's
+    // version also changed once earlier, where nothing else did.
+    let dir = tempfile::tempdir().unwrap();
+    history_store_with(dir.path(), 10, |id| Setup {
+        kernel: if id >= 6 { "6.5.0" } else { "6.1.0" }.into(),
+        engine_version: Some(
+            if id >= 6 {
+                "25.0.1"
+            } else if id >= 3 {
+                "24.0.7"
+            } else {
+                "24.0.5"
+            }
+            .into(),
+        ),
+        slowdown: if id >= 6 { 1.3 } else { 1.0 },
+        quota: 1.0,
+    });
+    let out = virtperf()
+        .args(["history", dir.path().to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let table = text(&out.stdout);
+    let line = table
+        .lines()
+        .find(|l| l.contains("from comparison #6"))
+        .unwrap_or_else(|| panic!("{table}"));
+    assert!(
+        line.contains(
+            "versions changed there: baseline kernel: 6.1.0 → 6.5.0, \
+             d docker_version: 24.0.7 → 25.0.1, d kernel: 6.1.0 → 6.5.0"
+        ),
+        "{line}"
+    );
+    assert!(!line.contains("also changed"), "{line}");
+    // The earlier engine update is no change point.
+    assert_eq!(table.matches("from comparison #").count(), 1, "{table}");
+    let json: serde_json::Value = serde_json::from_slice(
+        &virtperf()
+            .args(["history", dir.path().to_str().unwrap(), "--format", "json"])
+            .output()
+            .unwrap()
+            .stdout,
+    )
+    .unwrap();
+    let versions = &json["series"][0]["changes"][0]["versions"];
+    assert_eq!(versions.as_array().map(Vec::len), Some(3), "{versions}");
 }
 
 #[test]

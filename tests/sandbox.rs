@@ -314,6 +314,18 @@ fn podman_and_docker_name_the_runtime_they_ran_with() {
                 .is_some_and(|v| v.contains("runc version")),
             "{cli}: {settings}"
         );
+        // The engine's own version, for the history to name (issue 54).
+        let server = Std::new(cli)
+            .args(["version", "--format", "{{.Server.Version}}"])
+            .output()
+            .unwrap();
+        let server = String::from_utf8_lossy(&server.stdout).trim().to_string();
+        assert!(!server.is_empty(), "{cli} version");
+        assert_eq!(
+            settings[&format!("{cli}_version")],
+            server.as_str(),
+            "{cli}: {settings}"
+        );
         assert_eq!(containers(cli), before, "{cli}: containers left");
     }
 }

@@ -12,7 +12,8 @@ use serde::Serialize;
 
 use super::Analysis;
 use crate::core::result::EnvInfo;
-use crate::stats::changepoint::{self, Settings};
+use crate::stats::changepoint::{self, Noise, Settings};
+use crate::stats::student_t_quantile;
 
 /// One stored comparison, analysed, as the history command read it.
 pub struct Stored {
@@ -45,6 +46,11 @@ pub struct Point {
     pub lower: f64,
     pub upper: f64,
     pub verdict: String,
+    /// The standard error of the log slowdown, from the comparison's own
+    /// runs (its Welch interval): the noise the drift test takes as known.
+    pub log_se: Option<f64>,
+    /// Its degrees of freedom (Welch–Satterthwaite).
+    pub log_se_df: Option<f64>,
     /// The raw means, baseline and environment, in the metric's unit.
     pub base_mean: Option<f64>,
     pub env_mean: Option<f64>,
@@ -66,6 +72,9 @@ pub struct Change {
     /// Facts that changed between the point before and this one:
     /// "docker kernel: 6.1 → 6.5".
     pub changed: Vec<String>,
+    /// Those of them that are a kernel's or an engine's (runtime's,
+    /// hypervisor's, virtperf's) version: named first beside the change.
+    pub versions: Vec<String>,
 }
 
 /// A stretch of a series that moved gradually: significant, but a line
@@ -106,8 +115,8 @@ pub struct History {
 /// The method's one-line description for reports.
 pub fn method(s: &Settings) -> String {
     format!(
-        "E-divisive means (Matteson & James 2014) on log slowdowns, permutation test at α = {} ({} permutations at most, seed {:#x}), at least {} comparisons a side; a step only where, fitted beside a line, its t is ≥ {} and two levels leave ≤ {} of the line's residual sum of squares",
-        s.alpha, s.permutations, s.seed, s.min_size, s.step_t, s.step_share
+        "E-divisive means (Matteson & James 2014) on log slowdowns, permutation test at α = {} ({} permutations at most, seed {:#x}), at least {} comparisons a side; a step only where two levels fit better than a straight line (a drift) at p < {} ({} parametric bootstrap draws of the line with the comparisons' own noise)",
+        s.alpha, s.permutations, s.seed, s.min_size, s.drift_alpha, s.drift_draws
     )
 }
 
@@ -184,8 +193,25 @@ impl History {
             cmp.started_at.get(..10).unwrap_or(&cmp.started_at),
             c.p
         );
-        if !c.changed.is_empty() {
-            out.push_str(&format!("; changed there: {}", c.changed.join(", ")));
+        let others: Vec<&String> = c
+            .changed
+            .iter()
+            .filter(|f| !c.versions.contains(f))
+            .collect();
+        if !c.versions.is_empty() {
+            out.push_str(&format!(
+                "; versions changed there: {}",
+                c.versions.join(", ")
+            ));
+        }
+        if !others.is_empty() {
+            let others: Vec<&str> = others.into_iter().map(String::as_str).collect();
+            let word = if c.versions.is_empty() {
+                "changed"
+            } else {
+                "also changed"
+            };
+            out.push_str(&format!("; {word} there: {}", others.join(", ")));
         }
         out
     }
@@ -214,6 +240,8 @@ fn points_of(ci: usize, s: &Stored) -> Vec<((String, String, String), Series, Po
                 lower: lo.min(hi),
                 upper: lo.max(hi),
                 verdict: v.outcome.label().into(),
+                log_se: log_se(v.ratio.lower, v.ratio.upper, v.df),
+                log_se_df: Some(v.df).filter(|d| d.is_finite() && *d > 0.0),
                 base_mean,
                 env_mean: r.stat.summary.as_ref().map(|x| x.mean),
                 facts: facts(s, &env),
@@ -281,6 +309,16 @@ fn info_facts(i: &EnvInfo) -> Vec<(String, String)> {
     out
 }
 
+/// Whether a changed fact ("d kernel: … → …") is a kernel's or a
+/// version: the kernel, virtperf's version, and every fingerprint setting
+/// named `*_version` (docker_version, podman_version, runsc_version,
+/// runtime_version, qemu_version, ...).
+fn is_version(fact: &str) -> bool {
+    let key = fact.split(": ").next().unwrap_or_default();
+    let name = key.split_once(' ').map_or(key, |(_, n)| n);
+    matches!(name, "kernel" | "virtperf" | "hypervisor") || name.ends_with("_version")
+}
+
 /// "docker kernel: 6.1 → 6.5" for each fact that differs.
 fn diff(before: &BTreeMap<String, String>, after: &BTreeMap<String, String>) -> Vec<String> {
     let none = String::from("(none)");
@@ -298,18 +336,41 @@ fn diff(before: &BTreeMap<String, String>, after: &BTreeMap<String, String>) -> 
         .collect()
 }
 
-/// The change points and drifts of a series of slowdowns: E-divisive
-/// means on their logs (a doubling and a halving are the same distance).
-pub fn find(slowdowns: &[f64], settings: &Settings) -> changepoint::Found {
+/// The standard error of a log ratio from its 95% Welch interval and
+/// degrees of freedom; None without a usable interval.
+pub fn log_se(lower: f64, upper: f64, df: f64) -> Option<f64> {
+    let width = (upper / lower).ln();
+    let t = student_t_quantile(0.975, df);
+    (width.is_finite() && width > 0.0 && t.is_finite() && t > 0.0).then(|| width / (2.0 * t))
+}
+
+/// The noise of a series' log slowdowns: the root mean square of its
+/// points' standard errors (each with its degrees of freedom), with the
+/// sum of their degrees of freedom; when every point has one.
+pub fn pooled_noise(ses: &[Option<(f64, f64)>]) -> Option<Noise> {
+    let known: Option<Vec<(f64, f64)>> = ses.iter().copied().collect();
+    let known = known.filter(|k| !k.is_empty())?;
+    let var = known.iter().map(|(s, _)| s * s).sum::<f64>() / known.len() as f64;
+    Some(Noise {
+        sd: var.sqrt(),
+        df: known.iter().map(|(_, df)| df).sum(),
+    })
+}
+
+/// The change points and drifts of a series of slowdowns whose logs have
+/// the standard deviation `noise` (when known): E-divisive means on their
+/// logs (a doubling and a halving are the same distance).
+pub fn find(slowdowns: &[f64], noise: Option<Noise>, settings: &Settings) -> changepoint::Found {
     let logs: Vec<f64> = slowdowns.iter().map(|x| x.ln()).collect();
-    changepoint::e_divisive(&logs, settings)
+    changepoint::e_divisive_noise(&logs, noise, settings)
 }
 
 /// The series with its change points, drifts and fact changes.
 fn with_changes(mut s: Series, settings: &Settings) -> Series {
     let slowdowns: Vec<f64> = s.points.iter().map(|p| p.slowdown).collect();
     let logs: Vec<f64> = slowdowns.iter().map(|x| x.ln()).collect();
-    let found = find(&slowdowns, settings);
+    let ses: Vec<Option<(f64, f64)>> = s.points.iter().map(|p| p.log_se.zip(p.log_se_df)).collect();
+    let found = find(&slowdowns, pooled_noise(&ses), settings);
     let mut bounds: Vec<usize> = found.changes.iter().map(|c| c.index).collect();
     bounds.insert(0, 0);
     bounds.push(logs.len());
@@ -325,6 +386,16 @@ fn with_changes(mut s: Series, settings: &Settings) -> Series {
             p: c.p,
             permutations: c.permutations,
             changed: diff(&s.points[c.index - 1].facts, &s.points[c.index].facts),
+            versions: Vec::new(),
+        })
+        .map(|mut c| {
+            c.versions = c
+                .changed
+                .iter()
+                .filter(|f| is_version(f))
+                .cloned()
+                .collect();
+            c
         })
         .collect();
     s.drifts = found

@@ -30,8 +30,7 @@ pub mod fleet;
 pub mod gate;
 mod gather;
 pub mod history;
-#[cfg(test)]
-mod history_sim;
+pub mod history_sim;
 pub mod sequential;
 pub mod timeline;
 pub mod unpaired;

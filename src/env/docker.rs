@@ -490,6 +490,9 @@ impl Environment for DockerEnvironment {
                 .extend(rootless::settings(r, is_rootless.trim(), &mode, &version));
             self.net_mode = mode;
         }
+        // The engine's version in the fingerprint (docker_version, podman_version).
+        let key = format!("{}_version", self.cli);
+        self.runtime.entry(key).or_insert(version);
         Ok(())
     }
 

@@ -16,10 +16,22 @@
 //! Q(τ) for every τ comes from running sums, O(L²) a segment.
 //!
 //! One addition of ours: a gradual drift also has a best split, so a
-//! significant split is a *step* only when a step at it, fitted together
-//! with a straight line over its segment, has a t statistic of at least
-//! [`Settings::step_t`]; otherwise the segment is reported as a [`Drift`]
-//! and not split.
+//! significant split is a *step* only when two levels fit its segment
+//! better than a straight line does, by more than a line's own noise
+//! would: D = RSS(line) − RSS(two levels at the best split) is tested
+//! against its distribution under the line (a parametric bootstrap: the
+//! fitted line plus normal noise of the series' standard deviation σ̂,
+//! [`Settings::drift_draws`] draws, the best split searched again in
+//! each), and the split is a step when p < [`Settings::drift_alpha`]. σ̂
+//! is an estimate with ν degrees of freedom, so the statistic is D/σ̂²
+//! and each draw divides by a σ̂² of its own, σ̂²·χ²_ν/ν (as a t test's
+//! statistic divides by its own standard error).
+//! The noise comes from outside the series (each comparison's own runs):
+//! estimated from the series itself it leaves the test too weak to tell a
+//! step from a drift at 20 comparisons. Without it, the residuals of the
+//! line are permuted instead and the scale-free RSS(two levels)/RSS(line)
+//! is the statistic. Otherwise the segment is reported as a [`Drift`] and
+//! not split.
 
 use super::splitmix::SplitMix64;
 
@@ -33,13 +45,13 @@ pub struct Settings {
     /// The fewest points on either side of a change point.
     pub min_size: usize,
     pub seed: u64,
-    /// A significant split is a step only when, fitted together with a
-    /// straight line, the step's t statistic reaches this: a drift is the
-    /// line's, a step is not.
-    pub step_t: f64,
-    /// ... and two levels leave at most this share of the line's residual
-    /// sum of squares.
-    pub step_share: f64,
+    /// The level of the test of a significant split's two levels against
+    /// a straight line (a drift): below it, a step. A drift is called a
+    /// step in about this share of the series where its split is
+    /// significant (0.04: 5% would leave the simulation's bound no margin).
+    pub drift_alpha: f64,
+    /// The draws of that test, at most.
+    pub drift_draws: usize,
 }
 
 impl Default for Settings {
@@ -49,8 +61,8 @@ impl Default for Settings {
             permutations: 499,
             min_size: 3,
             seed: 0x5EED,
-            step_t: STEP_T,
-            step_share: STEP_SHARE,
+            drift_alpha: 0.04,
+            drift_draws: 199,
         }
     }
 }
@@ -81,8 +93,22 @@ pub struct Found {
     pub drifts: Vec<Drift>,
 }
 
-/// E-divisive means over `xs` (see the module doc).
+/// E-divisive means over `xs` (see the module doc), the noise unknown.
 pub fn e_divisive(xs: &[f64], s: &Settings) -> Found {
+    e_divisive_noise(xs, None, s)
+}
+
+/// The standard deviation of a series' points about their level, from
+/// outside the series, and its degrees of freedom.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Noise {
+    pub sd: f64,
+    pub df: f64,
+}
+
+/// E-divisive means over `xs` whose points have the standard deviation
+/// `noise` (when known) about their level.
+pub fn e_divisive_noise(xs: &[f64], noise: Option<Noise>, s: &Settings) -> Found {
     let mut rng = SplitMix64(s.seed);
     let mut found = Found::default();
     // Segments still to search, as [start, end).
@@ -100,7 +126,7 @@ pub fn e_divisive(xs: &[f64], s: &Settings) -> Found {
             break;
         }
         open.remove(k);
-        if is_step(&xs[a..b], t, s) {
+        if is_step(&xs[a..b], noise, s, &mut rng) {
             found.changes.push(ChangePoint {
                 index: a + t,
                 p,
@@ -190,15 +216,88 @@ fn shuffle(xs: &mut [f64], rng: &mut SplitMix64) {
     }
 }
 
-/// [`Settings::step_t`]'s default.
-pub const STEP_T: f64 = 2.5;
-/// [`Settings::step_share`]'s default.
-pub const STEP_SHARE: f64 = 0.8;
+/// Whether the best split of `xs` is a step, not a drift: the test of
+/// two levels against a straight line of the module doc.
+fn is_step(xs: &[f64], noise: Option<Noise>, s: &Settings, rng: &mut SplitMix64) -> bool {
+    let fit = line_fit(xs);
+    let mut residuals: Vec<f64> = xs.iter().zip(&fit).map(|(y, f)| y - f).collect();
+    let split = |ys: &[f64]| best_split(ys, s.min_size).map_or(ys.len() / 2, |(t, _)| t);
+    // Larger for a step: D/σ̂² with the noise known, −RSS share without.
+    let statistic = |ys: &[f64], var: f64| {
+        let line = rss_line(ys);
+        let share = rss_share(ys, split(ys));
+        match noise {
+            Some(_) if share.is_finite() => line * (1.0 - share) / var,
+            Some(_) => 0.0,
+            None => -share,
+        }
+    };
+    let var = noise.map_or(1.0, |n| n.sd * n.sd);
+    let observed = statistic(xs, var);
+    let r = s.drift_draws.max(1);
+    let p_of = |k: usize| (1 + k) as f64 / (1 + r) as f64;
+    let mut ys = vec![0.0; xs.len()];
+    let mut at_least = 0;
+    for _ in 0..r {
+        let mut var_drawn = var;
+        match noise {
+            Some(n) => {
+                for (y, f) in ys.iter_mut().zip(&fit) {
+                    *y = f + n.sd * normal(rng);
+                }
+                var_drawn = var * chi_square(n.df, rng) / n.df.round().max(1.0);
+            }
+            None => {
+                shuffle(&mut residuals, rng);
+                for (i, y) in ys.iter_mut().enumerate() {
+                    *y = fit[i] + residuals[i];
+                }
+            }
+        }
+        if statistic(&ys, var_drawn) >= observed {
+            at_least += 1;
+            if p_of(at_least) >= s.drift_alpha {
+                return false;
+            }
+        }
+    }
+    p_of(at_least) < s.drift_alpha
+}
 
-/// Whether the split at `t` of `xs` is a step, not a drift (both tests
-/// of [`Settings`]).
-fn is_step(xs: &[f64], t: usize, s: &Settings) -> bool {
-    step_t(xs, t) >= s.step_t && rss_share(xs, t) <= s.step_share
+/// A χ² draw of `df` (rounded) degrees of freedom, by its definition.
+fn chi_square(df: f64, rng: &mut SplitMix64) -> f64 {
+    let k = df.round().max(1.0) as usize;
+    (0..k).map(|_| normal(rng).powi(2)).sum()
+}
+
+/// A standard normal draw (Box–Muller).
+fn normal(rng: &mut SplitMix64) -> f64 {
+    let (u, v) = (rng.unit().max(1e-300), rng.unit());
+    (-2.0 * u.ln()).sqrt() * (2.0 * std::f64::consts::PI * v).cos()
+}
+
+/// The least-squares straight line through `xs`, point by point.
+fn line_fit(xs: &[f64]) -> Vec<f64> {
+    let n = xs.len() as f64;
+    let mx = (n - 1.0) / 2.0;
+    let my = xs.iter().sum::<f64>() / n;
+    let (mut sxy, mut sxx) = (0.0, 0.0);
+    for (i, y) in xs.iter().enumerate() {
+        sxy += (i as f64 - mx) * (y - my);
+        sxx += (i as f64 - mx).powi(2);
+    }
+    let slope = if sxx > 0.0 { sxy / sxx } else { 0.0 };
+    (0..xs.len())
+        .map(|i| my + slope * (i as f64 - mx))
+        .collect()
+}
+
+/// The residual sum of squares about the straight line.
+fn rss_line(xs: &[f64]) -> f64 {
+    xs.iter()
+        .zip(line_fit(xs))
+        .map(|(y, f)| (y - f).powi(2))
+        .sum()
 }
 
 /// Two levels' residual sum of squares over a straight line's.
@@ -208,91 +307,12 @@ pub fn rss_share(xs: &[f64], t: usize) -> f64 {
         ys.iter().map(|y| (y - m).powi(2)).sum::<f64>()
     };
     let step = rss_mean(&xs[..t]) + rss_mean(&xs[t..]);
-    let n = xs.len() as f64;
-    let mx = (n - 1.0) / 2.0;
-    let my = xs.iter().sum::<f64>() / n;
-    let (mut sxy, mut sxx) = (0.0, 0.0);
-    for (i, y) in xs.iter().enumerate() {
-        sxy += (i as f64 - mx) * (y - my);
-        sxx += (i as f64 - mx).powi(2);
-    }
-    let slope = sxy / sxx;
-    let line: f64 = xs
-        .iter()
-        .enumerate()
-        .map(|(i, y)| (y - my - slope * (i as f64 - mx)).powi(2))
-        .sum();
+    let line = rss_line(xs);
     if line > 0.0 {
         step / line
     } else {
         f64::INFINITY
     }
-}
-
-/// The t statistic of a step at `t` fitted together with a straight line
-/// (least squares on 1, i and [i ≥ t]): large for a step, small for a
-/// drift, which the line takes.
-pub fn step_t(xs: &[f64], t: usize) -> f64 {
-    let n = xs.len();
-    if n < 4 || t == 0 || t >= n {
-        return 0.0;
-    }
-    // Normal equations X'X b = X'y for columns 1, i, step.
-    let row = |i: usize| [1.0, i as f64, if i >= t { 1.0 } else { 0.0 }];
-    let mut a = [[0.0f64; 3]; 3];
-    let mut b = [0.0f64; 3];
-    for (i, y) in xs.iter().enumerate() {
-        let r = row(i);
-        for j in 0..3 {
-            b[j] += r[j] * y;
-            for k in 0..3 {
-                a[j][k] += r[j] * r[k];
-            }
-        }
-    }
-    let Some(inv) = invert3(&a) else {
-        return 0.0;
-    };
-    let beta: Vec<f64> = (0..3)
-        .map(|j| (0..3).map(|k| inv[j][k] * b[k]).sum())
-        .collect();
-    let rss: f64 = xs
-        .iter()
-        .enumerate()
-        .map(|(i, y)| {
-            let r = row(i);
-            (y - (0..3).map(|j| r[j] * beta[j]).sum::<f64>()).powi(2)
-        })
-        .sum();
-    let var = rss / (n - 3) as f64;
-    let se = (var * inv[2][2]).sqrt();
-    if se > 0.0 {
-        (beta[2] / se).abs()
-    } else if beta[2] != 0.0 {
-        f64::INFINITY
-    } else {
-        0.0
-    }
-}
-
-/// The inverse of a 3×3 matrix, None when singular.
-fn invert3(m: &[[f64; 3]; 3]) -> Option<[[f64; 3]; 3]> {
-    let c = |r: usize, k: usize| {
-        let (r1, r2) = ((r + 1) % 3, (r + 2) % 3);
-        let (k1, k2) = ((k + 1) % 3, (k + 2) % 3);
-        m[r1][k1] * m[r2][k2] - m[r1][k2] * m[r2][k1]
-    };
-    let det: f64 = (0..3).map(|k| m[0][k] * c(0, k)).sum();
-    if det.abs() < 1e-12 {
-        return None;
-    }
-    let mut out = [[0.0; 3]; 3];
-    for (r, row) in out.iter_mut().enumerate() {
-        for (k, v) in row.iter_mut().enumerate() {
-            *v = c(k, r) / det;
-        }
-    }
-    Some(out)
 }
 
 #[cfg(test)]
@@ -359,8 +379,35 @@ mod tests {
         assert!(found.changes.is_empty(), "{found:?}");
         assert_eq!(found.drifts.len(), 1, "{found:?}");
         let step = [0.0, 0.1, -0.1, 0.05, 1.0, 1.1, 0.9, 1.05];
-        assert!(step_t(&step, 4) > 5.0, "{}", step_t(&step, 4));
+        assert!(rss_share(&step, 4) < 0.1, "{}", rss_share(&step, 4));
         let line = [0.0, 1.05, 1.95, 3.0, 4.05, 4.95, 6.0, 7.0];
-        assert!(step_t(&line, 4) < 1.0, "{}", step_t(&line, 4));
+        assert!(rss_share(&line, 4) > 1.0, "{}", rss_share(&line, 4));
+        // With the noise known, the same drift is still a drift, and a
+        // step of the same size is a step.
+        let known = e_divisive_noise(
+            &xs,
+            Some(Noise {
+                sd: 0.004,
+                df: 80.0,
+            }),
+            &Settings::default(),
+        );
+        assert!(
+            known.changes.is_empty() && known.drifts.len() == 1,
+            "{known:?}"
+        );
+        let stepped: Vec<f64> = (0..20)
+            .map(|i| if i < 10 { 0.0 } else { 0.19 } + noise[i % 7])
+            .collect();
+        let known = e_divisive_noise(
+            &stepped,
+            Some(Noise {
+                sd: 0.004,
+                df: 80.0,
+            }),
+            &Settings::default(),
+        );
+        assert_eq!(known.changes.len(), 1, "{known:?}");
+        assert_eq!(known.changes[0].index, 10);
     }
 }
