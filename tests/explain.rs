@@ -347,10 +347,14 @@ fn a_cpu_run_counts_its_events_and_samples_each_second() {
         assert!(why.starts_with("not available here: "), "{c}");
     }
     // The run's thread ended and was joined (a context switch of the
-    // waiting thread at least), and its stack and buffers faulted in.
+    // waiting thread at least), and its stack and buffers faulted in: the
+    // rusage's figures. Migrations would need a perf counter on every
+    // thread, which slows each context switch: null, with the reason.
     assert!(c["context_switches"].as_u64().unwrap() > 0, "{c}");
     assert!(c["page_faults"].as_u64().unwrap() > 0, "{c}");
-    assert!(c["cpu_migrations"].as_u64().is_some(), "{c}");
+    assert!(c["cpu_migrations"].is_null(), "{c}");
+    let why = c["software_unavailable"].as_str().unwrap_or_default();
+    assert!(why.starts_with("cpu_migrations not counted"), "{c}");
     // Two seconds: at least one sample each side, shares within 0..100 %.
     for side in ["inside", "outside"] {
         let s = acct[side]["samples"]["samples"]

@@ -80,10 +80,12 @@ pub struct Inside {
     pub samples: Option<Series>,
 }
 
-/// The workload process's counters from `perf_event_open` over the run
-/// (its threads and children included). Where a kind cannot be counted its
-/// figures are null and the reason says why ("not available here: ..."),
-/// never 0.
+/// The workload process's event counters over the run (its threads and
+/// children included): cycles and instructions from `perf_event_open`,
+/// context switches and page faults from getrusage (a perf software
+/// counter would slow every context switch of the run). Where a figure
+/// cannot be counted it is null and the reason says why ("not available
+/// here: ...", or why it is not counted), never 0.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Counters {
     pub cycles: Option<u64>,
@@ -94,7 +96,8 @@ pub struct Counters {
     pub context_switches: Option<u64>,
     pub cpu_migrations: Option<u64>,
     pub page_faults: Option<u64>,
-    /// Why the software events are null.
+    /// Why a software figure is null (today always `cpu_migrations`,
+    /// which no free source gives).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub software_unavailable: Option<String>,
 }

@@ -1,7 +1,8 @@
 //! The agent's accounting of one run, from inside the environment: the
 //! workload's rusage (this process and the children it reaped: microops'
 //! measuring child, pipe_echo's forks), its bytes at the system-call and
-//! block layers (`/proc/self/io`), its event counters (`perf`), and the
+//! block layers (`/proc/self/io`), its event counters (hardware ones from
+//! `perf`, context switches and page faults from the rusage), and the
 //! environment's `/proc/stat`, pressure and network counters, read before
 //! and after the run; and the environment's CPU shares and disk bytes once
 //! a second (`series`).
@@ -12,7 +13,7 @@ use std::time::Instant;
 use super::perf::Counting;
 use super::read;
 use super::series::Recorder;
-use crate::core::accounting::{CpuSplit, Inside, NetCounters, Pressure};
+use crate::core::accounting::{Counters, CpuSplit, Inside, NetCounters, Pressure};
 
 /// One reading of everything [`Inside`] is the difference of.
 #[derive(Debug, Clone, Default)]
@@ -88,14 +89,34 @@ impl Sampler {
 
     /// The run's figures since `start`.
     pub fn finish(self) -> Inside {
-        let counters = self.counting.map(Counting::finish);
+        let hardware = self.counting.map(Counting::finish);
         let samples = self.samples.and_then(Recorder::finish);
         let wall_s = self.wall.elapsed().as_secs_f64();
+        let inside = difference(&self.start, &reading(), wall_s);
         Inside {
-            counters,
+            counters: hardware.map(|h| software(h, &inside)),
             samples,
-            ..difference(&self.start, &reading(), wall_s)
+            ..inside
         }
+    }
+}
+
+/// Why `cpu_migrations` is null: the one software figure no free source
+/// gives for threads that have ended.
+pub const MIGRATIONS_NOT_COUNTED: &str = "cpu_migrations not counted: it needs a perf_event \
+     counter on every thread, which slows each context switch (switches and faults are from getrusage)";
+
+/// `counters` with the software figures from the rusage difference, which
+/// the kernel keeps for every thread and reaped child at no cost to the
+/// run (a perf software counter would tax every context switch).
+fn software(counters: Counters, inside: &Inside) -> Counters {
+    let sum = |a: Option<u64>, b: Option<u64>| Some(a? + b?);
+    Counters {
+        context_switches: sum(inside.ctx_voluntary, inside.ctx_involuntary),
+        page_faults: sum(inside.faults_minor, inside.faults_major),
+        cpu_migrations: None,
+        software_unavailable: Some(MIGRATIONS_NOT_COUNTED.to_string()),
+        ..counters
     }
 }
 
@@ -156,7 +177,17 @@ mod tests {
         assert!(got.check().is_ok());
         // Under a second: no sample yet, and the counters were taken.
         assert_eq!(got.samples.map(|s| s.samples.len()), Some(0));
-        assert!(got.counters.is_some());
+        let c = got.counters.as_ref().unwrap();
+        // The software figures are the rusage's, and migrations say why
+        // they are null.
+        let switches = got.ctx_voluntary.unwrap() + got.ctx_involuntary.unwrap();
+        assert_eq!(c.context_switches, Some(switches));
+        let faults = got.faults_minor.unwrap() + got.faults_major.unwrap();
+        assert_eq!(c.page_faults, Some(faults));
+        // The 1 MiB buffer was faulted in during the run.
+        assert!(faults > 0, "{c:?}");
+        assert_eq!(c.cpu_migrations, None);
+        assert!(c.software_unavailable.as_deref().unwrap().len() <= 200);
         // A reading without the files: every figure null, none 0.
         let none = difference(&Reading::default(), &Reading::default(), 1.0);
         assert_eq!(none.cpu_user_s, None);

@@ -50,6 +50,14 @@ fn is_vcpu(thread: &str) -> bool {
     thread.starts_with("CPU ") && (thread.ends_with("/TCG") || thread.ends_with("/KVM"))
 }
 
+/// Whether a kernel thread runs deferred softirqs (`ksoftirqd/N`): the
+/// kernel counts its time as the CPU's softirq in /proc/stat as well as
+/// the thread's own, so it belongs to the host's softirq, not again to the
+/// kernel threads.
+fn is_softirq_thread(comm: &str) -> bool {
+    comm.starts_with("ksoftirqd/")
+}
+
 /// What is watched for one instance.
 #[derive(Debug, Clone)]
 pub struct Watch {
@@ -145,7 +153,7 @@ impl Watch {
             .table
             .procs
             .iter()
-            .filter(|(pid, p)| p.kernel_thread && outside_tree(pid))
+            .filter(|(pid, p)| p.kernel_thread && !is_softirq_thread(&p.comm) && outside_tree(pid))
             .map(|(&pid, _)| delta(pid, true))
             .sum();
         let mut helpers: BTreeMap<String, u64> = BTreeMap::new();
@@ -278,6 +286,7 @@ mod tests {
                 (10, proc(1, "qemu-system-x86", 0, false)),
                 (30, proc(1, "fuse-overlayfs", 5, false)),
                 (3, proc(2, "kworker/0:1", 0, true)),
+                (4, proc(2, "ksoftirqd/0", 0, true)),
                 (40, proc(1, "cc1", 0, false)),
             ],
             vec![(10, t(0, 0))],
@@ -287,6 +296,7 @@ mod tests {
                 (10, proc(1, "qemu-system-x86", 300, false)),
                 (30, proc(1, "fuse-overlayfs", 45, false)),
                 (3, proc(2, "kworker/0:1", 20, true)),
+                (4, proc(2, "ksoftirqd/0", 70, true)),
                 (40, proc(1, "cc1", 500, false)),
             ],
             vec![(10, t(250, 40))],
@@ -300,6 +310,7 @@ mod tests {
         assert_eq!(o.vcpu_s, Some(250.0 / hz));
         assert_eq!(o.emulator_s, Some(40.0 / hz));
         assert_eq!(o.tree_s, Some(10.0 / hz));
+        // ksoftirqd's time is the host's softirq already: not counted twice.
         assert_eq!(o.kernel_threads_s, Some(20.0 / hz));
         let h = o.helpers.unwrap();
         assert_eq!(h.len(), 1);
