@@ -95,10 +95,16 @@ pub fn main(args: CompareArgs) -> Result<()> {
         observer.note(why);
     }
     if outcome.interrupted {
+        let next = match args.out.dir() {
+            Some(_) => format!(
+                "Continue with: virtperf compare --resume --out {}",
+                args.out
+            ),
+            None => format!("'virtperf report {}#{id}' reports it", args.out),
+        };
         observer.note(&format!(
-            "interrupted; everything measured so far is in {}. Continue with: virtperf compare --resume --out {}",
-            store.place(),
-            args.out
+            "interrupted; everything measured so far is in {}. {next}",
+            store.place()
         ));
         return Err(signals::Interrupted.into());
     }
