@@ -16,7 +16,7 @@
 //! agent     runs jobs inside an environment; the wire protocol   (peer of suite)
 //! suite     TOML suites into jobs, sweeps, run order
 //! env       the Environment trait, one file per driver, the driver registry
-//! store     the results store (SQLite)
+//! store     the results store (SQLite, or PostgreSQL for a fleet)
 //! analysis  summaries, comparisons, verdicts, categories, ranking, flags
 //! report    the document built from an analysis; one exporter per format
 //! compare   the scheduler: rounds, rotation, resume, the adaptive planner, progress

@@ -33,6 +33,7 @@ pub fn parse(args: &[String]) -> Result<ReportArgs, CliError> {
             detail: v.flag("detail"),
         },
         fail_on: crate::analysis::gate::Gate::parse_all(v.list("fail-on"))?,
+        password_file: v.text_opt("store-password-file").map(PathBuf::from),
     })
 }
 

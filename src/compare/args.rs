@@ -3,7 +3,7 @@
 //! `cli` parses a command line with it, and a resume the arguments a store
 //! from before typed requests kept.
 
-use std::path::PathBuf;
+use std::path::Path;
 use std::time::Duration;
 
 use super::plan::{CompareArgs, PlanArgs, Resume, SuiteSource, OPTIONS};
@@ -12,6 +12,7 @@ use crate::analysis::gate::Gate;
 use crate::core::options::{self, CliError, OptKind};
 use crate::env::Spec;
 use crate::report::{self, View};
+use crate::store::Location;
 use crate::workload;
 
 /// Parses compare's arguments (without the word `compare`); also the
@@ -61,7 +62,7 @@ pub fn parse(args: &[String]) -> Result<CompareArgs, CliError> {
             budget: Duration::from_secs_f64(v.float("budget")),
             margin_pct: v.float("margin"),
         },
-        out: PathBuf::from(v.text("out")),
+        out: out(&v)?,
         format: report::exporter(v.text("format"))?,
         view: View {
             detail: v.flag("detail"),
@@ -73,6 +74,23 @@ pub fn parse(args: &[String]) -> Result<CompareArgs, CliError> {
         }),
         fail_on: Gate::parse_all(v.list("fail-on"))?,
     })
+}
+
+/// `--out`: a results directory, or a PostgreSQL store (not with
+/// `--resume`: a store many hosts write to has no one newest comparison
+/// that is this host's).
+fn out(v: &options::Values) -> Result<Location, CliError> {
+    let at = Location::parse(
+        v.text("out"),
+        "--out",
+        v.text_opt("store-password-file").map(Path::new),
+    )?;
+    if v.flag("resume") && at.dir().is_none() {
+        return Err(CliError::Usage(format!(
+            "--resume --out {at}: resuming works on a results directory; a PostgreSQL store is shared by a fleet, whose newest unfinished comparison may be another host's. Start a new comparison (without --resume)"
+        )));
+    }
+    Ok(at)
 }
 
 /// Splits compare's own options from a trailing workload invocation (a

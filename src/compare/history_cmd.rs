@@ -16,7 +16,7 @@ use crate::core::options::{self, CliError, OptKind, OptionSpec};
 use crate::core::text::Form;
 use crate::report;
 use crate::stats::changepoint::Settings;
-use crate::store::{ComparisonRow, Store};
+use crate::store::{is_url, ComparisonRow, Location, Store};
 
 pub const HISTORY_OPTIONS: &[OptionSpec] = &[
     OptionSpec::new(
@@ -51,13 +51,15 @@ pub const HISTORY_OPTIONS: &[OptionSpec] = &[
         "changed: exit with code 3 when a series has a change point among its newest comparisons (the newest 3, the fewest a side of a change point can have), naming it",
     )
     .repeatable(),
+    crate::store::PASSWORD_FILE,
 ];
 
 /// `virtperf history`, parsed.
 #[derive(Debug, Clone)]
 pub struct HistoryArgs {
-    /// Results directories, in the order given; never empty.
-    pub stores: Vec<PathBuf>,
+    /// Results directories and PostgreSQL stores, in the order given;
+    /// never empty.
+    pub stores: Vec<Location>,
     pub format: String,
     pub out: Option<PathBuf>,
     pub margin_pct: f64,
@@ -68,7 +70,8 @@ pub struct HistoryArgs {
 /// `virtperf history --help` below its synopsis.
 pub fn history_help() -> String {
     format!(
-        "Every finished comparison in one or more results stores (DIRs, as 'report' takes them), in\n\
+        "Every finished comparison in one or more results stores (DIRs, as 'report' takes them, or\n\
+         postgresql://USER@HOST[:PORT]/DB stores; password: --store-password-file or $PGPASSWORD), in\n\
          time order, as series per environment label, entry and headline metric: each comparison's\n\
          slowdown against the baseline (times slower) with its 95% interval, the raw means, the\n\
          verdict, and the settings and fingerprint facts (spec, kernel, CPU quota, ...) that\n\
@@ -90,10 +93,21 @@ pub fn parse(args: &[String]) -> Result<HistoryArgs, CliError> {
             "history: name one or more results directories: 'virtperf history DIR...'".into(),
         ));
     }
-    let mut stores: Vec<PathBuf> = Vec::new();
+    let mut stores: Vec<Location> = Vec::new();
+    let password_file = v.text_opt("store-password-file").map(Path::new);
     for t in &rest {
+        if is_url(t) {
+            let at = Location::parse(t, "history", password_file)?;
+            if stores.contains(&at) {
+                return Err(CliError::Usage(format!(
+                    "history: {t} is given twice: name each results store once"
+                )));
+            }
+            stores.push(at);
+            continue;
+        }
         let dir = PathBuf::from(t.trim_end_matches('/'));
-        if stores.contains(&dir) {
+        if stores.contains(&Location::Dir(dir.clone())) {
             return Err(CliError::Usage(format!(
                 "history: {t} is given twice: name each results store once"
             )));
@@ -103,7 +117,7 @@ pub fn parse(args: &[String]) -> Result<HistoryArgs, CliError> {
                 "history: no results store in {t} (no results.db): give a directory 'virtperf compare --out' wrote"
             )));
         }
-        stores.push(dir);
+        stores.push(Location::Dir(dir));
     }
     let words = v.list("fail-on").to_vec();
     Ok(HistoryArgs {
@@ -125,9 +139,9 @@ pub fn history_main(args: &HistoryArgs) -> Result<()> {
     let verdicts = super::plan::settings(args.margin_pct);
     let several = args.stores.len() > 1;
     let mut stored = Vec::new();
-    for dir in &args.stores {
-        let reading = || format!("history: reading the results store in {}", dir.display());
-        let store = Store::open_read_only(dir).with_context(reading)?;
+    for at in &args.stores {
+        let reading = || format!("history: reading the results store in {at}");
+        let store = Store::read(at).with_context(reading)?;
         for cmp in store.comparisons().with_context(reading)? {
             if !cmp.finished {
                 continue;
@@ -135,7 +149,7 @@ pub fn history_main(args: &HistoryArgs) -> Result<()> {
             let runs = store.runs(cmp.id).with_context(reading)?;
             stored.push(Stored {
                 name: if several {
-                    format!("{}#{}", dir.display(), cmp.id)
+                    format!("{at}#{}", cmp.id)
                 } else {
                     format!("#{}", cmp.id)
                 },

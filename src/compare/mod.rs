@@ -12,8 +12,6 @@ pub mod plan;
 mod report_cmd;
 pub mod schedule;
 
-use std::path::Path;
-
 use anyhow::{bail, Context, Result};
 
 use crate::analysis::gate;
@@ -50,7 +48,7 @@ pub fn main(args: CompareArgs) -> Result<()> {
         .as_deref()
         .map(crate::core::start_at::check)
         .transpose()?;
-    let store = Store::open(&args.out)?;
+    let store = Store::create(&args.out)?;
     let (plan, id) = match fresh {
         Ok((plan, stored)) => {
             let id = begin(&store, &plan, &stored)?;
@@ -97,10 +95,16 @@ pub fn main(args: CompareArgs) -> Result<()> {
         observer.note(why);
     }
     if outcome.interrupted {
+        let next = match args.out.dir() {
+            Some(_) => format!(
+                "Continue with: virtperf compare --resume --out {}",
+                args.out
+            ),
+            None => format!("'virtperf report {}#{id}' reports it", args.out),
+        };
         observer.note(&format!(
-            "interrupted; everything measured so far is in {}. Continue with: virtperf compare --resume --out {}",
-            store.path().display(),
-            args.out.display()
+            "interrupted; everything measured so far is in {}. {next}",
+            store.place()
         ));
         return Err(signals::Interrupted.into());
     }
@@ -140,7 +144,7 @@ fn announce(observer: &Terminal, id: i64, plan: &Plan, store: &Store) {
             Repeat::Fixed(n) => n.to_string(),
             Repeat::Auto => "auto".into(),
         },
-        store.path().display()
+        store.place()
     ));
 }
 
@@ -168,16 +172,25 @@ fn write_reports(
     analysis: &report::Analysis,
     observer: &Terminal,
 ) -> Result<()> {
-    let html = args.out.join(format!("comparison-{id}.html"));
-    let page = report::html().render(analysis, args.view);
-    std::fs::write(&html, text::output(&page, text::Form::Text).as_bytes())
-        .with_context(|| format!("writing {}", html.display()))?;
     let report = args.format.render_gated(analysis, args.view, &args.fail_on);
     print!(
         "{}",
         text::output(&report, text::Form::of(args.format.name()))
     );
-    observer.note(&format!("report written to {}", html.display()));
+    // A PostgreSQL store has no directory for the page: `report` makes it.
+    match args.out.dir() {
+        Some(dir) => {
+            let html = dir.join(format!("comparison-{id}.html"));
+            let page = report::html().render(analysis, args.view);
+            std::fs::write(&html, text::output(&page, text::Form::Text).as_bytes())
+                .with_context(|| format!("writing {}", html.display()))?;
+            observer.note(&format!("report written to {}", html.display()));
+        }
+        None => observer.note(&format!(
+            "stored in {}: 'virtperf report {}#{id} --format html' makes its page",
+            args.out, args.out
+        )),
+    }
     if let Some(dir) = &args.figures {
         let n = report::write_figures(&report::document(analysis, args.view), dir)?;
         observer.note(&format!("{n} figures written to {}", dir.display()));
@@ -190,7 +203,7 @@ fn write_reports(
 fn resumed(
     store: &Store,
     resume: &Resume,
-    out: &Path,
+    out: &crate::store::Location,
     observer: &dyn Observer,
 ) -> Result<(Plan, i64)> {
     let last = store
@@ -199,8 +212,8 @@ fn resumed(
         .ok_or_else(|| {
             CliError::Usage(format!(
                 "--resume: no unfinished comparison in {}: every one there finished (or none started); 'virtperf report {}' shows the newest, and 'virtperf compare' without --resume starts another",
-                out.display(),
-                out.display()
+                out,
+                out
             ))
         })?;
     // The stored settings are the plan, so the resumed runs belong

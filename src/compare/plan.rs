@@ -46,7 +46,8 @@ pub const OPTIONS: &[OptionSpec] = &[
     MARGIN,
     DETAIL,
     FIGURES,
-    OptionSpec::new("out", OptKind::Text, "virtperf-results", "results directory (SQLite store and reports)"),
+    OptionSpec::new("out", OptKind::Text, "virtperf-results", "results directory (SQLite store and reports), or postgresql://USER@HOST[:PORT]/DB: one store a fleet shares"),
+    crate::store::PASSWORD_FILE,
     OptionSpec::new(
         "resume",
         OptKind::Bool,
@@ -218,8 +219,8 @@ impl PlanArgs {
 pub struct CompareArgs {
     /// What to run; with `resume`, what the command line said is unused.
     pub plan: PlanArgs,
-    /// `--out`: the results directory.
-    pub out: PathBuf,
+    /// `--out`: the results directory, or a PostgreSQL store.
+    pub out: crate::store::Location,
     /// `--format`: what to print at the end.
     pub format: &'static Exporter,
     pub view: View,

@@ -8,7 +8,7 @@ use crate::analysis::gate::{self, Gate};
 use crate::core::options::{self, CliError, OptKind, OptionSpec};
 use crate::core::text::Form;
 use crate::report::{self, Exporter, Fleet, HostAnalysis, View};
-use crate::store::{ComparisonRow, Store};
+use crate::store::{is_url, ComparisonRow, Location, Store};
 
 pub const REPORT_OPTIONS: &[OptionSpec] = &[
     OptionSpec::new(
@@ -27,6 +27,7 @@ pub const REPORT_OPTIONS: &[OptionSpec] = &[
     super::plan::DETAIL,
     super::plan::FIGURES,
     super::plan::FAIL_ON,
+    crate::store::PASSWORD_FILE,
 ];
 
 /// `virtperf report --help` below its synopsis (the command table's).
@@ -40,7 +41,9 @@ pub fn report_help() -> String {
          effect across hosts (overhead % for rates, times slower for times), its range and\n\
          quartiles, and the outliers (further from the median than max(3 x 1.4826 x MAD, the\n\
          margin), with 3 hosts or more). Stores of different suites, plans or baselines are\n\
-         refused, never mixed.\n\n{}",
+         refused, never mixed.\n\n\
+         A PostgreSQL store (postgresql://USER@HOST[:PORT]/DB, its newest comparison, or URL#N)\n\
+         is read as a directory is; the password comes from --store-password-file or $PGPASSWORD.\n\n{}",
         options::render_help("Options", REPORT_OPTIONS)
     ) + &format!("\nFormats: {}\n", report::format_names())
 }
@@ -50,7 +53,24 @@ const DEFAULT_DIR: &str = "virtperf-results";
 
 /// Where one `report` argument points: a results directory and, when
 /// given, a comparison number in it.
-fn resolve(target: &str) -> Result<(PathBuf, Option<i64>), CliError> {
+fn resolve(
+    target: &str,
+    password_file: Option<&Path>,
+) -> Result<(Location, Option<i64>), CliError> {
+    if is_url(target) {
+        let (url, id) = match target.rsplit_once('#') {
+            Some((u, n)) => (
+                u,
+                Some(n.parse::<i64>().map_err(|_| {
+                    CliError::Usage(format!(
+                        "report: '{target}': after '#' goes a comparison number (URL#N)"
+                    ))
+                })?),
+            ),
+            None => (target, None),
+        };
+        return Ok((Location::parse(url, "report", password_file)?, id));
+    }
     let (dir, id) = if let Ok(n) = target.parse::<i64>() {
         (PathBuf::from(DEFAULT_DIR), Some(n))
     } else if Path::new(target).is_dir() {
@@ -75,15 +95,19 @@ fn resolve(target: &str) -> Result<(PathBuf, Option<i64>), CliError> {
             dir.display()
         )));
     }
-    Ok((dir, id))
+    Ok((Location::Dir(dir), id))
 }
 
 /// One store's comparison, analysed. A comparison the store does not
 /// hold is bad input, answered with the ones it does.
-fn load(target: &str, settings: &crate::stats::VerdictSettings) -> Result<HostAnalysis> {
-    let (dir, id) = resolve(target)?;
-    let reading = || format!("report: reading the results store in {}", dir.display());
-    let store = Store::open_read_only(&dir).with_context(reading)?;
+fn load(
+    target: &str,
+    settings: &crate::stats::VerdictSettings,
+    password_file: Option<&Path>,
+) -> Result<HostAnalysis> {
+    let (at, id) = resolve(target, password_file)?;
+    let reading = || format!("report: reading the results store in {at}");
+    let store = Store::read(&at).with_context(reading)?;
     let found = match id {
         Some(n) => store.comparison(n),
         None => store.latest(),
@@ -91,7 +115,7 @@ fn load(target: &str, settings: &crate::stats::VerdictSettings) -> Result<HostAn
     .with_context(reading)?;
     let Some(cmp) = found else {
         let held = store.comparisons().with_context(reading)?;
-        return Err(no_such_comparison(&dir, id, &held).into());
+        return Err(no_such_comparison(&at, id, &held).into());
     };
     let runs = store.runs(cmp.id).with_context(reading)?;
     Ok(HostAnalysis {
@@ -101,8 +125,9 @@ fn load(target: &str, settings: &crate::stats::VerdictSettings) -> Result<HostAn
 }
 
 /// "No comparison #N in DIR", with the ones it holds to choose from.
-fn no_such_comparison(dir: &Path, id: Option<i64>, held: &[ComparisonRow]) -> CliError {
-    let d = dir.display();
+fn no_such_comparison(at: &Location, id: Option<i64>, held: &[ComparisonRow]) -> CliError {
+    let d = at;
+    let sep = if at.dir().is_some() { "/" } else { "#" };
     if held.is_empty() {
         return CliError::Usage(format!(
             "report: {d} holds no comparison yet: make one with 'virtperf compare --out {d}'"
@@ -122,7 +147,7 @@ fn no_such_comparison(dir: &Path, id: Option<i64>, held: &[ComparisonRow]) -> Cl
         .collect();
     let last = held.last().map_or(0, |c| c.id);
     CliError::Usage(format!(
-        "report: no comparison #{} in {d}; it holds {}: name one, e.g. 'virtperf report {d}/{last}'",
+        "report: no comparison #{} in {d}; it holds {}: name one, e.g. 'virtperf report {d}{sep}{last}'",
         id.unwrap_or(0),
         list.join(", ")
     ))
@@ -146,6 +171,8 @@ pub struct ReportArgs {
     pub figures: Option<PathBuf>,
     /// `--fail-on`: gates on every host's headline verdicts.
     pub fail_on: Vec<Gate>,
+    /// `--store-password-file`: a PostgreSQL store's password.
+    pub password_file: Option<PathBuf>,
 }
 
 /// `virtperf report ...`
@@ -154,7 +181,7 @@ pub fn report_main(args: &ReportArgs) -> Result<()> {
     let mut hosts = args
         .targets
         .iter()
-        .map(|t| load(t, &settings))
+        .map(|t| load(t, &settings, args.password_file.as_deref()))
         .collect::<Result<Vec<_>>>()?;
     let tripped = gated_rows(&hosts, &args.fail_on);
     let what = match hosts.as_slice() {

@@ -50,8 +50,9 @@ pub const IMPORT_OPTIONS: &[OptionSpec] = &[
         "out",
         OptKind::Text,
         "virtperf-results",
-        "results directory whose store (results.db) the runs go into",
+        "results directory whose store (results.db) the runs go into, or postgresql://USER@HOST[:PORT]/DB",
     ),
+    crate::store::PASSWORD_FILE,
 ];
 
 /// A parsed `virtperf import`.
@@ -60,7 +61,7 @@ pub struct ImportArgs {
     pub env: String,
     /// `--kind`: a format and, after ':', a part of it (a sysbench test).
     pub kind: Option<(String, Option<String>)>,
-    pub out: PathBuf,
+    pub out: crate::store::Location,
     pub files: Vec<PathBuf>,
 }
 
@@ -141,7 +142,11 @@ pub fn parse(args: &[String]) -> Result<ImportArgs, CliError> {
     Ok(ImportArgs {
         env,
         kind,
-        out: PathBuf::from(v.text("out")),
+        out: crate::store::Location::parse(
+            v.text("out"),
+            "--out",
+            v.text_opt("store-password-file").map(std::path::Path::new),
+        )?,
         files: files.into_iter().map(PathBuf::from).collect(),
     })
 }
@@ -347,7 +352,7 @@ pub fn main(args: &ImportArgs) -> Result<()> {
     for path in &args.files {
         prepared.extend(prepare(path, args)?);
     }
-    let store = Store::open(&args.out)?;
+    let store = Store::create(&args.out)?;
     let lines = store.in_transaction(|store| write(store, args, &prepared))?;
     for l in lines {
         // The file's version, names and figures' names are its own.
@@ -397,7 +402,7 @@ fn write(store: &Store, args: &ImportArgs, prepared: &[Prepared]) -> Result<Vec<
     if new {
         out.push(format!(
             "comparison #{id}: new, baseline {env} (imported runs only) in {}",
-            store.path().display()
+            store.place()
         ));
     }
     for p in prepared {

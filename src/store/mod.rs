@@ -1,20 +1,27 @@
-//! The results store: one SQLite database per results directory. Each
+//! The results store: one SQLite database per results directory (the
+//! embedded default), or one PostgreSQL database a fleet shares
+//! (`--out postgresql://USER@HOST/DB`), with the same schema. Each
 //! comparison is a row; each finished run is written the moment it arrives
-//! (one transaction per result), so an interrupted comparison loses nothing
-//! and `--resume` knows what is left.
+//! (one statement per result), so an interrupted comparison loses nothing
+//! and `--resume` knows what is left. [`Store::create`] and [`Store::read`]
+//! are the one way every command opens a store.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
-use anyhow::{Context, Result};
-use rusqlite::{params, Connection, OptionalExtension};
+use anyhow::Result;
 
 use crate::core::result::ResultDoc;
 
+mod location;
+mod pg;
+mod sqlite;
+
+pub use location::{is_url, Location, PgUrl, PASSWORD_FILE};
+
 pub struct Store {
-    conn: Connection,
-    path: PathBuf,
-    /// A private copy a read-only open reads from (dropped after `conn`).
-    _copy: Option<tempfile::TempDir>,
+    backend: Box<dyn Backend>,
+    /// Where it is, for messages (a URL never with its password).
+    place: String,
 }
 
 /// A comparison's set-up, as recorded.
@@ -47,125 +54,106 @@ pub struct RunRow {
     pub error: Option<String>,
 }
 
-const SCHEMA: &str = "
-CREATE TABLE IF NOT EXISTS comparisons (
-    id INTEGER PRIMARY KEY,
-    started_at TEXT NOT NULL,
-    suite TEXT NOT NULL,
-    baseline TEXT NOT NULL,
-    envs TEXT NOT NULL,
-    args TEXT NOT NULL,
-    finished INTEGER NOT NULL DEFAULT 0
-);
-CREATE TABLE IF NOT EXISTS runs (
-    id INTEGER PRIMARY KEY,
-    comparison INTEGER NOT NULL REFERENCES comparisons(id),
-    env TEXT NOT NULL,
-    entry INTEGER NOT NULL,
-    label TEXT NOT NULL,
-    round INTEGER NOT NULL,
-    doc TEXT,
-    error TEXT,
-    finished_at TEXT NOT NULL
-);
-CREATE INDEX IF NOT EXISTS runs_by_comparison ON runs(comparison, env, entry, round);
-CREATE TABLE IF NOT EXISTS designs (
-    comparison INTEGER PRIMARY KEY REFERENCES comparisons(id),
-    adaptive INTEGER NOT NULL
-);
-CREATE TABLE IF NOT EXISTS plans (
-    comparison INTEGER PRIMARY KEY REFERENCES comparisons(id),
-    digest TEXT NOT NULL
-);
-CREATE TABLE IF NOT EXISTS requests (
-    comparison INTEGER PRIMARY KEY REFERENCES comparisons(id),
-    request TEXT NOT NULL
-);
-";
+/// A comparisons row as both backends store it (lists as JSON text).
+struct RawComparison {
+    id: i64,
+    started_at: String,
+    suite: String,
+    baseline: String,
+    envs: String,
+    args: String,
+    finished: bool,
+}
+
+/// A runs row as both backends store it (the document as JSON text).
+struct RawRun {
+    env: String,
+    entry: i64,
+    label: String,
+    round: i64,
+    doc: Option<String>,
+    error: Option<String>,
+}
+
+/// Which comparisons to read.
+#[derive(Clone, Copy)]
+enum Which {
+    All,
+    One(i64),
+    Latest,
+}
+
+/// The tables holding one text per comparison.
+#[derive(Clone, Copy)]
+enum Keyed {
+    Plan,
+    Request,
+}
+
+/// What a store's database does; SQL aside, the backends are alike.
+trait Backend: Send {
+    /// Statements without parameters (transaction control).
+    fn batch(&self, sql: &str) -> Result<()>;
+    /// A transaction that will write.
+    fn begin_transaction(&self) -> Result<()>;
+    fn begin(&self, c: &RawComparison) -> Result<i64>;
+    fn record(&self, comparison: i64, run: &RawRun, at: &str) -> Result<()>;
+    fn finish(&self, comparison: i64) -> Result<()>;
+    fn comparisons(&self, which: Which) -> Result<Vec<RawComparison>>;
+    /// False where the store has no design recorded (or no table for it).
+    fn adaptive(&self, comparison: i64) -> bool;
+    fn set_adaptive(&self, comparison: i64) -> Result<()>;
+    /// A comparison's runs in the order they were stored; with `only`
+    /// (env, entry, round), that one's runs that hold a document.
+    fn runs(&self, comparison: i64, only: Option<(&str, i64, i64)>) -> Result<Vec<RawRun>>;
+    fn set_text(&self, k: Keyed, comparison: i64, value: &str) -> Result<()>;
+    fn text(&self, k: Keyed, comparison: i64) -> Result<Option<String>>;
+}
 
 impl Store {
+    /// Opens (creating) the store at `at`, to write: a results directory's
+    /// `results.db`, or a PostgreSQL database's tables.
+    pub fn create(at: &Location) -> Result<Store> {
+        Ok(match at {
+            Location::Dir(d) => Store::open(d)?,
+            Location::Pg(u) => Store {
+                backend: Box::new(pg::PgStore::open(u)?),
+                place: u.to_string(),
+            },
+        })
+    }
+
+    /// Opens the store at `at` to read only (`report`, `history`): nothing
+    /// is created or changed, and a place holding no store is refused.
+    pub fn read(at: &Location) -> Result<Store> {
+        Ok(match at {
+            Location::Dir(d) => Store::open_read_only(d)?,
+            Location::Pg(u) => Store {
+                backend: Box::new(pg::PgStore::open_read_only(u)?),
+                place: u.to_string(),
+            },
+        })
+    }
+
     /// Opens (creating) `dir/results.db`.
     pub fn open(dir: &Path) -> Result<Store> {
-        std::fs::create_dir_all(dir)
-            .with_context(|| format!("--out {}: cannot create the directory", dir.display()))?;
-        let path = dir.join("results.db");
-        // A path, never a URI: a directory named `file:x` is that directory.
-        let flags = rusqlite::OpenFlags::SQLITE_OPEN_READ_WRITE
-            | rusqlite::OpenFlags::SQLITE_OPEN_CREATE
-            | rusqlite::OpenFlags::SQLITE_OPEN_NO_MUTEX;
-        let conn = Connection::open_with_flags(&path, flags)
-            .with_context(|| format!("opening the results store {}", path.display()))?;
-        conn.execute_batch(SCHEMA)?;
-        conn.pragma_update(None, "journal_mode", "WAL")?;
-        conn.pragma_update(None, "synchronous", "NORMAL")?;
         Ok(Store {
-            conn,
-            path,
-            _copy: None,
+            backend: Box::new(sqlite::Sqlite::open(dir)?),
+            place: dir.join("results.db").display().to_string(),
         })
     }
 
-    /// Opens `dir/results.db` for reading only (`report`): nothing in `dir`
-    /// is created or changed, so it works in a read-only directory and on a
-    /// copied store, and a file that is not a results store is refused
-    /// rather than filled with tables. SQLite would make `-shm` and `-wal`
-    /// files beside a WAL database even to read it; so a store with no
-    /// pending WAL is read as immutable, and one with a WAL (a comparison
-    /// still running, or a store copied with it) from a private copy of both
-    /// files, so what is only in the WAL is read too.
+    /// Opens `dir/results.db` for reading only (see `Store::read`).
     pub fn open_read_only(dir: &Path) -> Result<Store> {
-        use rusqlite::OpenFlags;
-        let path = dir.join("results.db");
-        if !path.is_file() {
-            anyhow::bail!(
-                "{} does not exist: give the directory 'virtperf compare --out' wrote",
-                path.display()
-            );
-        }
-        let wal = dir.join("results.db-wal");
-        let pending = std::fs::metadata(&wal).is_ok_and(|m| m.len() > 0);
-        let (conn, copy) = if pending {
-            let copy = tempfile::tempdir().context("making a private copy of the store")?;
-            for (from, name) in [(&path, "results.db"), (&wal, "results.db-wal")] {
-                std::fs::copy(from, copy.path().join(name))
-                    .with_context(|| format!("copying {}", from.display()))?;
-            }
-            let flags = OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX;
-            let conn = Connection::open_with_flags(copy.path().join("results.db"), flags)
-                .with_context(|| format!("opening the results store {}", path.display()))?;
-            (conn, Some(copy))
-        } else {
-            // `immutable` is said only in a URI: the path goes in escaped.
-            let flags = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_URI;
-            let uri = format!("{}?immutable=1", file_uri(&path)?);
-            let conn = Connection::open_with_flags(uri, flags)
-                .with_context(|| format!("opening the results store {}", path.display()))?;
-            (conn, None)
-        };
-        let tables = conn
-            .query_row(
-                "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name IN ('comparisons', 'runs')",
-                [],
-                |r| r.get::<_, i64>(0),
-            )
-            .unwrap_or(0);
-        if tables != 2 {
-            anyhow::bail!(
-                "{} is not a virtperf results store (no comparisons in it): give the directory 'virtperf compare --out' wrote",
-                path.display()
-            );
-        }
-        // Read-only from here on, the private copy included.
-        conn.pragma_update(None, "query_only", true)?;
         Ok(Store {
-            conn,
-            path,
-            _copy: copy,
+            backend: Box::new(sqlite::Sqlite::open_read_only(dir)?),
+            place: dir.join("results.db").display().to_string(),
         })
     }
 
-    pub fn path(&self) -> &Path {
-        &self.path
+    /// Where the store is: its file, or its URL (without a password).
+    pub fn place(&self) -> &str {
+        &self.place
     }
 
     pub fn begin(
@@ -176,17 +164,15 @@ impl Store {
         envs: &[String],
         args: &[String],
     ) -> Result<i64> {
-        self.conn.execute(
-            "INSERT INTO comparisons (started_at, suite, baseline, envs, args) VALUES (?1, ?2, ?3, ?4, ?5)",
-            params![
-                started_at,
-                suite,
-                baseline,
-                serde_json::to_string(envs)?,
-                serde_json::to_string(args)?
-            ],
-        )?;
-        Ok(self.conn.last_insert_rowid())
+        self.backend.begin(&RawComparison {
+            id: 0,
+            started_at: started_at.into(),
+            suite: suite.into(),
+            baseline: baseline.into(),
+            envs: serde_json::to_string(envs)?,
+            args: serde_json::to_string(args)?,
+            finished: false,
+        })
     }
 
     /// Writes one finished run at once.
@@ -203,217 +189,138 @@ impl Store {
             Ok(d) => (Some(serde_json::to_string(d)?), None),
             Err(e) => (None, Some(e.to_string())),
         };
-        self.conn.execute(
-            "INSERT INTO runs (comparison, env, entry, label, round, doc, error, finished_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
-            params![comparison, env, entry as i64, label, round as i64, doc, error, crate::core::time::now_rfc3339()],
-        )?;
-        Ok(())
+        let run = RawRun {
+            env: env.into(),
+            entry: entry as i64,
+            label: label.into(),
+            round: round as i64,
+            doc,
+            error,
+        };
+        self.backend
+            .record(comparison, &run, &crate::core::time::now_rfc3339())
     }
 
     /// Runs `f` in one transaction: what it writes is stored together, or,
     /// when it fails (or the process dies midway), none of it.
     pub fn in_transaction<T>(&self, f: impl FnOnce(&Store) -> Result<T>) -> Result<T> {
-        self.conn.execute_batch("BEGIN IMMEDIATE")?;
+        self.backend.begin_transaction()?;
         match f(self) {
             Ok(v) => {
-                self.conn.execute_batch("COMMIT")?;
+                self.backend.batch("COMMIT")?;
                 Ok(v)
             }
             Err(e) => {
-                let _ = self.conn.execute_batch("ROLLBACK");
+                let _ = self.backend.batch("ROLLBACK");
                 Err(e)
             }
         }
     }
 
     pub fn finish(&self, comparison: i64) -> Result<()> {
-        self.conn.execute(
-            "UPDATE comparisons SET finished = 1 WHERE id = ?1",
-            params![comparison],
-        )?;
-        Ok(())
+        self.backend.finish(comparison)
     }
 
-    fn row(r: &rusqlite::Row) -> rusqlite::Result<ComparisonRow> {
-        let envs: String = r.get(4)?;
-        let args: String = r.get(5)?;
-        Ok(ComparisonRow {
-            id: r.get(0)?,
-            started_at: r.get(1)?,
-            suite: r.get(2)?,
-            baseline: r.get(3)?,
-            envs: serde_json::from_str(&envs).unwrap_or_default(),
-            args: serde_json::from_str(&args).unwrap_or_default(),
-            finished: r.get::<_, i64>(6)? != 0,
-            adaptive: false,
-        })
+    fn rows(&self, which: Which) -> Result<Vec<ComparisonRow>> {
+        Ok(self
+            .backend
+            .comparisons(which)?
+            .into_iter()
+            .map(|r| ComparisonRow {
+                adaptive: self.backend.adaptive(r.id),
+                id: r.id,
+                started_at: r.started_at,
+                suite: r.suite,
+                baseline: r.baseline,
+                envs: serde_json::from_str(&r.envs).unwrap_or_default(),
+                args: serde_json::from_str(&r.args).unwrap_or_default(),
+                finished: r.finished,
+            })
+            .collect())
     }
 
     pub fn comparison(&self, id: i64) -> Result<Option<ComparisonRow>> {
-        let row = self
-            .conn
-            .query_row(
-                "SELECT id, started_at, suite, baseline, envs, args, finished FROM comparisons WHERE id = ?1",
-                params![id],
-                Self::row,
-            )
-            .optional()?;
-        Ok(row.map(|r| self.with_design(r)))
+        Ok(self.rows(Which::One(id))?.pop())
     }
 
     /// Records that a comparison runs in the adaptive design.
     pub fn set_adaptive(&self, comparison: i64) -> Result<()> {
-        self.conn.execute(
-            "INSERT OR REPLACE INTO designs (comparison, adaptive) VALUES (?1, 1)",
-            params![comparison],
-        )?;
-        Ok(())
-    }
-
-    /// A store from before the adaptive design has no `designs` table: its
-    /// comparisons are fixed.
-    fn with_design(&self, mut row: ComparisonRow) -> ComparisonRow {
-        row.adaptive = self
-            .conn
-            .query_row(
-                "SELECT adaptive FROM designs WHERE comparison = ?1",
-                params![row.id],
-                |r| r.get::<_, i64>(0),
-            )
-            .is_ok_and(|a| a != 0);
-        row
+        self.backend.set_adaptive(comparison)
     }
 
     /// Every comparison in the store, oldest first.
     pub fn comparisons(&self) -> Result<Vec<ComparisonRow>> {
-        let mut stmt = self.conn.prepare(
-            "SELECT id, started_at, suite, baseline, envs, args, finished FROM comparisons ORDER BY id",
-        )?;
-        let rows = stmt
-            .query_map([], Self::row)?
-            .collect::<rusqlite::Result<Vec<_>>>()?;
-        Ok(rows.into_iter().map(|r| self.with_design(r)).collect())
+        self.rows(Which::All)
     }
 
     /// The newest comparison, finished or not.
     pub fn latest(&self) -> Result<Option<ComparisonRow>> {
-        let row = self
-            .conn
-            .query_row(
-                "SELECT id, started_at, suite, baseline, envs, args, finished FROM comparisons ORDER BY id DESC LIMIT 1",
-                [],
-                Self::row,
-            )
-            .optional()?;
-        Ok(row.map(|r| self.with_design(r)))
+        Ok(self.rows(Which::Latest)?.pop())
     }
 
     pub fn runs(&self, comparison: i64) -> Result<Vec<RunRow>> {
-        let mut stmt = self.conn.prepare(
-            "SELECT env, entry, label, round, doc, error FROM runs WHERE comparison = ?1 ORDER BY id",
-        )?;
-        let rows = stmt.query_map(params![comparison], |r| {
-            let doc: Option<String> = r.get(4)?;
-            Ok(RunRow {
-                env: r.get(0)?,
-                entry: r.get::<_, i64>(1)? as usize,
-                label: r.get(2)?,
-                round: r.get::<_, i64>(3)? as usize,
-                doc: doc.as_deref().and_then(|d| serde_json::from_str(d).ok()),
+        Ok(self
+            .backend
+            .runs(comparison, None)?
+            .into_iter()
+            .map(|r| {
+                let doc = r.doc.as_deref().and_then(|d| serde_json::from_str(d).ok());
                 // A stored document that no longer reads is a failed run,
                 // never a silent gap.
-                error: match (r.get::<_, Option<String>>(5)?, &doc) {
+                let error = match (r.error, &r.doc) {
                     (Some(e), _) => Some(e),
-                    (None, Some(d)) if serde_json::from_str::<ResultDoc>(d).is_err() => {
+                    (None, Some(_)) if doc.is_none() => {
                         Some("the stored result does not parse".into())
                     }
                     (None, _) => None,
-                },
+                };
+                RunRow {
+                    env: r.env,
+                    entry: r.entry as usize,
+                    label: r.label,
+                    round: r.round as usize,
+                    doc,
+                    error,
+                }
             })
-        })?;
-        Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
+            .collect())
     }
 
     /// Whether (env, entry, round) already has a successful result: one
     /// that is stored and still reads as a result document.
     pub fn done(&self, comparison: i64, env: &str, entry: usize, round: usize) -> Result<bool> {
-        let mut stmt = self.conn.prepare(
-            "SELECT doc FROM runs WHERE comparison = ?1 AND env = ?2 AND entry = ?3 AND round = ?4 AND doc IS NOT NULL",
-        )?;
-        let docs = stmt.query_map(params![comparison, env, entry as i64, round as i64], |r| {
-            r.get::<_, String>(0)
-        })?;
-        for doc in docs {
-            if serde_json::from_str::<ResultDoc>(&doc?).is_ok() {
-                return Ok(true);
-            }
-        }
-        Ok(false)
+        let runs = self
+            .backend
+            .runs(comparison, Some((env, entry as i64, round as i64)))?;
+        Ok(runs.iter().any(|r| {
+            r.doc
+                .as_deref()
+                .is_some_and(|d| serde_json::from_str::<ResultDoc>(d).is_ok())
+        }))
     }
 
     /// Records what a comparison's plan was (a digest of its jobs), so a
     /// resume can tell that the suite changed.
     pub fn set_plan_digest(&self, comparison: i64, digest: &str) -> Result<()> {
-        self.conn.execute(
-            "INSERT OR REPLACE INTO plans (comparison, digest) VALUES (?1, ?2)",
-            params![comparison, digest],
-        )?;
-        Ok(())
+        self.backend.set_text(Keyed::Plan, comparison, digest)
     }
 
     /// Records what a comparison was asked to run, as the JSON of the typed
     /// request (never a secret), for `--resume` to continue it from.
     pub fn set_request(&self, comparison: i64, request: &str) -> Result<()> {
-        self.conn.execute(
-            "INSERT OR REPLACE INTO requests (comparison, request) VALUES (?1, ?2)",
-            params![comparison, request],
-        )?;
-        Ok(())
+        self.backend.set_text(Keyed::Request, comparison, request)
     }
 
     /// The request recorded by `set_request`; `None` for a comparison from
     /// before requests were stored (its `args` are what it started with).
     pub fn request(&self, comparison: i64) -> Result<Option<String>> {
-        Ok(self
-            .conn
-            .query_row(
-                "SELECT request FROM requests WHERE comparison = ?1",
-                params![comparison],
-                |r| r.get(0),
-            )
-            .optional()?)
+        self.backend.text(Keyed::Request, comparison)
     }
 
     /// The digest recorded by `set_plan_digest`, if any.
     pub fn plan_digest(&self, comparison: i64) -> Result<Option<String>> {
-        Ok(self
-            .conn
-            .query_row(
-                "SELECT digest FROM plans WHERE comparison = ?1",
-                params![comparison],
-                |r| r.get(0),
-            )
-            .optional()?)
+        self.backend.text(Keyed::Plan, comparison)
     }
-}
-
-/// `path` as an SQLite URI (`file:///abs/path`, RFC 3986 and SQLite's
-/// "URI filenames"): made absolute, and every byte but the unreserved ones
-/// and `/` percent-encoded, so a directory named `st%41`, `st?x` or `st#y`
-/// is that directory and not another, a query or a fragment.
-fn file_uri(path: &Path) -> Result<String> {
-    use std::os::unix::ffi::OsStrExt;
-    let abs = std::path::absolute(path)
-        .with_context(|| format!("finding where {} is", path.display()))?;
-    let mut uri = String::from("file://");
-    for &b in abs.as_os_str().as_bytes() {
-        if b.is_ascii_alphanumeric() || b"/-._~".contains(&b) {
-            uri.push(b as char);
-        } else {
-            uri.push_str(&format!("%{b:02X}"));
-        }
-    }
-    Ok(uri)
 }
 
 #[cfg(test)]
@@ -443,13 +350,13 @@ mod tests {
             assert_eq!(r.latest().unwrap().unwrap().suite, name);
         }
         // A relative path (report's usual form) is made absolute.
-        let rel = file_uri(Path::new("st%41")).unwrap();
+        let rel = sqlite::file_uri(Path::new("st%41")).unwrap();
         assert!(
             rel.starts_with("file:///") && rel.ends_with("/st%2541"),
             "{rel}"
         );
         assert_eq!(
-            file_uri(Path::new("/a b/%?#")).unwrap(),
+            sqlite::file_uri(Path::new("/a b/%?#")).unwrap(),
             "file:///a%20b/%25%3F%23"
         );
     }
@@ -462,10 +369,11 @@ mod tests {
         let id = s
             .begin("t", "suite", "host", &["host".into()], &[])
             .unwrap();
-        s.conn
+        rusqlite::Connection::open(dir.path().join("results.db"))
+            .unwrap()
             .execute(
                 "INSERT INTO runs (comparison, env, entry, label, round, doc, error, finished_at) VALUES (?1, 'host', 0, 'cpu', 0, '{\"not\": \"a result\"}', NULL, 'now')",
-                params![id],
+                [id],
             )
             .unwrap();
         assert!(!s.done(id, "host", 0, 0).unwrap());

@@ -132,6 +132,11 @@ impl Postgres {
             ]))
     }
 
+    /// The port it listens on (127.0.0.1).
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+
     /// The driver options that reach it as `sbtest`.
     pub fn args(&self) -> Vec<String> {
         vec![

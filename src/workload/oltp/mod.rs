@@ -28,7 +28,7 @@ mod mysql;
 mod mysql_auth;
 mod mysql_wire;
 mod options;
-mod pgsql;
+pub mod pgsql;
 pub mod rand;
 mod schema;
 mod sqlite;

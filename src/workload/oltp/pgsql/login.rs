@@ -11,10 +11,40 @@ use postgres_protocol::authentication::sasl::{ChannelBinding, ScramSha256, SCRAM
 use postgres_protocol::message::backend::Message;
 use postgres_protocol::message::frontend;
 
-use super::{broken, server_error, Pg};
+use bytes::BytesMut;
+
+use super::{broken, open, server_error, Limits, Pg, Wait};
 use crate::workload::oltp::driver::DbError;
+use crate::workload::oltp::driver::{Rows, TextMap};
 
 impl Pg {
+    /// A connection and its login, the failure left for the caller to word
+    /// (it knows which options named the server): the OLTP workload and
+    /// the results store (`store::pg`) share this client.
+    pub fn logon(login: &Logon, prepared: bool, auth: Auth, limits: Limits) -> Result<Pg, Refusal> {
+        let stream =
+            open(login.host, login.port).map_err(|e| Refusal::Unreachable(e.to_string()))?;
+        let mut pg = Pg {
+            stream,
+            input: BytesMut::with_capacity(16384),
+            output: BytesMut::with_capacity(1024),
+            chunk: Box::new([0; 16384]),
+            prepared,
+            statements: TextMap::default(),
+            wait: Wait::start(limits.login),
+            limits,
+            answered: 0,
+            spare: Rows::default(),
+            error_position: None,
+        };
+        match pg.login(login.user, login.password, login.db, auth) {
+            Ok(()) => Ok(pg),
+            Err(Login::Weaker(asked)) => Err(Refusal::Weaker(asked)),
+            Err(Login::Io(e)) => Err(Refusal::Unreachable(e.to_string())),
+            Err(Login::Refused(e)) => Err(Refusal::Refused(e)),
+        }
+    }
+
     /// The startup message and authentication (trust, password, MD5 or
     /// SCRAM-SHA-256), up to the first ReadyForQuery.
     pub(super) fn login(
@@ -94,6 +124,27 @@ impl Pg {
             }
         }
     }
+}
+
+/// Where and as whom a connection logs in.
+pub struct Logon<'a> {
+    pub host: &'a str,
+    pub port: u16,
+    pub user: &'a str,
+    pub password: &'a str,
+    pub db: &'a str,
+}
+
+/// Why a connection did not open: the caller words it with its options.
+#[derive(Debug)]
+pub enum Refusal {
+    /// No connection, or it broke during the login.
+    Unreachable(String),
+    /// The server asked for the password in a way `auth` forbids (nothing
+    /// was sent).
+    Weaker(&'static str),
+    /// The server refused the user or the database.
+    Refused(DbError),
 }
 
 pub(super) enum Login {

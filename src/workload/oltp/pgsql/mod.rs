@@ -23,8 +23,7 @@ use postgres_protocol::IsNull;
 
 mod login;
 
-pub use login::Auth;
-use login::Login;
+pub use login::{Auth, Logon, Refusal};
 
 use super::driver::{
     inline, numbered, Conn, DbError, Dialect, ErrorClass, Param, Rows, TextMap, TooBig, MAX_ANSWER,
@@ -323,43 +322,31 @@ impl Pg {
                 "cannot connect to PostgreSQL at {host}:{port} (--pgsql-host={host} --pgsql-port={port}): {why}; start the server or point --pgsql-host and --pgsql-port at it"
             ))
         };
-        let stream = open(host, port).map_err(|e| unreachable(e.to_string()))?;
-        let mut pg = Pg {
-            stream,
-            input: BytesMut::with_capacity(16384),
-            output: BytesMut::with_capacity(1024),
-            chunk: Box::new([0; 16384]),
-            prepared,
-            statements: TextMap::default(),
-            wait: Wait::start(limits.login),
-            limits,
-            answered: 0,
-            spare: Rows::default(),
-            error_position: None,
+        let login = Logon {
+            host,
+            port,
+            user,
+            password,
+            db,
         };
-        match pg.login(user, password, db, auth) {
-            Ok(()) => {}
-            Err(Login::Weaker(asked)) => {
-                return Err(CliError::Usage(format!(
-                    "cannot connect to PostgreSQL at {host}:{port}: the server asked for the password {asked}, which --pgsql-auth={} does not allow; nothing was sent. Set the server's pg_hba.conf to scram-sha-256, or give --pgsql-auth=password if this server is trusted",
-                    match auth {
-                        Auth::Password => "password",
-                        Auth::Md5 => "md5",
-                        Auth::Scram => "scram-sha-256",
-                    }
-                ))
-                .into())
-            }
-            Err(Login::Io(e)) => return Err(unreachable(e.to_string()).into()),
-            Err(Login::Refused(e)) => {
-                return Err(CliError::Usage(format!(
-                    "cannot connect to PostgreSQL at {host}:{port} (--pgsql-host={host} --pgsql-port={port}): the server refused user '{user}' on database '{db}': {} (SQLSTATE {}); check --pgsql-user, --pgsql-password and --pgsql-db",
-                    e.message, e.code
-                ))
-                .into())
-            }
+        match Pg::logon(&login, prepared, auth, limits) {
+            Ok(pg) => Ok(pg),
+            Err(Refusal::Unreachable(why)) => Err(unreachable(why).into()),
+            Err(Refusal::Weaker(asked)) => Err(CliError::Usage(format!(
+                "cannot connect to PostgreSQL at {host}:{port}: the server asked for the password {asked}, which --pgsql-auth={} does not allow; nothing was sent. Set the server's pg_hba.conf to scram-sha-256, or give --pgsql-auth=password if this server is trusted",
+                match auth {
+                    Auth::Password => "password",
+                    Auth::Md5 => "md5",
+                    Auth::Scram => "scram-sha-256",
+                }
+            ))
+            .into()),
+            Err(Refusal::Refused(e)) => Err(CliError::Usage(format!(
+                "cannot connect to PostgreSQL at {host}:{port} (--pgsql-host={host} --pgsql-port={port}): the server refused user '{user}' on database '{db}': {} (SQLSTATE {}); check --pgsql-user, --pgsql-password and --pgsql-db",
+                e.message, e.code
+            ))
+            .into()),
         }
-        Ok(pg)
     }
 
     /// Sends `output` within the operation's deadline.
