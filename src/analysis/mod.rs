@@ -197,6 +197,26 @@ pub struct HeadlineRow<'a> {
     pub fsync_ignored: bool,
 }
 
+/// The kinds of verdict counted apart, in the order a tally names them:
+/// slower and faster within the margin are their own.
+pub const VERDICT_KINDS: [&str; 6] = [
+    "slower",
+    "slower_within_margin",
+    "faster",
+    "faster_within_margin",
+    "equivalent",
+    "inconclusive",
+];
+
+/// A verdict's kind among [`VERDICT_KINDS`].
+pub fn verdict_kind(a: &Assessment) -> &'static str {
+    match (a.outcome, a.within_margin) {
+        (Outcome::Slower, true) => "slower_within_margin",
+        (Outcome::Faster, true) => "faster_within_margin",
+        (o, _) => o.label(),
+    }
+}
+
 pub fn analyze(cmp: &ComparisonRow, runs: &[RunRow], settings: &VerdictSettings) -> Analysis {
     let mut envs = cmp.envs.clone();
     for r in runs {
@@ -245,6 +265,7 @@ pub fn analyze(cmp: &ComparisonRow, runs: &[RunRow], settings: &VerdictSettings)
     } else {
         summary_control(&mut a, settings);
     }
+    mark_within_margin(&mut a, settings.margin);
     a.rankings = rankings(&a.envs, &a.baseline, &a.entries);
     a.solutions = solutions(&a);
     (a.breakdowns, a.explanations) = explain::explain(&a);
@@ -270,6 +291,21 @@ fn summary_control(a: &mut Analysis, settings: &VerdictSettings) {
         if matches!(r.outcome, Outcome::Slower | Outcome::Faster) && q >= settings.alpha {
             r.outcome = Outcome::Inconclusive;
         }
+    }
+}
+
+/// Marks every slower or faster verdict whose interval lies inside the
+/// margin, once the design's verdicts and intervals are final (the adaptive
+/// overlay replaces both; the summary's control can hold a verdict back).
+fn mark_within_margin(a: &mut Analysis, margin: f64) {
+    let all = a
+        .entries
+        .iter_mut()
+        .flat_map(|e| e.metrics.iter_mut())
+        .flat_map(|m| m.per_env.iter_mut())
+        .filter_map(|s| s.vs_baseline.as_mut());
+    for x in all {
+        x.within_margin = stats::within_margin(x.outcome, &x.ratio, margin);
     }
 }
 
@@ -445,14 +481,14 @@ impl Analysis {
         out
     }
 
-    /// How many headline verdicts there are of each outcome, and how many
-    /// headline metrics could not be compared.
+    /// How many headline verdicts there are of each kind ([`verdict_kind`]),
+    /// and how many headline metrics could not be compared.
     pub fn headline_counts(&self) -> (BTreeMap<&'static str, usize>, usize) {
         let mut counts = BTreeMap::new();
         let mut not_comparable = 0;
         for r in self.headline_rows() {
             match &r.stat.vs_baseline {
-                Some(a) => *counts.entry(a.outcome.label()).or_default() += 1,
+                Some(a) => *counts.entry(verdict_kind(a)).or_default() += 1,
                 None => not_comparable += 1,
             }
         }

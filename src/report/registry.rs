@@ -108,7 +108,7 @@ mod tests {
     use crate::core::result::Metric;
     use crate::report::tests_support::{comparison_row, fixture, fixture_runs, run};
     use crate::stats::{Outcome, VerdictSettings};
-    use crate::store::RunRow;
+    use crate::store::{ComparisonRow, RunRow};
 
     fn microops_runs(ops_cycles: usize, rounds: usize) -> Vec<RunRow> {
         let mut runs = Vec::new();
@@ -210,6 +210,67 @@ mod tests {
         };
         assert_eq!(outcome(0.02), Outcome::Slower);
         assert_eq!(outcome(0.10), Outcome::Equivalent);
+    }
+
+    #[test]
+    fn a_tight_difference_inside_the_margin_says_so_in_every_format() {
+        // The adaptive design, 12 rounds: vm 2% slower at 0.3% noise. The
+        // interval excludes 1 and lies inside ±5%: "slower, within ±5%",
+        // counted apart; at 1% margin the same data are plainly slower.
+        let mut runs = Vec::new();
+        for r in 0..12 {
+            let j = [1.0, 1.003, 0.997, 1.002, 0.998, 1.001][r % 6];
+            let k = [0.998, 1.002, 1.0, 0.997, 1.003, 1.001][r % 6];
+            runs.push(run("host", r, 100.0 * j, 0.0));
+            runs.push(run("vm", r, 98.0 * j * k, 0.0));
+        }
+        let cmp = ComparisonRow {
+            adaptive: true,
+            ..comparison_row()
+        };
+        let judged = |margin: f64| {
+            let s = VerdictSettings {
+                margin,
+                ..VerdictSettings::default()
+            };
+            analyze(&cmp, &runs, &s)
+        };
+        let a = judged(0.05);
+        let v = a.entries[0].metrics[0].per_env[1]
+            .vs_baseline
+            .as_ref()
+            .unwrap();
+        assert_eq!(v.outcome, Outcome::Slower, "{v:?}");
+        assert!(v.within_margin, "{v:?}");
+        assert!(v.ratio.lower > 1.0 / 1.05 && v.ratio.upper < 1.0, "{v:?}");
+        let table = exporter("table").unwrap().render(&a, View::default());
+        assert!(table.contains("slower, within ±5%"), "{table}");
+        assert!(
+            table.contains("Headline verdicts: 1 slower within ±5%."),
+            "{table}"
+        );
+        assert!(table.contains("1△"), "{table}");
+        let md = exporter("markdown").unwrap().render(&a, View::default());
+        assert!(md.contains("slower, within ±5%"), "{md}");
+        let html = exporter("html").unwrap().render(&a, View::default());
+        assert!(html.contains("slower, within ±5%"), "{html}");
+        let json: serde_json::Value =
+            serde_json::from_str(&exporter("json").unwrap().render(&a, View::default())).unwrap();
+        let cell = &json["entries"][0]["metrics"][0]["per_env"][1]["vs_baseline"];
+        assert_eq!(cell["outcome"], "slower", "{cell}");
+        assert_eq!(cell["within_margin"], true, "{cell}");
+        let counts = &json["overview"][0]["verdicts"];
+        assert_eq!(counts["slower"], 0, "{counts}");
+        assert_eq!(counts["slower_within_margin"], 1, "{counts}");
+        // A 1% margin: the interval reaches past it, plain slower.
+        let a = judged(0.01);
+        let v = a.entries[0].metrics[0].per_env[1]
+            .vs_baseline
+            .as_ref()
+            .unwrap();
+        assert_eq!((v.outcome, v.within_margin), (Outcome::Slower, false));
+        let table = exporter("table").unwrap().render(&a, View::default());
+        assert!(table.contains("Headline verdicts: 1 slower."), "{table}");
     }
 
     #[test]

@@ -119,9 +119,28 @@ pub fn slowdown_text(higher_is_better: bool, x: &Assessment) -> String {
     format!("{}× [{}, {}]", ratio_num(p), ratio_num(l), ratio_num(u))
 }
 
-/// The verdict word, and for an inconclusive one the repetitions per side
+/// A verdict's words: "slower, within ±5%" for a difference whose whole
+/// interval lies inside the margin, else the outcome's label.
+pub fn verdict_label(a: &Assessment, margin: f64) -> String {
+    if a.within_margin {
+        format!("{}, within ±{}%", a.outcome.label(), percent(margin))
+    } else {
+        a.outcome.label().to_string()
+    }
+}
+
+/// The words of a kind of verdict counted in a tally
+/// (`analysis::VERDICT_KINDS`).
+pub fn kind_label(kind: &str, margin: f64) -> String {
+    match kind.strip_suffix("_within_margin") {
+        Some(o) => format!("{o} within ±{}%", percent(margin)),
+        None => kind.to_string(),
+    }
+}
+
+/// The verdict words, and for an inconclusive one the repetitions per side
 /// that would decide it at the observed variance.
-pub fn verdict_text(a: &Assessment) -> String {
+pub fn verdict_text(a: &Assessment, margin: f64) -> String {
     match (a.outcome, a.runs_needed) {
         (Outcome::Inconclusive, Some(n)) => {
             let goal = match n.to_show {
@@ -136,16 +155,16 @@ pub fn verdict_text(a: &Assessment) -> String {
                 ),
             }
         }
-        (o, _) => o.label().to_string(),
+        _ => verdict_label(a, margin),
     }
 }
 
 /// The verdict cell of any table: the verdict, in brackets when it is a
 /// descriptive one of the detail family, "baseline", or why there is none.
-pub fn verdict_cell(s: &EnvStat, headline: bool, baseline: bool) -> String {
+pub fn verdict_cell(s: &EnvStat, headline: bool, baseline: bool, margin: f64) -> String {
     match (&s.vs_baseline, &s.not_comparable) {
-        (Some(a), _) if headline => verdict_text(a),
-        (Some(a), _) => format!("[{}]", a.outcome.label()),
+        (Some(a), _) if headline => verdict_text(a, margin),
+        (Some(a), _) => format!("[{}]", verdict_label(a, margin)),
         (None, Some(_)) => "not comparable".into(),
         (None, None) if baseline => "baseline".into(),
         (None, None) => String::new(),
@@ -172,19 +191,29 @@ pub fn marks(r: &HeadlineRow) -> String {
     m
 }
 
+/// How a difference smaller than the margin reads, for the method text.
+fn within_text(margin: f64) -> String {
+    let m = percent(margin);
+    format!(
+        "A slower or faster row whose whole interval lies within ±{m}% reads \"slower, within ±{m}%\" (or faster): a real difference, shown to be smaller than the margin; the overview (△ ▽) and the tally count these apart."
+    )
+}
+
 /// The method, in one paragraph every format prints.
 pub fn method(a: &Analysis) -> String {
     if a.adaptive {
         return format!(
-            "Adaptive design: each environment's runs are paired with the baseline's of the same round; a row's slowdown (how many times slower than the baseline: above 1× slower, below faster; a rate's ratio inverted) is the geometric mean of the paired ratios, \
+            "Adaptive design: each environment's runs are paired with the baseline's of the same round; a row's slowdown (how many times slower than the baseline: above 1× slower, below faster; a rate's ratio inverted) is the robust centre of the paired ratios (Hodges–Lehmann: the median of their pairwise geometric means, kept inside the interval, which covers that centre), \
              with anytime-valid 95% confidence-sequence intervals (t-intervals with α spent over a schedule of looks, intersected with a t-mixture and robust betting e-process), so the verdicts could be read after every round. \
              Verdicts at α = {} over each entry's headline metrics (Bonferroni, family-wise): slower or faster when the interval excludes 1, \
              equivalent when its two one-sided bounds lie within ±{}% (the interval shown for such a row has each end at α on its own side), otherwise inconclusive with the pairs that would decide it; \
              across the whole summary, slower and faster are also held to a false-discovery rate of {} (Benjamini–Hochberg over the rows' anytime-valid p-values). \
+             {} \
              Welch's and the Mann–Whitney p (--detail) are descriptive here. ⚑: a run was noisy (steal, or other processes' load).{}",
             a.settings.alpha,
             percent(a.settings.margin),
             a.settings.alpha,
+            within_text(a.settings.margin),
             if a.fsync_ignored.is_empty() {
                 ""
             } else {
@@ -197,9 +226,11 @@ pub fn method(a: &Analysis) -> String {
          Verdicts over each entry's headline metrics, Holm-corrected, at α = {}: slower or faster when the difference is significant \
          (and, across the whole summary, within a false-discovery rate of α by Benjamini–Yekutieli), \
          equivalent when the ratio lies within ±{}% (two one-sided tests), otherwise inconclusive with the runs per side that would decide it. \
+         {} \
          The exact Mann–Whitney p is shown beside Welch's as a robustness check (†: they disagree). ⚑: a run was noisy (steal, or other processes' load).{}",
         a.settings.alpha,
         percent(a.settings.margin),
+        within_text(a.settings.margin),
         if a.fsync_ignored.is_empty() {
             ""
         } else {
@@ -212,9 +243,12 @@ pub fn method(a: &Analysis) -> String {
 /// and the repetitions that would decide the inconclusive ones.
 pub fn tally(a: &Analysis) -> String {
     let (counts, not_comparable) = a.headline_counts();
-    let mut parts: Vec<String> = ["slower", "faster", "equivalent", "inconclusive"]
+    let mut parts: Vec<String> = crate::analysis::VERDICT_KINDS
         .iter()
-        .filter_map(|k| counts.get(k).map(|n| format!("{n} {k}")))
+        .filter_map(|k| {
+            let n = counts.get(k)?;
+            Some(format!("{n} {}", kind_label(k, a.settings.margin)))
+        })
         .collect();
     if not_comparable > 0 {
         parts.push(format!("{not_comparable} not comparable"));

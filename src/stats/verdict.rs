@@ -22,6 +22,11 @@
 //!   little noise) reads "equivalent", and the ratio printed beside it still
 //!   shows the small shift.
 //! - Otherwise inconclusive, with [`RunsNeeded`].
+//! - A slower or faster verdict whose whole interval lies inside the
+//!   equivalence bounds is marked [`Assessment::within_margin`] and read
+//!   "slower, within ±5%": the difference is real and shown to be smaller
+//!   than the margin (the interval shown is narrower than a TOST at the
+//!   family's level would need, so such a row need not be equivalent).
 //! - The exact Mann–Whitney p (Holm-corrected over the same family) is shown
 //!   beside Welch's. When one is significant and the other is not, or both
 //!   are in opposite directions, the tests disagree and the report should
@@ -180,8 +185,20 @@ pub struct Assessment {
     /// or opposite directions: `rank_check.disagrees()`.
     pub tests_disagree: bool,
     pub outcome: Outcome,
+    /// Slower or faster with the whole ratio interval inside
+    /// [1/(1+margin), 1+margin]: a real difference shown to be smaller than
+    /// the margin ([`within_margin`]).
+    pub within_margin: bool,
     /// Only for [`Outcome::Inconclusive`].
     pub runs_needed: Option<RunsNeeded>,
+}
+
+/// Whether a verdict is slower or faster with its whole interval inside the
+/// equivalence bounds [1/(1+margin), 1+margin] (ratios, either direction).
+pub fn within_margin(outcome: Outcome, ratio: &Estimate, margin: f64) -> bool {
+    matches!(outcome, Outcome::Slower | Outcome::Faster)
+        && ratio.lower >= 1.0 / (1.0 + margin)
+        && ratio.upper <= 1.0 + margin
 }
 
 /// Judges a family of metrics of one environment against the baseline;
@@ -256,6 +273,7 @@ pub fn assess_family(
                 p_rank_adjusted: adj_rank[i],
                 rank_check,
                 tests_disagree: rank_check.disagrees(),
+                within_margin: within_margin(outcome, &t.ratio, settings.margin),
                 outcome,
                 runs_needed,
             }

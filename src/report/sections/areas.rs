@@ -4,7 +4,7 @@
 
 use std::collections::BTreeMap;
 
-use crate::analysis::Analysis;
+use crate::analysis::{verdict_kind, Analysis, VERDICT_KINDS};
 use crate::report::text::slowdown;
 use crate::stats::Outcome;
 use crate::workload::Area;
@@ -19,19 +19,18 @@ pub struct AreaSlowdown {
     pub point: f64,
     pub lower: f64,
     pub upper: f64,
-    /// The rows' verdicts: slower, faster, equivalent, inconclusive.
+    /// The rows' verdicts of each kind, in the order of
+    /// `analysis::VERDICT_KINDS` (slower and faster within the margin
+    /// counted apart from the others).
     #[serde(serialize_with = "named_counts")]
-    pub verdicts: [usize; 4],
+    pub verdicts: [usize; 6],
     pub rows: usize,
 }
 
-fn named_counts<S: serde::Serializer>(v: &[usize; 4], s: S) -> Result<S::Ok, S::Error> {
+fn named_counts<S: serde::Serializer>(v: &[usize; 6], s: S) -> Result<S::Ok, S::Error> {
     use serde::ser::SerializeMap;
-    let mut m = s.serialize_map(Some(4))?;
-    for (k, n) in ["slower", "faster", "equivalent", "inconclusive"]
-        .iter()
-        .zip(v)
-    {
+    let mut m = s.serialize_map(Some(v.len()))?;
+    for (k, n) in VERDICT_KINDS.iter().zip(v) {
         m.serialize_entry(k, n)?;
     }
     m.end()
@@ -63,7 +62,7 @@ impl AreaSlowdown {
 pub fn area_slowdowns(a: &Analysis) -> Vec<AreaSlowdown> {
     // Per (environment, area): each row's log slowdown and interval ends,
     // and the count of each verdict.
-    type Acc = (Vec<(f64, f64, f64)>, [usize; 4]);
+    type Acc = (Vec<(f64, f64, f64)>, [usize; 6]);
     let mut acc: BTreeMap<(usize, Area), Acc> = BTreeMap::new();
     for r in a.headline_rows() {
         let Some(x) = &r.stat.vs_baseline else {
@@ -81,12 +80,8 @@ pub fn area_slowdowns(a: &Analysis) -> Vec<AreaSlowdown> {
         };
         let slot = acc.entry((ei, area)).or_default();
         slot.0.push((p.ln(), l.ln(), u.ln()));
-        let k = match x.outcome {
-            Outcome::Slower => 0,
-            Outcome::Faster => 1,
-            Outcome::Equivalent => 2,
-            Outcome::Inconclusive => 3,
-        };
+        let kind = verdict_kind(x);
+        let k = VERDICT_KINDS.iter().position(|v| *v == kind).unwrap_or(0);
         slot.1[k] += 1;
     }
     acc.into_iter()
@@ -118,7 +113,7 @@ mod tests {
             point: 1.2,
             lower: 1.06,
             upper: 1.3,
-            verdicts: [1, 0, 0, 0],
+            verdicts: [1, 0, 0, 0, 0, 0],
             rows: 1,
         };
         assert_eq!(c.outcome(0.05), Outcome::Slower);

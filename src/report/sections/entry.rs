@@ -104,7 +104,7 @@ fn metric_row(a: &Analysis, e: &EntryAnalysis, m: &MetricAnalysis, s: &EnvStat) 
     let x = s.vs_baseline.as_ref();
     let p = |f: fn(&Assessment) -> f64| x.map(|x| pval(f(x))).unwrap_or_default();
     let flagged = a.noisy(&s.env, &e.label);
-    let mut verdict = verdict_cell(s, m.headline, s.env == a.baseline);
+    let mut verdict = verdict_cell(s, m.headline, s.env == a.baseline, a.settings.margin);
     if x.is_some_and(|x| x.tests_disagree) {
         verdict.push_str(" †");
     }

@@ -29,7 +29,11 @@ fn headline(a: &Analysis, view: View) -> Section {
             .iter()
             .map(|r| {
                 let x = r.stat.vs_baseline.as_ref();
-                let mut verdict = format!("{}{}", verdict_cell(r.stat, true, false), marks(r));
+                let mut verdict = format!(
+                    "{}{}",
+                    verdict_cell(r.stat, true, false, a.settings.margin),
+                    marks(r)
+                );
                 let figure = match x {
                     // An imported figure names its source even with a ratio.
                     Some(x) => match source_of(a, &r.stat.env) {

@@ -3,11 +3,11 @@
 //! verdict's mark; the tally of headline verdicts; the same factors drawn.
 
 use super::areas::{area_slowdowns, AreaSlowdown};
-use crate::analysis::Analysis;
+use crate::analysis::{Analysis, VERDICT_KINDS};
 use crate::report::model::{
     Block, Cell, Column, Figure, FigureKind, Row, Section, SlowdownRow, Table, Tone, View,
 };
-use crate::report::text::{percent, tally};
+use crate::report::text::{kind_label, percent, tally};
 use crate::stats::Outcome;
 use crate::workload::Area;
 
@@ -45,9 +45,10 @@ fn factor_cell(point: f64, lower: f64, upper: f64, o: Outcome) -> String {
     format!("{}× [{}–{}] {mark}", sig3(point), sig3(lower), sig3(upper))
 }
 
-/// "12▲ 1▼ 5= 16?": verdict counts in the marks the overview uses.
-fn verdict_marks(v: &[usize; 4]) -> String {
-    let parts: Vec<String> = ["▲", "▼", "=", "?"]
+/// "12▲ 2△ 1▼ 5= 16?": verdict counts in the marks the overview uses (△ ▽
+/// slower or faster within the margin).
+fn verdict_marks(v: &[usize; 6]) -> String {
+    let parts: Vec<String> = ["▲", "△", "▼", "▽", "=", "?"]
         .iter()
         .zip(v)
         .filter(|(_, n)| **n > 0)
@@ -56,13 +57,13 @@ fn verdict_marks(v: &[usize; 4]) -> String {
     parts.join(" ")
 }
 
-/// "5 slower, 1 equivalent, 2 inconclusive"
-fn verdict_counts(v: &[usize; 4]) -> String {
-    let parts: Vec<String> = ["slower", "faster", "equivalent", "inconclusive"]
+/// "5 slower, 1 slower within ±5%, 1 equivalent, 2 inconclusive"
+fn verdict_counts(v: &[usize; 6], margin: f64) -> String {
+    let parts: Vec<String> = VERDICT_KINDS
         .iter()
         .zip(v)
         .filter(|(_, n)| **n > 0)
-        .map(|(w, n)| format!("{n} {w}"))
+        .map(|(k, n)| format!("{n} {}", kind_label(k, margin)))
         .collect();
     parts.join(", ")
 }
@@ -100,8 +101,9 @@ pub(super) fn build(a: &Analysis, _view: View) -> Vec<Section> {
             "How much slower each environment is than {} per area, as a factor (above 1× slower, below faster): \
              the geometric mean over the area's headline metrics, with an interval that averages theirs on the log scale \
              (conservative, as the metrics share runs), marked as a verdict would be: = equivalent when it lies within ±{}%, \
-             else ▲ slower or ▼ faster when it excludes 1×, ? otherwise. The last row counts the metrics' own verdicts.",
+             else ▲ slower or ▼ faster when it excludes 1×, ? otherwise. The last row counts the metrics' own verdicts (△ or ▽: slower or faster with the whole interval within ±{}%).",
             a.baseline,
+            percent(a.settings.margin),
             percent(a.settings.margin)
         )),
         Block::Table(area_table(a, &cells, &areas, &envs)),
@@ -122,7 +124,7 @@ fn area_table(
     let mut columns = vec![Column::text("area", 0)];
     columns.extend(envs.iter().map(|(_, e)| Column::num(e)));
     let mut rows = Vec::new();
-    let mut totals = vec![[0usize; 4]; envs.len()];
+    let mut totals = vec![[0usize; 6]; envs.len()];
     for ar in areas {
         let mut row = vec![Cell::from(ar.name())];
         for (k, (_, env)) in envs.iter().enumerate() {
@@ -141,7 +143,7 @@ fn area_table(
                             ar.name(),
                             c.rows,
                             if c.rows == 1 { "" } else { "s" },
-                            verdict_counts(&c.verdicts)
+                            verdict_counts(&c.verdicts, a.settings.margin)
                         )),
                     });
                 }
@@ -154,7 +156,7 @@ fn area_table(
     last.extend(totals.iter().map(|t| Cell {
         text: verdict_marks(t),
         tone: Tone::Plain,
-        hover: Some(verdict_counts(t)),
+        hover: Some(verdict_counts(t, a.settings.margin)),
     }));
     rows.push(Row::plain(last));
     Table {
@@ -214,6 +216,11 @@ mod tests {
         );
         assert_eq!(sig3(312.4), "312");
         assert_eq!(sig3(0.935), "0.94");
-        assert_eq!(verdict_marks(&[12, 1, 0, 16]), "12▲ 1▼ 16?");
+        assert_eq!(verdict_marks(&[12, 0, 1, 0, 0, 16]), "12▲ 1▼ 16?");
+        assert_eq!(verdict_marks(&[3, 2, 0, 1, 5, 0]), "3▲ 2△ 1▽ 5=");
+        assert_eq!(
+            verdict_counts(&[3, 2, 0, 1, 5, 0], 0.05),
+            "3 slower, 2 slower within ±5%, 1 faster within ±5%, 5 equivalent"
+        );
     }
 }

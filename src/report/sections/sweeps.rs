@@ -82,7 +82,7 @@ fn heat_figures(a: &Analysis) -> Vec<Figure> {
                 if *env == a.baseline {
                     continue;
                 }
-                let cells = heat_cells(&g, m, ei);
+                let cells = heat_cells(&g, m, ei, a.settings.margin);
                 if cells.is_empty() {
                     continue;
                 }
@@ -107,8 +107,13 @@ fn heat_figures(a: &Analysis) -> Vec<Figure> {
 }
 
 /// The grid's cells of metric `m` for environment `ei`: (x index, y index,
-/// slowdown, what a tooltip says).
-fn heat_cells(g: &Grid, m: &MetricAnalysis, ei: usize) -> Vec<(usize, usize, f64, String)> {
+/// slowdown, what a tooltip says); `margin` the verdicts'.
+fn heat_cells(
+    g: &Grid,
+    m: &MetricAnalysis,
+    ei: usize,
+    margin: f64,
+) -> Vec<(usize, usize, f64, String)> {
     g.entries
         .iter()
         .filter_map(|(xi, yi, e)| {
@@ -126,7 +131,7 @@ fn heat_cells(g: &Grid, m: &MetricAnalysis, ei: usize) -> Vec<(usize, usize, f64
                     g.ykey,
                     g.ys[*yi],
                     slowdown_text(mm.higher_is_better, x),
-                    x.outcome.label()
+                    crate::report::text::verdict_label(x, margin)
                 ),
             ))
         })
