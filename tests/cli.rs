@@ -277,11 +277,21 @@ fn prepare_of_a_workload_without_files_is_a_harmless_no_op() {
 
 #[test]
 fn microops_reports_cycles_and_nanoseconds_per_operation() {
-    let doc = run_json(&[
+    // A TMPDIR of the test's own: what the run leaves there is its own, not
+    // another test's that runs at the same time.
+    let tmp = tempfile::tempdir().unwrap();
+    let args = [
         "microops",
-        "--ops=getpid,cpuid,simplemath,pipe_echo",
+        "--ops=getpid,cpuid,simplemath,pipe_echo,open_close",
         "--repeats=20",
-    ]);
+    ];
+    let out = virtperf()
+        .env("TMPDIR", tmp.path())
+        .args(args)
+        .arg("--json")
+        .output()
+        .unwrap();
+    let doc = json_of(&out, &format!("{args:?}"));
     for op in ["getpid", "cpuid", "simplemath", "pipe_echo"] {
         assert!(metric(&doc, &format!("{op}_cycles")) >= 0.0, "{op}");
         assert!(doc["details"][op]["count"].as_u64() == Some(20), "{op}");
@@ -294,14 +304,10 @@ fn microops_reports_cycles_and_nanoseconds_per_operation() {
     assert!(timer["tsc_hz"].as_f64().unwrap() > 1e8);
     assert!(timer["accuracy_pct"].as_f64().unwrap() > 99.0);
     // No temp files left behind by open_close or anything else.
-    let leftovers: Vec<_> = std::fs::read_dir(std::env::temp_dir())
+    let leftovers: Vec<_> = std::fs::read_dir(tmp.path())
         .unwrap()
         .filter_map(|e| e.ok())
-        .filter(|e| {
-            e.file_name()
-                .to_string_lossy()
-                .starts_with("virtperf-microops-")
-        })
+        .map(|e| e.file_name())
         .collect();
     assert!(leftovers.is_empty(), "{leftovers:?}");
 }

@@ -87,7 +87,7 @@ pub fn synthetic(id: i64, setup: &Setup, rng: &mut SplitMix64) -> Synthetic {
                 "cpu",
                 env,
                 vec![Metric::new(
-                    "events_per_sec",
+                    crate::workload::cpu::EVENTS_PER_SEC,
                     value(rng, mean),
                     "events/s",
                     true,

@@ -358,11 +358,15 @@ impl DockerEnvironment {
     /// After `prepare`: a trivial container starts (`runtime=`'s and
     /// `rootless=`'s were started by `prepare` itself); what `envs` says of it.
     fn trial(&self, version: &str) -> Result<String> {
-        if !self.runtime.is_empty() || self.rootless.is_some() {
+        // The engine's own version is always in `runtime` (the
+        // fingerprint's docker_version/podman_version): a runtime= is what
+        // made prepare start a container already.
+        if self.spec.opt("runtime").is_some() || self.rootless.is_some() {
+            let own = format!("{}_version", self.cli);
             let settings: Vec<String> = self
                 .settings(0)
                 .iter()
-                .filter(|(k, _)| k.as_str() != "podman_version")
+                .filter(|(k, _)| **k != own)
                 .map(|(k, v)| format!("{k} {v}"))
                 .collect();
             return Ok(format!("engine {version}, {}", settings.join(", ")));

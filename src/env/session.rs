@@ -360,10 +360,18 @@ impl Session {
             .stdin
             .as_mut()
             .ok_or_else(|| anyhow!("{}: the agent's stdin is closed", self.label))?;
-        stdin
+        let sent = stdin
             .write_all(format!("{line}\n").as_bytes())
-            .and_then(|_| stdin.flush())
-            .with_context(|| format!("{}: sending to the agent", self.label))
+            .and_then(|_| stdin.flush());
+        // An agent that died shows as a broken pipe here: its last words
+        // say why.
+        sent.map_err(|e| {
+            anyhow::Error::new(e).context(format!(
+                "{}: sending to the agent{}",
+                self.label,
+                self.last_words()
+            ))
+        })
     }
 
     /// Closes the agent's stdin: it ends after "done", and stops (cleaning

@@ -12,6 +12,9 @@ use crate::engine::{self, EngineOptions, Worker};
 use crate::workload::import::sysbench::SysbenchTestImport;
 use crate::workload::{Measurement, MetricDef, Needs, Workload, WorkloadDef};
 
+/// The cpu workload's headline metric: prime-search events per second.
+pub const EVENTS_PER_SEC: &str = "events_per_sec";
+
 pub const OPTIONS: &[OptionSpec] = &[OptionSpec::new(
     "cpu-max-prime",
     OptKind::Int {
@@ -28,13 +31,7 @@ pub const DEF: WorkloadDef = WorkloadDef {
     options: OPTIONS,
     engine: engine::ALL,
     needs: Needs::NONE,
-    metrics: &[MetricDef::new(
-        "events_per_sec",
-        "events/s",
-        true,
-        true,
-        None,
-    )],
+    metrics: &[MetricDef::new(EVENTS_PER_SEC, "events/s", true, true, None)],
     area: crate::workload::Area::Cpu,
     sysbench: Some(crate::workload::SysbenchTest {
         summary: "CPU performance test",
@@ -66,7 +63,7 @@ pub const SYSBENCH_IMPORT: SysbenchTestImport = SysbenchTestImport {
             Some(x) => x,
             None => log.events_per_sec(),
         };
-        imp.declared("events_per_sec", eps);
+        imp.declared(EVENTS_PER_SEC, eps);
         imp.own("total_time_s", log.total_time_s, "s", false);
         Ok(imp)
     },
@@ -146,7 +143,7 @@ impl Workload for CpuWorkload {
     }
 
     fn text_of(&self, doc: &crate::core::result::ResultDoc) -> Option<String> {
-        doc.metric("events_per_sec").map(speed_text)
+        doc.metric(EVENTS_PER_SEC).map(speed_text)
     }
 
     fn run(&mut self, engine: &EngineOptions) -> Result<Measurement> {
@@ -161,7 +158,7 @@ impl Workload for CpuWorkload {
         let (outcome, workers) = engine::run(&opts, workers)?;
         let eps = outcome.events_per_sec();
         let mut m = Measurement::from_outcome(&outcome, engine.percentile);
-        m.metrics = vec![Metric::new("events_per_sec", eps, "events/s", true)];
+        m.metrics = vec![Metric::new(EVENTS_PER_SEC, eps, "events/s", true)];
         m.text = speed(&outcome);
         m.details = serde_json::json!({
             "primes_found_per_event": workers.first().map(|w| w.primes).unwrap_or(0)

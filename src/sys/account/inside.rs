@@ -163,6 +163,9 @@ mod tests {
             x = std::hint::black_box(x.wrapping_add(1));
         }
         std::fs::write(dir.path().join("f"), vec![7u8; 1 << 20]).unwrap();
+        // Fresh pages, touched: faults whatever the allocator reuses (the
+        // vector above may come from memory earlier tests faulted in).
+        fault_in_fresh_pages(64);
         let got = s.finish();
         // How much CPU the spin got depends on the machine's load; that
         // it got some does not.
@@ -184,7 +187,7 @@ mod tests {
         assert_eq!(c.context_switches, Some(switches));
         let faults = got.faults_minor.unwrap() + got.faults_major.unwrap();
         assert_eq!(c.page_faults, Some(faults));
-        // The 1 MiB buffer was faulted in during the run.
+        // The fresh pages were faulted in during the run.
         assert!(faults > 0, "{c:?}");
         assert_eq!(c.cpu_migrations, None);
         assert!(c.software_unavailable.as_deref().unwrap().len() <= 200);
@@ -193,5 +196,28 @@ mod tests {
         assert_eq!(none.cpu_user_s, None);
         assert_eq!(none.block_write_bytes, None);
         assert_eq!(none.pressure, None);
+    }
+
+    /// Maps `pages` fresh anonymous pages, writes to each, and unmaps them.
+    fn fault_in_fresh_pages(pages: usize) {
+        let len = pages * 4096;
+        // SAFETY: an anonymous private mapping of our own, no file.
+        let p = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                len,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+                -1,
+                0,
+            )
+        };
+        assert_ne!(p, libc::MAP_FAILED);
+        for i in 0..pages {
+            // SAFETY: within the mapping just made, writable.
+            unsafe { std::ptr::write_volatile(p.cast::<u8>().add(i * 4096), 1) };
+        }
+        // SAFETY: the mapping made above, unmapped once.
+        unsafe { libc::munmap(p, len) };
     }
 }
