@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 mod common;
 use common::dbservers::{free_port, Postgres};
 use common::report_fixture;
-use common::{skip, virtperf};
+use common::{output_ok, skip, virtperf};
 use virtperf::core::result::{Metric, ResultDoc};
 use virtperf::store::{Location, PgUrl, Store};
 
@@ -169,17 +169,12 @@ fn a_writer_killed_mid_comparison_loses_only_the_run_it_was_in() {
         "{stored} runs in {rounds} rounds: more than the one in flight lost"
     );
     // The store takes the next comparison as if nothing happened.
-    let out = virtperf()
-        .env("PGPASSWORD", SECRET)
-        .args(["compare", "--env", "host:name=b", "--repeat", "1", "--out"])
-        .arg(&url)
-        .args(["cpu", "--time=0.05"])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    let out = output_ok(
+        virtperf()
+            .env("PGPASSWORD", SECRET)
+            .args(["compare", "--env", "host:name=b", "--repeat", "1", "--out"])
+            .arg(&url)
+            .args(["cpu", "--time=0.05"]),
     );
     assert_eq!(store.runs(cmp.id).unwrap().len(), stored);
     let stderr = String::from_utf8_lossy(&out.stderr);
@@ -189,22 +184,17 @@ fn a_writer_killed_mid_comparison_loses_only_the_run_it_was_in() {
 
 /// `virtperf report TARGET --format F`'s output.
 fn report(target: &str, format: &str, password_file: &Path) -> String {
-    let out = virtperf()
-        .env_remove("PGPASSWORD")
-        .args([
-            "report",
-            target,
-            "--format",
-            format,
-            "--store-password-file",
-        ])
-        .arg(password_file)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "report {target}: {}",
-        String::from_utf8_lossy(&out.stderr)
+    let out = output_ok(
+        virtperf()
+            .env_remove("PGPASSWORD")
+            .args([
+                "report",
+                target,
+                "--format",
+                format,
+                "--store-password-file",
+            ])
+            .arg(password_file),
     );
     String::from_utf8(out.stdout).unwrap()
 }
@@ -254,23 +244,18 @@ fn a_store_made_by_sqlite_and_one_by_postgresql_give_the_same_report() {
     );
     // history reads it too, as it reads the directory.
     let history = |target: &str| {
-        let out = virtperf()
-            .args([
-                "history",
-                target,
-                "--format",
-                "json",
-                "--store-password-file",
-            ])
-            .arg(&pw)
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        out.stdout
+        output_ok(
+            virtperf()
+                .args([
+                    "history",
+                    target,
+                    "--format",
+                    "json",
+                    "--store-password-file",
+                ])
+                .arg(&pw),
+        )
+        .stdout
     };
     assert_eq!(history(sqlite_dir.to_str().unwrap()), history(&url));
 }
