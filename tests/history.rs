@@ -6,7 +6,7 @@
 use std::path::Path;
 
 mod common;
-use common::virtperf;
+use common::{output_ok, virtperf};
 use virtperf::analysis::history_sim::{synthetic, Setup};
 use virtperf::stats::splitmix::SplitMix64;
 use virtperf::store::Store;
@@ -345,4 +345,126 @@ fn check_text(t: &str) {
             .any(|c| (c as u32) < 0x20 && !"\t\n\r".contains(c)),
         "{t:?}"
     );
+}
+
+/// `compare --baseline-from` end to end: a real comparison on the host,
+/// then a second whose baseline is the first one's: unpaired, said so in
+/// every format with the comparison's number, an entry of other parameters
+/// not comparable with why; a wrong #N, a missing store and no common entry
+/// refused with exit 2, naming the option, leaving nothing behind.
+#[test]
+fn a_comparison_against_an_earlier_ones_baseline_is_unpaired_and_says_so() {
+    let root = tempfile::tempdir().unwrap();
+    let first = root.path().join("first");
+    output_ok(
+        virtperf()
+            .args(["compare", "--env", "host:name=b", "--repeat", "2", "--out"])
+            .arg(&first)
+            .args(["cpu", "--time=0.2", "--cpu-max-prime=2000"]),
+    );
+    let suite = root.path().join("two.toml");
+    std::fs::write(
+        &suite,
+        "[[run]]\nworkload = \"cpu\"\ntime = 0.2\ncpu_max_prime = [2000, 3000]\n",
+    )
+    .unwrap();
+    let second = root.path().join("second");
+    let from = format!("{}#1", first.display());
+    let out = output_ok(
+        virtperf()
+            .args(["compare", "--baseline-from", &from, "--env", "host"])
+            .args(["--repeat", "2", "--format", "json", "--suite"])
+            .arg(&suite)
+            .arg("--out")
+            .arg(&second),
+    );
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(json["baseline"], "host from #1", "{json}");
+    assert_eq!(json["baseline_from"]["comparison"], 1);
+    let said = json["unpaired"]["said"].as_str().unwrap();
+    assert!(
+        said.starts_with(
+            "Unpaired: the baseline (host from #1) is host's runs of comparison #1 of "
+        ) && said.contains(&first.join("results.db").display().to_string()),
+        "{said}"
+    );
+    assert!(json["unpaired"]["why_wider"]
+        .as_str()
+        .unwrap()
+        .contains("intervals are wider"));
+    // The entry of the same parameters has a verdict on two runs a side,
+    // the baseline's copied from the first comparison; the other says why
+    // it has none.
+    let eps = |entry: usize| -> &serde_json::Value {
+        json["entries"][entry]["metrics"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|m| m["name"] == "events_per_sec")
+            .unwrap()
+    };
+    let same = &eps(0)["per_env"];
+    assert_eq!(same[0]["env"], "host from #1");
+    assert_eq!(same[0]["samples"].as_array().unwrap().len(), 2);
+    assert_eq!(same[1]["samples"].as_array().unwrap().len(), 2);
+    assert!(same[1]["vs_baseline"]["ratio"].is_object(), "{same}");
+    let other = &eps(1)["per_env"][1];
+    assert!(other["vs_baseline"].is_null(), "{other}");
+    let why = other["not_comparable"].as_str().unwrap();
+    assert!(
+        why.contains("comparison #1 of ") && why.contains("cpu_max_prime 3000 vs 2000"),
+        "{why}"
+    );
+    // Every layout says it first.
+    let s = second.to_str().unwrap();
+    for format in ["table", "markdown", "html"] {
+        let out = output_ok(virtperf().args(["report", s, "--format", format]));
+        // HTML escapes the apostrophe; the terminal wraps lines.
+        let t = text(&out.stdout).replace("&#39;", "'");
+        let t = t.split_whitespace().collect::<Vec<_>>().join(" ");
+        assert!(
+            t.contains("Unpaired: against comparison #1 from ")
+                && t.contains("is host's runs of comparison #1 of ")
+                && t.contains("intervals are wider")
+                && t.contains("cpu_max_prime 3000 vs 2000"),
+            "{format}: {t}"
+        );
+    }
+    let page = std::fs::read_to_string(second.join("comparison-1.html")).unwrap();
+    assert!(page.contains("Unpaired: against comparison #1"));
+
+    // Bad input: exit 2, the option named, no --out made.
+    let third = root.path().join("third");
+    let missing = root.path().join("no-store");
+    let f = first.to_str().unwrap();
+    for (from, workload, says) in [
+        (format!("{f}#7"), "cpu", "no comparison #7 in"),
+        (
+            missing.display().to_string(),
+            "cpu",
+            "no results store there",
+        ),
+        (f.to_string(), "threads", "has no entry in common"),
+    ] {
+        let out = virtperf()
+            .args(["compare", "--baseline-from", &from, "--env", "host"])
+            .args(["--repeat", "2", "--out"])
+            .arg(&third)
+            .args([workload, "--time=0.2"])
+            .output()
+            .unwrap();
+        let err = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{from}: {err}");
+        assert!(
+            err.contains(&format!("--baseline-from {from}")) && err.contains(says),
+            "{from}: {err}"
+        );
+        assert!(!third.exists(), "{from}: nothing left behind");
+    }
+    let out = virtperf()
+        .args(["compare", "--baseline-from", f, "--repeat", "auto", "cpu"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(text(&out.stderr).contains("--repeat auto"));
 }

@@ -320,6 +320,7 @@ mod tests {
             args: Vec::new(),
             finished: true,
             adaptive: false,
+            baseline_from: None,
         };
         analyze(&cmp, runs, &VerdictSettings::default())
     }

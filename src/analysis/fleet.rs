@@ -297,6 +297,7 @@ mod tests {
             args: vec![],
             finished: true,
             adaptive: false,
+            baseline_from: None,
         };
         HostAnalysis {
             host: name.into(),

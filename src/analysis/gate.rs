@@ -202,6 +202,7 @@ mod tests {
             args: Vec::new(),
             finished: true,
             adaptive: false,
+            baseline_from: None,
         };
         crate::analysis::analyze(&cmp, &runs, &VerdictSettings::default())
     }

@@ -125,6 +125,7 @@ pub fn synthetic(id: i64, setup: &Setup, rng: &mut SplitMix64) -> Synthetic {
         args: args.map(String::from).to_vec(),
         finished: true,
         adaptive: false,
+        baseline_from: None,
     };
     Synthetic {
         cmp,

@@ -127,6 +127,10 @@ pub struct Analysis {
     /// confidence sequences), not from Welch's test.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub adaptive: bool,
+    /// Made by `compare --baseline-from`: the baseline's runs are an
+    /// earlier comparison's, and every verdict is unpaired.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub baseline_from: Option<crate::store::BaselineFrom>,
     /// Where each environment ran (from the first result's fingerprint).
     pub fingerprints: BTreeMap<String, crate::core::result::EnvInfo>,
     /// Environments of runs read by `virtperf import`: each tool and
@@ -238,6 +242,10 @@ pub fn analyze(cmp: &ComparisonRow, runs: &[RunRow], settings: &VerdictSettings)
         .collect();
     // An imported entry the baseline did not run says why it has no ratio.
     unpaired::explain(&mut entries, &envs, &baseline, &g.imported);
+    // So does an entry the earlier comparison of `--baseline-from` lacks.
+    if let Some(from) = &cmp.baseline_from {
+        unpaired::borrowed(&mut entries, &envs, &baseline, from);
+    }
     let mut a = Analysis {
         id: cmp.id,
         started_at: cmp.started_at.clone(),
@@ -246,6 +254,7 @@ pub fn analyze(cmp: &ComparisonRow, runs: &[RunRow], settings: &VerdictSettings)
         envs,
         settings: *settings,
         adaptive: cmp.adaptive,
+        baseline_from: cmp.baseline_from.clone(),
         fingerprints: g.fingerprints,
         imported: g.imported,
         entries,
@@ -554,6 +563,7 @@ mod tests {
             args: Vec::new(),
             finished: true,
             adaptive,
+            baseline_from: None,
         }
     }
 

@@ -3,7 +3,9 @@
 //! and its rows say why, naming the parameters in which it differs from the
 //! nearest entry the baseline ran (what a log would have to be made with to
 //! be compared), so its figure still stands beside the measured ones with a
-//! reason instead of a blank.
+//! reason instead of a blank. Likewise an entry of a comparison made by
+//! `compare --baseline-from` that the earlier comparison did not run (or
+//! ran with other parameters).
 
 use std::collections::BTreeMap;
 
@@ -97,6 +99,45 @@ pub(super) fn explain(
                     && !s.samples.is_empty()
                     && imported.contains_key(&envs[ei])
                 {
+                    s.not_comparable = Some(why.clone());
+                }
+            }
+        }
+    }
+}
+
+/// Gives the rows of every entry the borrowed baseline has no runs of the
+/// reason `compare --baseline-from` found when it planned (the entry is
+/// missing there, or was run with other parameters).
+pub(super) fn borrowed(
+    entries: &mut [EntryAnalysis],
+    envs: &[String],
+    baseline: &str,
+    from: &crate::store::BaselineFrom,
+) {
+    let Some(bi) = envs.iter().position(|e| e == baseline) else {
+        return;
+    };
+    for e in entries.iter_mut() {
+        let why = from
+            .not_comparable
+            .iter()
+            .find(|(label, _)| *label == e.label)
+            .map_or_else(
+                || {
+                    format!(
+                        "comparison #{} of {} has no baseline run of this entry",
+                        from.comparison, from.store
+                    )
+                },
+                |(_, why)| why.clone(),
+            );
+        for m in &mut e.metrics {
+            if m.per_env.get(bi).is_some_and(|s| !s.samples.is_empty()) {
+                continue;
+            }
+            for (ei, s) in m.per_env.iter_mut().enumerate() {
+                if ei != bi && s.not_comparable.is_none() && !s.samples.is_empty() {
                     s.not_comparable = Some(why.clone());
                 }
             }

@@ -48,6 +48,13 @@ pub fn parse(args: &[String]) -> Result<CompareArgs, CliError> {
         },
     };
     let baseline = Spec::parse(v.text("baseline"))?;
+    let baseline_from = v
+        .text_opt("baseline-from")
+        .map(|t| super::baseline_from::parse(t, v.text_opt("store-password-file").map(Path::new)))
+        .transpose()?;
+    if let Some(from) = &baseline_from {
+        borrowing(&v, from)?;
+    }
     let envs = v
         .list("env")
         .iter()
@@ -61,6 +68,7 @@ pub fn parse(args: &[String]) -> Result<CompareArgs, CliError> {
             repeat,
             budget: Duration::from_secs_f64(v.float("budget")),
             margin_pct: v.float("margin"),
+            baseline_from: baseline_from.as_ref().map(|f| f.text.clone()),
         },
         out: out(&v)?,
         format: report::exporter(v.text("format"))?,
@@ -73,7 +81,28 @@ pub fn parse(args: &[String]) -> Result<CompareArgs, CliError> {
             ignored: beyond_resume(args),
         }),
         fail_on: Gate::parse_all(v.list("fail-on"))?,
+        baseline_from,
     })
+}
+
+/// What `--baseline-from` cannot go with: `--baseline` (the earlier
+/// comparison's is the baseline) and `--repeat auto` (its design pairs
+/// each run with the baseline's of the same round, which runs from
+/// another day do not have).
+fn borrowing(v: &options::Values, from: &super::baseline_from::Source) -> Result<(), CliError> {
+    if v.was_given("baseline") {
+        return Err(CliError::Usage(format!(
+            "--baseline-from {} and --baseline: the earlier comparison's baseline is this one's; leave out --baseline (name this run's environments with --env)",
+            from.text
+        )));
+    }
+    if v.was_given("repeat") && v.text("repeat") == "auto" {
+        return Err(CliError::Usage(format!(
+            "--baseline-from {} and --repeat auto: the adaptive design pairs every run with the baseline's of its round, and an earlier comparison's runs have no partner here; give --repeat N (by default, as many rounds as the earlier baseline has runs, 3 to 30)",
+            from.text
+        )));
+    }
+    Ok(())
 }
 
 /// `--out`: a results directory, or a PostgreSQL store (not with

@@ -7,6 +7,7 @@
 
 pub mod adaptive;
 pub mod args;
+pub mod baseline_from;
 mod history_cmd;
 pub mod plan;
 mod report_cmd;
@@ -48,10 +49,17 @@ pub fn main(args: CompareArgs) -> Result<()> {
         .as_deref()
         .map(crate::core::start_at::check)
         .transpose()?;
+    // An earlier comparison's baseline is read and matched before
+    // anything is written too.
+    let fresh = match (fresh, &args.baseline_from) {
+        (Ok((plan, stored)), Some(src)) => Ok(borrow(plan, stored, src)?),
+        (Ok((plan, stored)), None) => Ok((plan, stored, None)),
+        (Err(resume), _) => Err(resume),
+    };
     let store = Store::create(&args.out)?;
     let (plan, id) = match fresh {
-        Ok((plan, stored)) => {
-            let id = begin(&store, &plan, &stored)?;
+        Ok((plan, stored, borrowed)) => {
+            let id = begin(&store, &plan, &stored, borrowed.as_ref())?;
             (plan, id)
         }
         Err(resume) => resumed(&store, resume, &args.out, &observer)?,
@@ -146,22 +154,73 @@ fn announce(observer: &Terminal, id: i64, plan: &Plan, store: &Store) {
         },
         store.place()
     ));
+    let from = store
+        .comparison(id)
+        .ok()
+        .flatten()
+        .and_then(|c| c.baseline_from);
+    if let Some(f) = from.filter(|_| plan.borrowed_baseline) {
+        observer.note(&format!(
+            "comparison #{id} is unpaired: its baseline is {}'s runs of comparison #{} of {} from {} ({}); only the environments above run, in the fixed design",
+            f.env, f.comparison, f.store, f.started_at, f.fingerprint
+        ));
+        for (label, why) in &f.not_comparable {
+            observer.note(&format!("{label}: {why}"));
+        }
+    }
+}
+
+/// Reads the earlier comparison `--baseline-from` names and fits the plan
+/// to it: the fixed design (the adaptive one pairs runs by round), by
+/// default with as many rounds as the earlier baseline has runs; the
+/// request stored says so, so a resume runs the same.
+fn borrow(
+    mut plan: Plan,
+    mut stored: PlanArgs,
+    src: &baseline_from::Source,
+) -> Result<(Plan, PlanArgs, Option<baseline_from::Borrowed>)> {
+    let borrowed = baseline_from::read(src, &plan.suite)?;
+    if plan.repeat == Repeat::Auto {
+        plan.repeat = Repeat::Fixed(borrowed.rounds);
+    }
+    stored.repeat = Some(plan.repeat);
+    Ok((plan, stored, Some(borrowed)))
 }
 
 /// Records a new comparison of `plan` in the store, with its digest and
-/// the request it was made from (what `--resume` reads back); its id.
-fn begin(store: &Store, plan: &Plan, stored: &PlanArgs) -> Result<i64> {
-    let labels: Vec<String> = plan.specs.iter().map(|s| s.label.clone()).collect();
-    let id = store.begin(
-        &crate::core::time::now_rfc3339(),
-        &plan.suite.name,
-        &plan.specs[0].label,
-        &labels,
-        &stored.to_args(),
-    )?;
-    store.set_plan_digest(id, &plan::digest(plan))?;
-    store.set_request(id, &serde_json::to_string(stored)?)?;
-    Ok(id)
+/// the request it was made from (what `--resume` reads back), and with
+/// `--baseline-from` the earlier baseline's runs and where they came from,
+/// all in one transaction; its id.
+fn begin(
+    store: &Store,
+    plan: &Plan,
+    stored: &PlanArgs,
+    borrowed: Option<&baseline_from::Borrowed>,
+) -> Result<i64> {
+    let mut labels: Vec<String> = plan.specs.iter().map(|s| s.label.clone()).collect();
+    if let Some(b) = borrowed {
+        labels.insert(0, b.label.clone());
+    }
+    store.in_transaction(|store| {
+        let id = store.begin(
+            &crate::core::time::now_rfc3339(),
+            &plan.suite.name,
+            &labels[0],
+            &labels,
+            &stored.to_args(),
+        )?;
+        store.set_plan_digest(id, &plan::digest(plan))?;
+        store.set_request(id, &serde_json::to_string(stored)?)?;
+        if let Some(b) = borrowed {
+            store.set_baseline_from(id, &b.from)?;
+            for (k, r) in &b.runs {
+                let Some(doc) = &r.doc else { continue };
+                let label = &plan.suite.entries[*k].label;
+                store.record(id, &b.label, *k, label, r.round, Ok(doc))?;
+            }
+        }
+        Ok(id)
+    })
 }
 
 /// The HTML report in `--out`, the report in `--format` on stdout, and

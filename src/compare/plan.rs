@@ -24,6 +24,7 @@ pub const OPTIONS: &[OptionSpec] = &[
         "built-in suite (quick, standard, seed000-esxi-hyperv, seed001-tschudin, seed002-qemu-docker, seed003-oltp, seed004-kvm-sysbench, sandboxes) or a TOML file",
     ),
     OptionSpec::new("baseline", OptKind::Text, "host", "the environment the others are compared with"),
+    super::baseline_from::OPTION,
     OptionSpec::new(
         "env",
         OptKind::Text,
@@ -120,8 +121,17 @@ pub fn help() -> String {
          runs 3 times, then only undecided pairs run again, cheapest progress first, until\n\
          each is decided or --budget is spent; its verdicts come from anytime-valid confidence\n\
          sequences on the runs paired by round, so looking after every round costs nothing.\n\
-         --repeat N runs N fixed rounds, judged by Welch's t on logs, Holm-corrected.\n\n{}\n\
+         --repeat N runs N fixed rounds, judged by Welch's t on logs, Holm-corrected.\n\n\
+         --baseline-from STORE[#N] compares with an earlier comparison instead (another day,\n\
+         another host): its baseline's runs of the entries this one runs with the same\n\
+         parameters become this comparison's baseline, and only the --env environments run\n\
+         (--repeat N, by default as many rounds as it has runs, 3 to 30). No run has a partner\n\
+         of its round, so the verdicts are unpaired (Welch's t, Mann-Whitney beside it) and\n\
+         their intervals wider: the drift between the two days stays in the noise, and a change\n\
+         of the machine since is part of the ratio. An entry it did not run, or ran with other\n\
+         parameters, is reported as not comparable, with why.\n\n{}\n\
          Examples:\n  virtperf compare\n  virtperf compare --env host --env docker:cpus=0.5 --repeat 3 cpu --time=2\n  \
+         virtperf compare --baseline-from virtperf-results#3 --env host --env docker cpu --time=2\n  \
          virtperf compare --env host --env docker --repeat 3 ./my.lua --time=2\n  \
          virtperf compare --suite standard --env qemu:smp=2 --budget 7200\n",
         options::render_help("Options", OPTIONS)
@@ -181,6 +191,11 @@ pub struct PlanArgs {
     pub budget: Duration,
     /// `--margin`, in percent.
     pub margin_pct: f64,
+    /// `--baseline-from STORE[#N]` as given: the baseline's runs are an
+    /// earlier comparison's (copied in when the comparison began), and
+    /// `envs` are all this comparison runs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub baseline_from: Option<String>,
 }
 
 impl PlanArgs {
@@ -198,7 +213,10 @@ impl PlanArgs {
         if let SuiteSource::Suite(name) = &self.suite {
             opt("suite", name.clone());
         }
-        opt("baseline", self.baseline.text.clone());
+        match &self.baseline_from {
+            Some(from) => opt("baseline-from", from.clone()),
+            None => opt("baseline", self.baseline.text.clone()),
+        }
         for e in &self.envs {
             opt("env", e.text.clone());
         }
@@ -234,6 +252,9 @@ pub struct CompareArgs {
     /// `--fail-on`: the headline verdicts that end the command with
     /// `gate::EXIT_CODE`, after every result and report is written.
     pub fail_on: Vec<Gate>,
+    /// `--baseline-from`, read: where the baseline's runs come from (the
+    /// text is `plan.baseline_from`).
+    pub baseline_from: Option<super::baseline_from::Source>,
 }
 
 /// What `--resume` was given beside it.
@@ -248,8 +269,12 @@ pub struct Resume {
 /// A comparison's plan, resolved: the suite read, the environments found.
 pub struct Plan {
     pub suite: Suite,
-    /// The baseline first; labels distinct.
+    /// The baseline first; labels distinct. With `--baseline-from`, only
+    /// the environments this comparison runs (its baseline's runs are an
+    /// earlier comparison's).
     pub specs: Vec<Spec>,
+    /// `--baseline-from` was given: `specs` holds no baseline.
+    pub borrowed_baseline: bool,
     pub repeat: Repeat,
     pub budget: Duration,
     pub settings: VerdictSettings,
@@ -269,6 +294,7 @@ pub fn resolve(args: &PlanArgs, observer: &dyn Observer) -> Result<(Plan, PlanAr
         },
     };
     let baseline = args.baseline.clone();
+    let borrowed = args.baseline_from.is_some();
     let mut others = args.envs.clone();
     if others.is_empty() && !suite.envs.is_empty() {
         others = suite_envs(&suite, observer)?;
@@ -277,12 +303,20 @@ pub fn resolve(args: &PlanArgs, observer: &dyn Observer) -> Result<(Plan, PlanAr
         observer.note("looking for available environments (virtperf envs)...");
         others = probe::available()
             .into_iter()
-            .filter(|s| s.label != baseline.label)
+            .filter(|s| borrowed || s.label != baseline.label)
             .collect();
     }
     // The baseline named again among --env is the baseline itself; an A/A
-    // check names the second one (host:name=host-b).
-    others.retain(|s| s.label != baseline.label);
+    // check names the second one (host:name=host-b). Against an earlier
+    // baseline, today's host is an environment like any other.
+    if !borrowed {
+        others.retain(|s| s.label != baseline.label);
+    }
+    if others.is_empty() && borrowed {
+        return Err(CliError::Usage(
+            "--baseline-from: no environment to measure against the earlier baseline: give one with --env (e.g. --env host)".into(),
+        ));
+    }
     // Passwords never reach the store: a resume takes them again from
     // PGPASSWORD, MYSQL_PWD or a file option.
     let stored = PlanArgs {
@@ -290,7 +324,7 @@ pub fn resolve(args: &PlanArgs, observer: &dyn Observer) -> Result<(Plan, PlanAr
         envs: others.clone(),
         ..args.clone()
     };
-    let mut specs = vec![baseline];
+    let mut specs = if borrowed { Vec::new() } else { vec![baseline] };
     for mut s in others {
         // Two environments may be the same kind (an A/A check): keep labels apart.
         let base = s.label.clone();
@@ -304,6 +338,7 @@ pub fn resolve(args: &PlanArgs, observer: &dyn Observer) -> Result<(Plan, PlanAr
     let plan = Plan {
         suite,
         specs,
+        borrowed_baseline: borrowed,
         repeat,
         budget: args.budget,
         settings: settings(args.margin_pct),
@@ -509,6 +544,7 @@ mod tests {
             repeat: Some(Repeat::Fixed(3)),
             budget: Duration::from_secs_f64(12.5),
             margin_pct: 2.5,
+            baseline_from: None,
         };
         let json = serde_json::to_string(&args).unwrap();
         let back: PlanArgs = serde_json::from_str(&json).unwrap();

@@ -33,6 +33,17 @@ impl Data for JsonExporter {
                 })
                 .collect();
             obj.insert("overview".into(), overview.into());
+            // A comparison against an earlier one says so, and why its
+            // intervals are wider, as the other formats do.
+            if let Some(f) = &a.baseline_from {
+                obj.insert(
+                    "unpaired".into(),
+                    serde_json::json!({
+                        "said": crate::report::text::baseline_from_said(a, f),
+                        "why_wider": crate::report::text::BASELINE_FROM_WIDER,
+                    }),
+                );
+            }
         }
         serde_json::to_string_pretty(&v).unwrap_or_default() + "\n"
     }

@@ -128,6 +128,7 @@ pub(crate) mod tests_support {
             args: vec![],
             finished: true,
             adaptive: false,
+            baseline_from: None,
         }
     }
 

@@ -9,6 +9,7 @@
 use std::path::Path;
 
 use anyhow::Result;
+use serde::{Deserialize, Serialize};
 
 use crate::core::result::ResultDoc;
 
@@ -41,6 +42,30 @@ pub struct ComparisonRow {
     /// Run in the adaptive design (`--repeat auto`): its headline verdicts
     /// come from `analysis::sequential`.
     pub adaptive: bool,
+    /// Made by `compare --baseline-from`: its baseline's runs are an
+    /// earlier comparison's, unpaired with this one's.
+    pub baseline_from: Option<BaselineFrom>,
+}
+
+/// Where a comparison made by `compare --baseline-from` took its baseline's
+/// runs: an earlier comparison's baseline (another day, maybe another host),
+/// copied into this one under a label of their own. No run of it has a
+/// partner of its round, so its verdicts are unpaired.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct BaselineFrom {
+    /// The store they came from (a URL never with its password).
+    pub store: String,
+    /// The comparison there, and when it started.
+    pub comparison: i64,
+    pub started_at: String,
+    /// Its baseline's label there.
+    pub env: String,
+    /// The machine its baseline ran on, in a line (CPU, kernel, ...).
+    pub fingerprint: String,
+    /// Entries of this comparison it has no runs for, each with why
+    /// (label, reason): reported as not comparable.
+    #[serde(default)]
+    pub not_comparable: Vec<(String, String)>,
 }
 
 /// One stored run.
@@ -88,6 +113,7 @@ enum Which {
 enum Keyed {
     Plan,
     Request,
+    BaselineFrom,
 }
 
 /// What a store's database does; SQL aside, the backends are alike.
@@ -228,6 +254,7 @@ impl Store {
             .into_iter()
             .map(|r| ComparisonRow {
                 adaptive: self.backend.adaptive(r.id),
+                baseline_from: self.baseline_from(r.id),
                 id: r.id,
                 started_at: r.started_at,
                 suite: r.suite,
@@ -315,6 +342,26 @@ impl Store {
     /// before requests were stored (its `args` are what it started with).
     pub fn request(&self, comparison: i64) -> Result<Option<String>> {
         self.backend.text(Keyed::Request, comparison)
+    }
+
+    /// Records where a comparison's baseline runs came from
+    /// (`compare --baseline-from`).
+    pub fn set_baseline_from(&self, comparison: i64, from: &BaselineFrom) -> Result<()> {
+        let text = serde_json::to_string(from)?;
+        self.backend
+            .set_text(Keyed::BaselineFrom, comparison, &text)
+    }
+
+    /// What `set_baseline_from` recorded. None for any other comparison,
+    /// and in a store from before `--baseline-from`, which has no table
+    /// for it (as `adaptive` reads a store without `designs`).
+    fn baseline_from(&self, comparison: i64) -> Option<BaselineFrom> {
+        let text = self
+            .backend
+            .text(Keyed::BaselineFrom, comparison)
+            .ok()
+            .flatten()?;
+        serde_json::from_str(&text).ok()
     }
 
     /// The digest recorded by `set_plan_digest`, if any.

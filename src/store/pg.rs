@@ -53,6 +53,10 @@ CREATE TABLE IF NOT EXISTS requests (
     comparison BIGINT PRIMARY KEY REFERENCES comparisons(id),
     request TEXT NOT NULL
 );
+CREATE TABLE IF NOT EXISTS baselines_from (
+    comparison BIGINT PRIMARY KEY REFERENCES comparisons(id),
+    source TEXT NOT NULL
+);
 COMMIT;
 ";
 
@@ -183,6 +187,7 @@ fn keyed(k: Keyed) -> (&'static str, &'static str) {
     match k {
         Keyed::Plan => ("plans", "digest"),
         Keyed::Request => ("requests", "request"),
+        Keyed::BaselineFrom => ("baselines_from", "source"),
     }
 }
 

@@ -48,6 +48,10 @@ CREATE TABLE IF NOT EXISTS requests (
     comparison INTEGER PRIMARY KEY REFERENCES comparisons(id),
     request TEXT NOT NULL
 );
+CREATE TABLE IF NOT EXISTS baselines_from (
+    comparison INTEGER PRIMARY KEY REFERENCES comparisons(id),
+    source TEXT NOT NULL
+);
 ";
 
 impl Sqlite {
@@ -140,6 +144,7 @@ fn keyed(k: Keyed) -> (&'static str, &'static str) {
     match k {
         Keyed::Plan => ("plans", "digest"),
         Keyed::Request => ("requests", "request"),
+        Keyed::BaselineFrom => ("baselines_from", "source"),
     }
 }
 

@@ -184,6 +184,7 @@ pub fn comparison() -> ComparisonRow {
         args: vec![],
         finished: true,
         adaptive: false,
+        baseline_from: None,
     }
 }
 

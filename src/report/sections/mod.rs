@@ -7,6 +7,7 @@
 
 mod against_baseline;
 mod areas;
+mod baseline_from;
 mod categories;
 mod entry;
 mod environments;
@@ -38,6 +39,7 @@ pub(crate) type Build = fn(&Analysis, View) -> Vec<Section>;
 /// figures, then each entry in detail, what went wrong, and last how the
 /// verdicts were reached.
 pub(crate) const SECTIONS: &[Build] = &[
+    baseline_from::build,
     overview::build,
     overhead::build,
     headline::build,
