@@ -391,3 +391,92 @@ fn bad_urls_absent_servers_and_wrong_passwords_are_refused_naming_the_option() {
     let dump = pg.psql("wrong", "SELECT c.args || c.envs || coalesce(r.doc, '') FROM comparisons c JOIN runs r ON r.comparison = c.id");
     assert!(!dump.is_empty() && !dump.contains(SECRET));
 }
+
+#[test]
+fn an_import_into_a_shared_store_makes_a_comparison_of_its_own() {
+    // A fleet's store: its newest comparison is another host's, still
+    // running. An import once joined it; now it makes its own, and joins
+    // one only when --comparison names it.
+    let Some(pg) = server("shared") else { return };
+    let url = url_text(&pg, "shared");
+    let other = Store::create(&location(&pg, "shared")).unwrap();
+    let envs = vec!["host".to_string(), "d".to_string()];
+    let theirs = other
+        .begin("t", "another-host", "host", &envs, &[])
+        .unwrap();
+    other
+        .record(theirs, "host", 0, "cpu", 0, Ok(&doc(1.0)))
+        .unwrap();
+    let import = |extra: &[&str]| {
+        virtperf()
+            .env("PGPASSWORD", SECRET)
+            .args(["import", "--env", "x", "--out", &url])
+            .args(extra)
+            .arg(FIXTURE)
+            .output()
+            .unwrap()
+    };
+    let out = import(&[]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let store = Store::read(&location(&pg, "shared")).unwrap();
+    let cmps = store.comparisons().unwrap();
+    assert_eq!(cmps.len(), 2, "{cmps:?}");
+    assert_eq!(
+        store.runs(theirs).unwrap().len(),
+        1,
+        "the other host's is untouched"
+    );
+    let own = &cmps[1];
+    assert_eq!(
+        (own.suite.as_str(), own.envs.clone()),
+        ("import", vec!["x".to_string()])
+    );
+    assert_eq!(store.runs(own.id).unwrap().len(), 1);
+    // Named, it joins that one; a number the store lacks is refused.
+    let out = import(&["--comparison", &theirs.to_string()]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let envs: Vec<String> = store
+        .runs(theirs)
+        .unwrap()
+        .iter()
+        .map(|r| r.env.clone())
+        .collect();
+    assert_eq!(envs, ["host", "x"]);
+    let out = import(&["--comparison", "99"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("--comparison 99") && err.contains("no comparison #99"),
+        "{err}"
+    );
+    assert_eq!(store.comparisons().unwrap().len(), 2);
+    // compare --baseline-from reads such a store too (password from the
+    // environment): its one cpu run states no parameters, so nothing of
+    // this run's is in common, which is refused before anything is made.
+    let cwd = tempfile::tempdir().unwrap();
+    let out = virtperf()
+        .current_dir(cwd.path())
+        .env("PGPASSWORD", SECRET)
+        .args(["compare", "--baseline-from", &format!("{url}#{theirs}")])
+        .args(["--env", "host", "--repeat", "2", "cpu", "--time=0.1"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains(&format!(
+            "--baseline-from {url}#{theirs}: comparison #{theirs}"
+        )) && err.contains("has no entry in common")
+            && !err.contains(SECRET),
+        "{err}"
+    );
+    assert!(common::entries(cwd.path()).is_empty());
+}

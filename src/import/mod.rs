@@ -7,8 +7,10 @@
 //! is a run of and which of that workload's options the file states
 //! (sysbench cpu: `--cpu-max-prime`, `--threads`); those are validated
 //! against the workload's option table, and the run joins the first entry
-//! of the store's newest comparison whose workload is the same and whose
-//! parameters agree on every one of them. Options a file does not state
+//! of the store's newest comparison (or the one `--comparison` names; in a
+//! PostgreSQL store, which a fleet shares, a comparison of its own unless
+//! `--comparison` says) whose workload is the same and whose parameters
+//! agree on every one of them. Options a file does not state
 //! (the run's length: `--time`, `--events`; what the tool cannot say) do
 //! not count. With no such entry the run starts a new one. Files are read
 //! before anything is written, and all runs of one call are written in
@@ -52,6 +54,12 @@ pub const IMPORT_OPTIONS: &[OptionSpec] = &[
         "virtperf-results",
         "results directory whose store (results.db) the runs go into, or postgresql://USER@HOST[:PORT]/DB",
     ),
+    OptionSpec::new(
+        "comparison",
+        OptKind::Int { min: 1, max: i64::MAX as u64 },
+        "",
+        "the number of the comparison the runs join (default: the newest in a results directory; in a postgresql:// store, shared by a fleet, a new comparison of their own)",
+    ),
     crate::store::PASSWORD_FILE,
 ];
 
@@ -62,6 +70,8 @@ pub struct ImportArgs {
     /// `--kind`: a format and, after ':', a part of it (a sysbench test).
     pub kind: Option<(String, Option<String>)>,
     pub out: crate::store::Location,
+    /// `--comparison N`: the comparison the runs join.
+    pub comparison: Option<i64>,
     pub files: Vec<PathBuf>,
 }
 
@@ -72,7 +82,9 @@ pub fn help() -> String {
          repetitions) under the environment label NAME, so 'virtperf report DIR' sets them\n\
          beside measured runs: last year's logs beside today's comparison.\n\n\
          The runs go into the store's newest comparison (the one 'report' shows), or a new one\n\
-         if the store has none. Each run is a run of one of virtperf's workloads, with the tool's\n\
+         if the store has none; --comparison N names another. Into a postgresql:// store, which\n\
+         a fleet shares (its newest comparison may be another host's, still running), they go\n\
+         into a comparison of their own unless --comparison says which to join. Each run is a run of one of virtperf's workloads, with the tool's\n\
          figures under virtperf's metric names where they mean the same (events/s, MiB/s, IOPS,\n\
          latency, Mbit/s, trans/s, KiB/s) and its other figures under their own names. It joins\n\
          the entry of the same workload whose parameters agree on every option the file states:\n\
@@ -147,6 +159,9 @@ pub fn parse(args: &[String]) -> Result<ImportArgs, CliError> {
             "--out",
             v.text_opt("store-password-file").map(std::path::Path::new),
         )?,
+        comparison: v
+            .was_given("comparison")
+            .then(|| v.int("comparison") as i64),
         files: files.into_iter().map(PathBuf::from).collect(),
     })
 }
@@ -364,7 +379,20 @@ pub fn main(args: &ImportArgs) -> Result<()> {
 /// Writes every run; the lines to print.
 fn write(store: &Store, args: &ImportArgs, prepared: &[Prepared]) -> Result<Vec<String>> {
     let env = &args.env;
-    let (id, new) = match store.latest()? {
+    // A shared store's newest comparison is whichever host began one
+    // last (maybe still running): an import there joins only the one it
+    // names.
+    let joined = match args.comparison {
+        Some(n) => Some(store.comparison(n)?.ok_or_else(|| {
+            CliError::Usage(format!(
+                "import: --comparison {n}: {} holds no comparison #{n}; 'virtperf history {}' lists them, or leave out --comparison",
+                args.out, args.out
+            ))
+        })?),
+        None if args.out.dir().is_some() => store.latest()?,
+        None => None,
+    };
+    let (id, new) = match joined {
         Some(c) => {
             if c.suite != SUITE && c.envs.iter().any(|e| e == env) {
                 return Err(CliError::Usage(format!(
