@@ -619,3 +619,97 @@ fn a_fleet_is_removed_when_a_test_panics() {
         "a route in {net}.0/24 is left"
     );
 }
+
+#[test]
+fn playbook_writes_every_host_into_one_postgresql_store_with_the_password_in_a_file() {
+    // virtperf_store: each host writes its comparison into one PostgreSQL
+    // store as it measures (--out URL), the password reaching it only as a
+    // 0600 file (--store-password-file), never on a command line; the
+    // controller reports every host's comparison from that store.
+    let _serial = serial();
+    let Some((fleet, Some(ap))) = ready(&["vpf-p", "vpf-q"], true) else {
+        return;
+    };
+    // The server listens on this machine's address on vpf-p's link; vpf-q
+    // reaches it through its own.
+    let gw = fleet.hosts[0].gateway.clone();
+    for h in &fleet.hosts[1..] {
+        let ok = Command::new("ip")
+            .args(["-n", &h.ns, "route", "add", &format!("{gw}/32"), "via"])
+            .arg(&h.gateway)
+            .status()
+            .is_ok_and(|s| s.success());
+        assert!(ok, "a route from {} to {gw}", h.name);
+    }
+    let net = format!("{}.0/24", fleet.net);
+    let Some(pg) = common::dbservers::Postgres::start_on(Some((&gw, &net))) else {
+        skip("PostgreSQL is not installed (/usr/lib/postgresql/*/bin/initdb)");
+        return;
+    };
+    const SECRET: &str = "Zq7-fleet-store-secret";
+    pg.psql(
+        "postgres",
+        &format!("ALTER USER sbtest PASSWORD '{SECRET}'"),
+    );
+    pg.psql("postgres", "CREATE DATABASE fleet OWNER sbtest");
+    let url = format!("postgresql://sbtest@{gw}:{}/fleet", pg.port());
+    let entries: Vec<Entry> = (0..2).map(|i| Entry::host(&fleet, i)).collect();
+    let inv = inventory(&fleet, &entries);
+    let (out, fetch) = playbook(
+        &fleet,
+        &ap,
+        &inv,
+        json!({"virtperf_store": url, "virtperf_store_password": SECRET}),
+    );
+    let all = text(&out);
+    assert!(out.status.success(), "{all}");
+    assert!(
+        !all.contains(SECRET),
+        "the password in the playbook's output"
+    );
+    // Both hosts' comparisons are in the one store, whole; nothing fetched.
+    let store =
+        virtperf::store::Store::read(&virtperf::store::Location::Pg(virtperf::store::PgUrl {
+            host: gw.clone(),
+            port: pg.port(),
+            user: "sbtest".into(),
+            db: "fleet".into(),
+            password: SECRET.into(),
+            option: "--out",
+        }))
+        .unwrap();
+    let cmps = store.comparisons().unwrap();
+    assert_eq!(cmps.len(), 2, "{cmps:?}");
+    for c in &cmps {
+        assert!(c.finished, "{c:?}");
+        assert_eq!(
+            store.runs(c.id).unwrap().len(),
+            4,
+            "host and host-b, 2 rounds"
+        );
+    }
+    for h in &fleet.hosts {
+        assert!(!fetch.join(&h.name).join("results.db").exists());
+    }
+    // The report over both hosts' comparisons, from the store.
+    let report = std::fs::read_to_string(fetch.join("fleet-report.txt")).unwrap();
+    println!("{report}");
+    for c in &cmps {
+        assert!(
+            report.contains(&format!("=== Host {url}#{} ===", c.id)),
+            "{report}"
+        );
+    }
+    assert!(
+        report.contains("Fleet view") && !report.contains("FAILED"),
+        "{report}"
+    );
+    assert!(!report.contains(SECRET));
+    let dump = pg.psql(
+        "fleet",
+        "SELECT c.args || c.envs || coalesce(r.doc, '') FROM comparisons c JOIN runs r ON r.comparison = c.id",
+    );
+    assert!(!dump.is_empty() && !dump.contains(SECRET));
+    // The password file went with the run's directory.
+    assert_clean(&fleet);
+}

@@ -63,6 +63,14 @@ impl Postgres {
     /// A fresh cluster with user `sbtest` (password `password`) owning
     /// database `sbtest`; None when PostgreSQL is not installed.
     pub fn start() -> Option<Postgres> {
+        Self::start_on(None)
+    }
+
+    /// The same, also listening on `also.0` and letting clients of the
+    /// network `also.1` (a CIDR) log in by password: a fleet's hosts in
+    /// their network namespaces reach this machine only at its address on
+    /// their link.
+    pub fn start_on(also: Option<(&str, &str)>) -> Option<Postgres> {
         let bin = Self::bin_dir()?;
         let dir = tempfile::Builder::new()
             .prefix("virtperf-pg")
@@ -90,10 +98,18 @@ impl Postgres {
             ])
             .arg(&data)
             .stdout(Stdio::null()));
+        let mut listen = "127.0.0.1".to_string();
+        if let Some((addr, net)) = also {
+            listen = format!("127.0.0.1,{addr}");
+            let hba = data.join("pg_hba.conf");
+            let mut rules = std::fs::read_to_string(&hba).unwrap();
+            rules.push_str(&format!("host all all {net} scram-sha-256\n"));
+            std::fs::write(&hba, rules).unwrap();
+        }
         let opts = format!(
             // Deadlocks found in 10 ms, not the default 1 s: each would
             // otherwise stall the conflict test's threads for a second.
-            "-p {} -k {} -c listen_addresses=127.0.0.1 -c deadlock_timeout=10ms",
+            "-p {} -k {} -c listen_addresses={listen} -c deadlock_timeout=10ms",
             pg.port,
             pg.dir.path().display()
         );
