@@ -448,6 +448,30 @@ pub fn finding_clause(f: &crate::analysis::explain::Finding) -> String {
     format!("{text} [{}]", f.rule)
 }
 
+/// What a comparison made by `compare --baseline-from` is, in a sentence:
+/// unpaired, against which comparison of which store, from when, on what.
+pub fn baseline_from_said(a: &Analysis, f: &crate::store::BaselineFrom) -> String {
+    format!(
+        "Unpaired: the baseline ({}) is {}'s runs of comparison #{} of {} from {} ({}), copied in by 'virtperf compare --baseline-from'; this comparison measured only {}.",
+        a.baseline,
+        f.env,
+        f.comparison,
+        f.store,
+        f.started_at,
+        f.fingerprint,
+        a.envs
+            .iter()
+            .filter(|e| **e != a.baseline)
+            .cloned()
+            .collect::<Vec<_>>()
+            .join(", ")
+    )
+}
+
+/// Why an unpaired comparison's intervals are wider than a paired one's,
+/// and what its ratios include.
+pub const BASELINE_FROM_WIDER: &str = "No run has a partner of its round, so the verdicts come from the fixed design's tests for independent samples (Welch's t on logs, Mann-Whitney beside it), not from paired runs: the machine's drift, which falls on both runs of a pair alike and cancels in a paired ratio, stays in each side's noise here, so the 95% intervals are wider and need more runs to decide. And whatever changed between the two days (kernel, firmware, other load, another host) is part of every ratio, which is what such a comparison asks.";
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -495,27 +519,3 @@ mod tests {
         );
     }
 }
-
-/// What a comparison made by `compare --baseline-from` is, in a sentence:
-/// unpaired, against which comparison of which store, from when, on what.
-pub fn baseline_from_said(a: &Analysis, f: &crate::store::BaselineFrom) -> String {
-    format!(
-        "Unpaired: the baseline ({}) is {}'s runs of comparison #{} of {} from {} ({}), copied in by 'virtperf compare --baseline-from'; this comparison measured only {}.",
-        a.baseline,
-        f.env,
-        f.comparison,
-        f.store,
-        f.started_at,
-        f.fingerprint,
-        a.envs
-            .iter()
-            .filter(|e| **e != a.baseline)
-            .cloned()
-            .collect::<Vec<_>>()
-            .join(", ")
-    )
-}
-
-/// Why an unpaired comparison's intervals are wider than a paired one's,
-/// and what its ratios include.
-pub const BASELINE_FROM_WIDER: &str = "No run has a partner of its round, so the verdicts come from the fixed design's tests for independent samples (Welch's t on logs, Mann-Whitney beside it), not from paired runs: the machine's drift, which falls on both runs of a pair alike and cancels in a paired ratio, stays in each side's noise here, so the 95% intervals are wider and need more runs to decide. And whatever changed between the two days (kernel, firmware, other load, another host) is part of every ratio, which is what such a comparison asks.";
