@@ -85,7 +85,10 @@ mod tests {
         // Never settling: the last reading, after the limit and not long after.
         let t = Instant::now();
         let limit = Duration::from_millis(40);
-        assert_eq!(wait_until_settled(|| Some(u64::MAX), limit, pause), Some(u64::MAX));
+        assert_eq!(
+            wait_until_settled(|| Some(u64::MAX), limit, pause),
+            Some(u64::MAX)
+        );
         assert!(t.elapsed() >= limit && t.elapsed() < limit * 10);
         // No /proc/meminfo: nothing to wait for.
         assert_eq!(wait_until_settled(|| None, limit, pause), None);
