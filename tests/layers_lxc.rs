@@ -326,6 +326,8 @@ fn nspawns_stderr_is_shown_when_the_run_fails() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success(), "{err}");
     assert!(err.contains("its stderr: "), "{err}");
+    // The environment is named once ("nspawn: the agent ended ...").
+    assert!(!err.contains("nspawn: nspawn:"), "{err}");
     assert!(err.len() < 16 << 10, "{} bytes: {err}", err.len());
     assert_nothing_left(tmp.path(), "virtperf-nspawn-", &before, "after a failure");
 }
