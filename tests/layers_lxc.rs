@@ -411,6 +411,72 @@ fn lxc_executes_stderr_is_kept_off_the_terminal_and_shown_bounded_with_an_error(
 }
 
 #[test]
+fn a_run_missing_a_required_option_is_refused_before_any_container_starts() {
+    let _serial = serial();
+    // Needs neither tool nor root: in their place on PATH, a systemd-nspawn
+    // and an lxc-execute that write down any call (the version probe's
+    // too) and fail.
+    use std::os::unix::fs::PermissionsExt;
+    let bin = tempfile::tempdir().unwrap();
+    let calls = bin.path().join("calls");
+    for tool in ["systemd-nspawn", "lxc-execute"] {
+        let shim = bin.path().join(tool);
+        let script = format!(
+            "#!/bin/sh\necho \"{tool} $*\" >> '{}'\nexit 1\n",
+            calls.display()
+        );
+        std::fs::write(&shim, script).unwrap();
+        std::fs::set_permissions(&shim, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    let path = std::env::join_paths(
+        std::iter::once(bin.path().to_path_buf())
+            .chain(std::env::split_paths(&std::env::var_os("PATH").unwrap())),
+    )
+    .unwrap();
+    let tmp = tempfile::tempdir().unwrap();
+    let out_dir = bin.path().join("out");
+    let out_arg = out_dir.display().to_string();
+    let fileio = [
+        "fileio",
+        "--file-num=2",
+        "--file-total-size=2M",
+        "--time=0.2",
+    ];
+    for env in ["nspawn", "lxc"] {
+        let single = [&fileio[..], &["--env", env]].concat();
+        let compare = [
+            &["compare", "--env", env, "--repeat", "3", "--out", &out_arg][..],
+            &fileio,
+        ]
+        .concat();
+        for args in [single, compare] {
+            let out = virtperf()
+                .env("TMPDIR", tmp.path())
+                .env("PATH", &path)
+                .args(&args)
+                .timeout(Duration::from_secs(60))
+                .output()
+                .unwrap();
+            let err = String::from_utf8_lossy(&out.stderr);
+            assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+            assert!(
+                err.contains(
+                    "--file-test-mode is required for run: choose seqwr, seqrewr, seqrd, rndrd, rndwr or rndrw"
+                ),
+                "{args:?}: {err}"
+            );
+            // Refused as the job was built, not by an environment.
+            assert!(!err.contains("failed in"), "{args:?}: {err}");
+            assert!(!err.contains(&format!("{env}:")), "{args:?}: {err}");
+        }
+    }
+    let called = std::fs::read_to_string(&calls).unwrap_or_default();
+    assert!(called.is_empty(), "the tools were called: {called}");
+    assert!(common::entries(tmp.path()).is_empty());
+    assert!(!out_dir.join("results.db").exists());
+}
+
+#[test]
 fn broken_configurations_are_refused_before_anything_starts_naming_the_fix() {
     let _serial = serial();
     if lxc_version().is_none() || nspawn_version().is_none() {
