@@ -326,8 +326,154 @@ fn nspawns_stderr_is_shown_when_the_run_fails() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success(), "{err}");
     assert!(err.contains("its stderr: "), "{err}");
+    // The environment is named once ("nspawn: the agent ended ...").
+    assert!(!err.contains("nspawn: nspawn:"), "{err}");
     assert!(err.len() < 16 << 10, "{} bytes: {err}", err.len());
     assert_nothing_left(tmp.path(), "virtperf-nspawn-", &before, "after a failure");
+}
+
+/// A directory holding an `lxc-execute` that says 500 numbered lines on its
+/// stderr ("lxc-execute: chatter N") and then runs the real one at `real`,
+/// or exits 1 where `VIRTPERF_TEST_LXC_FAIL` is set: lxc-execute's own
+/// words, under the test's control (the real one says nothing on a run
+/// that works). `--version` goes straight to the real one.
+fn chatty_lxc_execute(dir: &Path, real: &Path) {
+    use std::os::unix::fs::PermissionsExt;
+    let shim = dir.join("lxc-execute");
+    let real = real.display();
+    std::fs::write(
+        &shim,
+        format!(
+            "#!/bin/sh\n\
+             [ \"$1\" = --version ] && exec {real} --version\n\
+             i=0\n\
+             while [ $i -lt 500 ]; do echo \"lxc-execute: chatter $i\" >&2; i=$((i+1)); done\n\
+             [ -n \"$VIRTPERF_TEST_LXC_FAIL\" ] && exit 1\n\
+             exec {real} \"$@\"\n"
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(&shim, std::fs::Permissions::from_mode(0o755)).unwrap();
+}
+
+/// Where `tool` is on PATH.
+fn on_path(tool: &str) -> Option<std::path::PathBuf> {
+    std::env::split_paths(&std::env::var_os("PATH")?)
+        .map(|d| d.join(tool))
+        .find(|p| p.is_file())
+}
+
+#[test]
+fn lxc_executes_stderr_is_kept_off_the_terminal_and_shown_bounded_with_an_error() {
+    let _serial = serial();
+    if lxc_version().is_none() {
+        return;
+    }
+    let real = on_path("lxc-execute").expect("lxc-execute on PATH");
+    let before = leftovers("virtperf-lxc-");
+    let tmp = tempfile::tempdir().unwrap();
+    let bin = tempfile::tempdir().unwrap();
+    chatty_lxc_execute(bin.path(), &real);
+    let path = std::env::join_paths(
+        std::iter::once(bin.path().to_path_buf())
+            .chain(std::env::split_paths(&std::env::var_os("PATH").unwrap())),
+    )
+    .unwrap();
+    let lxc = |fail: bool| {
+        let mut cmd = virtperf();
+        cmd.env("TMPDIR", tmp.path())
+            .env("PATH", &path)
+            .args(["cpu", "--time=0.2", "--env", "lxc"])
+            .timeout(Duration::from_secs(120));
+        if fail {
+            cmd.env("VIRTPERF_TEST_LXC_FAIL", "1");
+        }
+        cmd.output().unwrap()
+    };
+    // A run that works: lxc-execute's words stay off the terminal.
+    let out = lxc(false);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert!(!err.contains("chatter"), "{err}");
+    assert_nothing_left(tmp.path(), "virtperf-lxc-", &before, "after a run");
+    // lxc-execute fails: its last words are in the error, once, bounded
+    // (the last line kept, the first long gone).
+    let out = lxc(true);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{err}");
+    assert!(err.contains("its stderr: "), "{err}");
+    assert!(err.contains("lxc-execute: chatter 499"), "{err}");
+    assert!(!err.contains("lxc-execute: chatter 0"), "{err}");
+    assert_eq!(err.matches("chatter 499").count(), 1, "{err}");
+    assert!(!err.contains("lxc: lxc:"), "{err}");
+    assert!(err.len() < 16 << 10, "{} bytes: {err}", err.len());
+    assert_nothing_left(tmp.path(), "virtperf-lxc-", &before, "after a failure");
+}
+
+#[test]
+fn a_run_missing_a_required_option_is_refused_before_any_container_starts() {
+    let _serial = serial();
+    // Needs neither tool nor root: in their place on PATH, a systemd-nspawn
+    // and an lxc-execute that write down any call (the version probe's
+    // too) and fail.
+    use std::os::unix::fs::PermissionsExt;
+    let bin = tempfile::tempdir().unwrap();
+    let calls = bin.path().join("calls");
+    for tool in ["systemd-nspawn", "lxc-execute"] {
+        let shim = bin.path().join(tool);
+        let script = format!(
+            "#!/bin/sh\necho \"{tool} $*\" >> '{}'\nexit 1\n",
+            calls.display()
+        );
+        std::fs::write(&shim, script).unwrap();
+        std::fs::set_permissions(&shim, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    let path = std::env::join_paths(
+        std::iter::once(bin.path().to_path_buf())
+            .chain(std::env::split_paths(&std::env::var_os("PATH").unwrap())),
+    )
+    .unwrap();
+    let tmp = tempfile::tempdir().unwrap();
+    let out_dir = bin.path().join("out");
+    let out_arg = out_dir.display().to_string();
+    let fileio = [
+        "fileio",
+        "--file-num=2",
+        "--file-total-size=2M",
+        "--time=0.2",
+    ];
+    for env in ["nspawn", "lxc"] {
+        let single = [&fileio[..], &["--env", env]].concat();
+        let compare = [
+            &["compare", "--env", env, "--repeat", "3", "--out", &out_arg][..],
+            &fileio,
+        ]
+        .concat();
+        for args in [single, compare] {
+            let out = virtperf()
+                .env("TMPDIR", tmp.path())
+                .env("PATH", &path)
+                .args(&args)
+                .timeout(Duration::from_secs(60))
+                .output()
+                .unwrap();
+            let err = String::from_utf8_lossy(&out.stderr);
+            assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+            assert!(
+                err.contains(
+                    "--file-test-mode is required for run: choose seqwr, seqrewr, seqrd, rndrd, rndwr or rndrw"
+                ),
+                "{args:?}: {err}"
+            );
+            // Refused as the job was built, not by an environment.
+            assert!(!err.contains("failed in"), "{args:?}: {err}");
+            assert!(!err.contains(&format!("{env}:")), "{args:?}: {err}");
+        }
+    }
+    let called = std::fs::read_to_string(&calls).unwrap_or_default();
+    assert!(called.is_empty(), "the tools were called: {called}");
+    assert!(common::entries(tmp.path()).is_empty());
+    assert!(!out_dir.join("results.db").exists());
 }
 
 #[test]

@@ -128,7 +128,7 @@ fn in_envs(inv: &Invocation, start: Option<StartAt>) -> Result<()> {
                 if e.downcast_ref::<signals::Interrupted>().is_some() {
                     return Err(e);
                 }
-                observer.note(&format!("{}: {e:#}", spec.label));
+                observer.note(&about(&spec.label, &format!("{e:#}")));
                 failed.push(spec.label.clone());
                 continue;
             }
@@ -142,7 +142,7 @@ fn in_envs(inv: &Invocation, start: Option<StartAt>) -> Result<()> {
                         docs.push(doc)
                     }
                     Err(msg) => {
-                        observer.note(&format!("{}: {msg}", spec.label));
+                        observer.note(&about(&spec.label, &msg));
                         failed.push(spec.label.clone());
                     }
                 }
@@ -165,6 +165,16 @@ fn in_envs(inv: &Invocation, start: Option<StartAt>) -> Result<()> {
         Ok(())
     } else {
         anyhow::bail!("failed in: {}", failed.join(", "))
+    }
+}
+
+/// A failure in environment `label`, opened by its name once: the
+/// session's errors already open with it ("nspawn: the agent ended
+/// unexpectedly"), a driver's own (a tool not found) do not.
+fn about(label: &str, msg: &str) -> String {
+    match msg.strip_prefix(label) {
+        Some(rest) if rest.starts_with(": ") => msg.to_string(),
+        _ => format!("{label}: {msg}"),
     }
 }
 
@@ -245,6 +255,31 @@ fn metrics_text(doc: &ResultDoc) -> String {
 mod tests {
     use super::*;
     use crate::core::result::Metric;
+
+    #[test]
+    fn an_environments_failure_names_it_once() {
+        // The session's words open with the instance's name already.
+        let died = "nspawn: the agent ended unexpectedly (exit status: 255); its stderr: x";
+        assert_eq!(about("nspawn", died), died);
+        // A driver's own words do not.
+        assert_eq!(
+            about(
+                "nspawn",
+                "systemd-nspawn not found: apt-get install systemd-container"
+            ),
+            "nspawn: systemd-nspawn not found: apt-get install systemd-container"
+        );
+        // Only the whole name followed by ": " counts as it.
+        assert_eq!(
+            about("lxc", "lxc-execute failed"),
+            "lxc: lxc-execute failed"
+        );
+        assert_eq!(
+            about("docker", "docker:cpus=2: the agent ended"),
+            "docker: docker:cpus=2: the agent ended"
+        );
+        assert_eq!(about("qemu#1", "qemu#1: no answer"), "qemu#1: no answer");
+    }
 
     #[test]
     fn a_guests_strings_reach_the_terminal_escaped() {

@@ -12,7 +12,7 @@ use serde::{Deserialize, Serialize};
 use super::def::WorkloadDef;
 use super::lua::{self, ScriptJob, ScriptWire};
 use super::{registry, Command};
-use crate::core::options::{self, CliError, OptionSpec, Values};
+use crate::core::options::{self, CliError, OptKind, OptionSpec, Values};
 
 /// One workload invocation, validated.
 #[derive(Debug, Clone)]
@@ -190,6 +190,9 @@ impl Job {
         {
             return Err(invalid("thread-stack-size", "a size such as 64K or 1M"));
         }
+        if let Some(missing) = self.missing_for_run() {
+            return Err(missing);
+        }
         if v.has("time") && v.has("events") && v.float("time") == 0.0 && v.int("events") == 0 {
             return Err(CliError::Usage(
                 "--time=0 and --events=0 together would run forever: set --time=SECONDS or --events=N"
@@ -197,6 +200,34 @@ impl Job {
             ));
         }
         Ok(())
+    }
+
+    /// An option the workload cannot run without (fileio's
+    /// `--file-test-mode`, as in sysbench), not given to a `run`: refused
+    /// with its choices as the job is built, so no environment starts for
+    /// a run that would only fail inside it.
+    fn missing_for_run(&self) -> Option<CliError> {
+        if self.command != Command::Run {
+            return None;
+        }
+        let required = self.def.sysbench.map_or(&[][..], |s| s.required_for_run);
+        let name = required
+            .iter()
+            .find(|n| self.values.has(n) && self.values.text(n).is_empty())?;
+        let fix = match self.def.options.iter().find(|o| o.name == *name) {
+            Some(OptionSpec {
+                kind: OptKind::Choice(words),
+                ..
+            }) => match words.split_last() {
+                Some((last, [])) => format!("give --{name}={last}"),
+                Some((last, rest)) => format!("choose {} or {last}", rest.join(", ")),
+                None => format!("give --{name}"),
+            },
+            _ => format!("give --{name}"),
+        };
+        Some(CliError::Usage(format!(
+            "--{name} is required for run: {fix}"
+        )))
     }
 
     pub fn to_wire(&self) -> JobWire {
@@ -324,8 +355,45 @@ mod tests {
     use crate::core::text::owned as s;
 
     #[test]
+    fn a_run_without_an_option_it_requires_is_refused_as_the_job_is_built() {
+        // Built, so refused before any environment starts for it.
+        let err = Job::from_args(&s(&["fileio", "--file-num=2"])).unwrap_err();
+        assert!(matches!(err, CliError::Usage(_)), "{err:?}");
+        assert_eq!(
+            err.to_string(),
+            "--file-test-mode is required for run: choose seqwr, seqrewr, seqrd, rndrd, rndwr or rndrw"
+        );
+        let run = Job::from_args(&s(&["fileio", "run"])).unwrap_err();
+        assert_eq!(run.to_string(), err.to_string());
+        // So is one that comes over the wire.
+        let mut wire = Job::from_args(&s(&["fileio", "--file-test-mode=seqrd"]))
+            .unwrap()
+            .to_wire();
+        wire.options.remove("file-test-mode");
+        assert!(Job::from_wire(&wire).is_err());
+        // Preparing and cleaning up need no mode; a run with one is whole.
+        for ok in [
+            &["fileio", "prepare"][..],
+            &["fileio", "cleanup"],
+            &["fileio", "--file-test-mode=rndrw"],
+        ] {
+            assert!(Job::from_args(&s(ok)).is_ok(), "{ok:?}");
+        }
+        // A workload that requires nothing.
+        assert!(Job::from_args(&s(&["cpu"])).is_ok());
+    }
+
+    #[test]
     fn a_job_survives_the_wire() {
-        let job = Job::from_args(&s(&["fileio", "--file-dir", "run", "--time", "600"])).unwrap();
+        let job = Job::from_args(&s(&[
+            "fileio",
+            "--file-dir",
+            "run",
+            "--time",
+            "600",
+            "--file-test-mode=seqwr",
+        ]))
+        .unwrap();
         // Two-word options keep their values, even one equal to a command.
         assert_eq!(job.values.text("file-dir"), "run");
         assert_eq!(job.values.float("time"), 600.0);
@@ -420,7 +488,7 @@ mod tests {
         let job = Job::from_args(&s(&["disk", "--disk-direct=on"])).unwrap();
         let moved = job.with_workdir("/scratch").unwrap();
         assert_eq!(moved.values.text("disk-dir"), "/scratch");
-        let given = Job::from_args(&s(&["fileio", "--file-dir=/x"])).unwrap();
+        let given = Job::from_args(&s(&["fileio", "--file-dir=/x", "prepare"])).unwrap();
         assert_eq!(
             given
                 .with_workdir("/scratch")

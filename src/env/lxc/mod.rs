@@ -290,10 +290,14 @@ impl LxcEnvironment {
             vethns::join_in_child(&mut cmd, ns.path())?;
             self.ct.set_pair(index, ns);
         }
+        // lxc-execute's own errors ("lxc-execute: NAME: ... Failed to
+        // ...") are kept, bounded, by the session and shown only with an
+        // error; they are in its log too (`-o`), which goes with the
+        // container's directory.
         let child = cmd
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
+            .stderr(Stdio::piped())
             .spawn()
             .context("starting lxc-execute (apt-get install lxc)")?;
         let name = name.to_string();
