@@ -275,6 +275,9 @@ pub fn analyze(cmp: &ComparisonRow, runs: &[RunRow], settings: &VerdictSettings)
         summary_control(&mut a, settings);
     }
     mark_within_margin(&mut a, settings.margin);
+    if a.baseline_from.is_some() {
+        drop_runs_needed(&mut a);
+    }
     a.rankings = rankings(&a.envs, &a.baseline, &a.entries);
     a.solutions = solutions(&a);
     (a.breakdowns, a.explanations) = explain::explain(&a);
@@ -315,6 +318,22 @@ fn mark_within_margin(a: &mut Analysis, margin: f64) {
         .filter_map(|s| s.vs_baseline.as_mut());
     for x in all {
         x.within_margin = stats::within_margin(x.outcome, &x.ratio, margin);
+    }
+}
+
+/// Against an earlier comparison's baseline (`--baseline-from`) the runs
+/// per side that would decide a row have no meaning: that side's runs are
+/// fixed, so more runs of this side alone cannot reach the plan, which
+/// assumes both sides grow. The tally says what to do instead.
+fn drop_runs_needed(a: &mut Analysis) {
+    let all = a
+        .entries
+        .iter_mut()
+        .flat_map(|e| e.metrics.iter_mut())
+        .flat_map(|m| m.per_env.iter_mut())
+        .filter_map(|s| s.vs_baseline.as_mut());
+    for x in all {
+        x.runs_needed = None;
     }
 }
 

@@ -189,6 +189,41 @@ mod tests {
     }
 
     #[test]
+    fn against_an_earlier_baseline_no_runs_per_side_are_promised() {
+        // The same rows as above, their baseline borrowed from an earlier
+        // comparison (--baseline-from): its runs are fixed, so no "~N runs
+        // per side" and no --repeat N; the tally says what decides it.
+        let mut runs = Vec::new();
+        for (r, j) in [1.0, 1.03, 0.97].iter().enumerate() {
+            runs.push(run("host", r, 100.0 * j, 0.0));
+            runs.push(run("vm", r, 97.0 * [1.02, 0.97, 1.01][r], 0.0));
+        }
+        let mut cmp = comparison_row();
+        cmp.baseline_from = Some(crate::store::BaselineFrom {
+            store: "/earlier/results.db".into(),
+            comparison: 3,
+            started_at: "2026-11-20T00:00:00Z".into(),
+            env: "host".into(),
+            fingerprint: "cpu x".into(),
+            not_comparable: Vec::new(),
+        });
+        let a = analyze(&cmp, &runs, &VerdictSettings::default());
+        let v = a.entries[0].metrics[0].per_env[1]
+            .vs_baseline
+            .as_ref()
+            .unwrap();
+        assert_eq!(v.outcome, Outcome::Inconclusive);
+        assert!(v.runs_needed.is_none(), "{v:?}");
+        let text = exporter("table").unwrap().render(&a, View::default());
+        assert!(!text.contains("runs per side would decide"), "{text}");
+        assert!(!text.contains("--repeat"), "{text}");
+        assert!(
+            text.contains("The earlier baseline's runs are fixed"),
+            "{text}"
+        );
+    }
+
+    #[test]
     fn a_wider_margin_turns_a_small_difference_equivalent() {
         let mut runs = Vec::new();
         for r in 0..5 {

@@ -257,6 +257,11 @@ pub fn tally(a: &Analysis) -> String {
         return "No headline verdicts.".into();
     }
     let mut out = format!("Headline verdicts: {}.", parts.join(", "));
+    if a.baseline_from.is_some() && counts.contains_key("inconclusive") {
+        out.push_str(
+            " The earlier baseline's runs are fixed: more runs of this side alone narrow an inconclusive row's interval only down to that side's noise; compare against a baseline measured now (without --baseline-from), in pairs, to decide it.",
+        );
+    }
     match a.headline_runs_needed() {
         Some(Some(n)) => {
             // The fixed design is told its --repeat; the adaptive one
