@@ -97,8 +97,11 @@ pub fn chart(h: &History, s: &Series) -> String {
     let y = |v: f64| TOP + (H - TOP - BOTTOM) * (hi - v) / (hi - lo);
     let mut svg = format!(
         "<svg class=\"trend\" xmlns=\"http://www.w3.org/2000/svg\" viewBox=\"0 0 {W} {H}\" width=\"{W}\" height=\"{H}\">\
-         <text class=\"t\" x=\"{LEFT}\" y=\"18\">{} (× slower than {}; band: 95% interval)</text>",
+         <title>{}</title><text class=\"t\" x=\"{LEFT}\" y=\"18\">{} (× slower than {}; band: 95% interval)</text>",
         esc(&format!("{} {} {}", s.env, s.entry, s.metric)),
+        // The heading above names the series whole; a long entry's name ran
+        // past the chart's right edge here.
+        esc(&s.metric),
         esc(h.comparisons.first().map_or("", |c| c.baseline.as_str()))
     );
     axis(&mut svg, lo, hi, &y);
