@@ -306,17 +306,20 @@ fn summary_control(a: &mut Analysis, settings: &VerdictSettings) {
     }
 }
 
+/// Every verdict against the baseline, detail metrics included.
+fn verdicts_mut(a: &mut Analysis) -> impl Iterator<Item = &mut Assessment> {
+    a.entries
+        .iter_mut()
+        .flat_map(|e| e.metrics.iter_mut())
+        .flat_map(|m| m.per_env.iter_mut())
+        .filter_map(|s| s.vs_baseline.as_mut())
+}
+
 /// Marks every slower or faster verdict whose interval lies inside the
 /// margin, once the design's verdicts and intervals are final (the adaptive
 /// overlay replaces both; the summary's control can hold a verdict back).
 fn mark_within_margin(a: &mut Analysis, margin: f64) {
-    let all = a
-        .entries
-        .iter_mut()
-        .flat_map(|e| e.metrics.iter_mut())
-        .flat_map(|m| m.per_env.iter_mut())
-        .filter_map(|s| s.vs_baseline.as_mut());
-    for x in all {
+    for x in verdicts_mut(a) {
         x.within_margin = stats::within_margin(x.outcome, &x.ratio, margin);
     }
 }
@@ -326,13 +329,7 @@ fn mark_within_margin(a: &mut Analysis, margin: f64) {
 /// fixed, so more runs of this side alone cannot reach the plan, which
 /// assumes both sides grow. The tally says what to do instead.
 fn drop_runs_needed(a: &mut Analysis) {
-    let all = a
-        .entries
-        .iter_mut()
-        .flat_map(|e| e.metrics.iter_mut())
-        .flat_map(|m| m.per_env.iter_mut())
-        .filter_map(|s| s.vs_baseline.as_mut());
-    for x in all {
+    for x in verdicts_mut(a) {
         x.runs_needed = None;
     }
 }

@@ -166,14 +166,19 @@ mod tests {
         );
     }
 
-    #[test]
-    fn an_inconclusive_verdict_says_how_many_runs_would_decide_it() {
-        // A 3% difference under 3% noise with 3 runs a side.
+    /// A 3% difference under 3% noise with 3 runs a side: inconclusive.
+    fn three_percent_under_three_percent_noise() -> Vec<RunRow> {
         let mut runs = Vec::new();
         for (r, j) in [1.0, 1.03, 0.97].iter().enumerate() {
             runs.push(run("host", r, 100.0 * j, 0.0));
             runs.push(run("vm", r, 97.0 * [1.02, 0.97, 1.01][r], 0.0));
         }
+        runs
+    }
+
+    #[test]
+    fn an_inconclusive_verdict_says_how_many_runs_would_decide_it() {
+        let runs = three_percent_under_three_percent_noise();
         let a = analyze(&comparison_row(), &runs, &VerdictSettings::default());
         let v = a.entries[0].metrics[0].per_env[1]
             .vs_baseline
@@ -193,11 +198,7 @@ mod tests {
         // The same rows as above, their baseline borrowed from an earlier
         // comparison (--baseline-from): its runs are fixed, so no "~N runs
         // per side" and no --repeat N; the tally says what decides it.
-        let mut runs = Vec::new();
-        for (r, j) in [1.0, 1.03, 0.97].iter().enumerate() {
-            runs.push(run("host", r, 100.0 * j, 0.0));
-            runs.push(run("vm", r, 97.0 * [1.02, 0.97, 1.01][r], 0.0));
-        }
+        let runs = three_percent_under_three_percent_noise();
         let mut cmp = comparison_row();
         cmp.baseline_from = Some(crate::store::BaselineFrom {
             store: "/earlier/results.db".into(),
