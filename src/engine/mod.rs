@@ -329,19 +329,8 @@ mod tests {
 
     fn opts(threads: usize) -> EngineOptions {
         EngineOptions {
-            threads,
             time: Some(Duration::from_millis(300)),
-            events: None,
-            warmup: Duration::ZERO,
-            rate: 0.0,
-            report_interval: None,
-            percentile: 95.0,
-            checkpoints: Vec::new(),
-            forced_shutdown: None,
-            stack_size: None,
-            debug: false,
-            section: None,
-            observer: Arc::new(crate::core::observer::Silent),
+            ..EngineOptions::silent(threads)
         }
     }
 

@@ -241,6 +241,28 @@ impl std::fmt::Debug for EngineOptions {
 }
 
 impl EngineOptions {
+    /// `threads` threads with no limit of time or events (set either with
+    /// struct update), no warm-up, rate, report or checkpoint, the 95th
+    /// percentile, and no interim lines: a workload run from code (its
+    /// tests), not from a command line.
+    pub fn silent(threads: usize) -> EngineOptions {
+        EngineOptions {
+            threads,
+            time: None,
+            events: None,
+            warmup: Duration::ZERO,
+            rate: 0.0,
+            report_interval: None,
+            percentile: 95.0,
+            checkpoints: Vec::new(),
+            forced_shutdown: None,
+            stack_size: None,
+            debug: false,
+            section: None,
+            observer: Arc::new(crate::core::observer::Silent),
+        }
+    }
+
     /// The engine options among `v`; those a workload does not accept keep
     /// their defaults.
     pub fn from_values(v: &Values, observer: Arc<dyn Observer>) -> EngineOptions {

@@ -495,21 +495,7 @@ mod tests {
         let values = crate::core::options::parse(&[OPTIONS], &args, "linpack")
             .unwrap()
             .0;
-        let engine = EngineOptions {
-            threads,
-            time: None,
-            events: None,
-            warmup: Duration::ZERO,
-            rate: 0.0,
-            report_interval: None,
-            percentile: 95.0,
-            checkpoints: Vec::new(),
-            forced_shutdown: None,
-            stack_size: None,
-            debug: false,
-            section: None,
-            observer: std::sync::Arc::new(crate::core::observer::Silent),
-        };
+        let engine = EngineOptions::silent(threads);
         LinpackWorkload::new(&values).unwrap().run(&engine).unwrap()
     }
 

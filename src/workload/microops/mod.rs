@@ -712,19 +712,8 @@ mod tests {
             batch: 0,
         };
         let engine = EngineOptions {
-            threads: 1,
             time: Some(Duration::from_millis(400)),
-            events: None,
-            warmup: Duration::ZERO,
-            rate: 0.0,
-            report_interval: None,
-            percentile: 95.0,
-            checkpoints: Vec::new(),
-            forced_shutdown: None,
-            stack_size: None,
-            debug: false,
-            section: None,
-            observer: std::sync::Arc::new(crate::core::observer::Silent),
+            ..EngineOptions::silent(1)
         };
         let m = w.run(&engine).unwrap();
         let passes = m.details["passes"]["count"].as_u64().unwrap();

@@ -575,19 +575,8 @@ mod tests {
     fn run(set: &[(&str, &str)], secs: f64) -> Measurement {
         let mut w = NetWorkload::new(&values(set)).unwrap();
         let engine = EngineOptions {
-            threads: 1,
             time: Some(Duration::from_secs_f64(secs)),
-            events: None,
-            warmup: Duration::ZERO,
-            rate: 0.0,
-            report_interval: None,
-            percentile: 95.0,
-            checkpoints: Vec::new(),
-            forced_shutdown: None,
-            stack_size: None,
-            debug: false,
-            section: None,
-            observer: std::sync::Arc::new(crate::core::observer::Silent),
+            ..EngineOptions::silent(1)
         };
         w.run(&engine).unwrap()
     }

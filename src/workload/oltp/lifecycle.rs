@@ -337,19 +337,8 @@ mod tests {
 
     fn engine(events: u64, threads: usize) -> EngineOptions {
         EngineOptions {
-            threads,
-            time: None,
             events: Some(events),
-            warmup: std::time::Duration::ZERO,
-            rate: 0.0,
-            report_interval: None,
-            percentile: 95.0,
-            checkpoints: Vec::new(),
-            forced_shutdown: None,
-            stack_size: None,
-            debug: false,
-            section: None,
-            observer: std::sync::Arc::new(crate::core::observer::Silent),
+            ..EngineOptions::silent(threads)
         }
     }
 
