@@ -520,6 +520,30 @@ impl Environment for DockerEnvironment {
         let limit = engine_limit(&self.spec);
         let inspect_name = name.clone();
         let (user, rm_user) = (self.rootless.clone(), self.rootless.clone());
+        let init: Box<dyn Fn() -> Option<u32> + Send> = Box::new(move || {
+            let out = engine(
+                cli,
+                user.as_ref(),
+                &["inspect", "-f", "{{.State.Pid}}", &inspect_name],
+                None,
+                limit,
+            )
+            .ok()?;
+            String::from_utf8_lossy(&out.stdout)
+                .trim()
+                .parse()
+                .ok()
+                .filter(|&pid: &u32| pid > 0)
+        });
+        // Rootless on cgroup v1, the container has no cgroup of its own (it
+        // is in the root one): its init's tree counts instead.
+        let on_host = if self.rootless.is_some()
+            && !Path::new("/sys/fs/cgroup/cgroup.controllers").exists()
+        {
+            OnHost::Detached(init)
+        } else {
+            OnHost::Container(init)
+        };
         Ok(Launched {
             child,
             // `--rm` removes an agent that ended; this one is hung or was
@@ -532,26 +556,7 @@ impl Environment for DockerEnvironment {
             console: None,
             workdir: self.workdir().into(),
             forwarded: None,
-            on_host: OnHost::Container(Box::new(move || {
-                // Rootless on cgroup v1, the container has no cgroup of its
-                // own (it is in the root one): only the client's tree counts.
-                if user.is_some() && !Path::new("/sys/fs/cgroup/cgroup.controllers").exists() {
-                    return None;
-                }
-                let out = engine(
-                    cli,
-                    user.as_ref(),
-                    &["inspect", "-f", "{{.State.Pid}}", &inspect_name],
-                    None,
-                    limit,
-                )
-                .ok()?;
-                String::from_utf8_lossy(&out.stdout)
-                    .trim()
-                    .parse()
-                    .ok()
-                    .filter(|&pid: &u32| pid > 0)
-            })),
+            on_host,
         })
     }
 

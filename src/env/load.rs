@@ -13,6 +13,8 @@ use crate::sys::monitor;
 /// next run's interval starts from.
 pub(super) struct ForeignLoad {
     roots: Vec<u32>,
+    /// A container or VM runs: the runtimes' helpers work for it.
+    helpers: bool,
     cgroups: Vec<monitor::CgroupCpu>,
     mark: monitor::HostSnapshot,
 }
@@ -26,6 +28,7 @@ impl ForeignLoad {
     pub(super) fn start(sessions: &[Session], need: NetNeed) -> Option<ForeignLoad> {
         let mut roots = Vec::new();
         let mut cgroups = Vec::new();
+        let helpers = sessions.iter().any(|s| s.on_host.has_helpers());
         for s in sessions {
             let (r, c) = host_roots(s)?;
             roots.extend(r);
@@ -39,6 +42,7 @@ impl ForeignLoad {
         let mark = monitor::HostSnapshot::take(&cgroups)?;
         Some(ForeignLoad {
             roots,
+            helpers,
             cgroups,
             mark,
         })
@@ -48,7 +52,7 @@ impl ForeignLoad {
     /// cannot be read now: the mark is kept).
     pub(super) fn take(&mut self) -> Option<monitor::HostLoad> {
         let now = monitor::HostSnapshot::take(&self.cgroups)?;
-        let load = monitor::host_load(&self.mark, &now, &self.roots);
+        let load = monitor::host_load(&self.mark, &now, &self.roots, self.helpers);
         self.mark = now;
         Some(load)
     }
@@ -60,7 +64,10 @@ impl ForeignLoad {
         let Some(now) = now.and_then(|t| monitor::HostSnapshot::of_table(t, &self.cgroups)) else {
             return;
         };
-        put_load(doc, &monitor::host_load(&self.mark, &now, &self.roots));
+        put_load(
+            doc,
+            &monitor::host_load(&self.mark, &now, &self.roots, self.helpers),
+        );
         self.mark = now;
     }
 }
@@ -85,6 +92,12 @@ pub(super) fn account_watch(
         _ if together => return None,
         OnHost::Tree => None,
         OnHost::Container(init) => init(),
+        // Its processes are its init's tree, beside the launched client's.
+        OnHost::Detached(init) => {
+            let roots = std::iter::once(s.pid()?).chain(init()).collect();
+            let peer = job.def.needs.network.is_some();
+            return crate::sys::account::outside::Watch::new(roots, None, peer);
+        }
     };
     let peer = job.def.needs.network.is_some();
     crate::sys::account::outside::Watch::new(vec![s.pid()?], init, peer)
@@ -97,6 +110,9 @@ fn host_roots(s: &Session) -> Option<(Vec<u32>, Vec<monitor::CgroupCpu>)> {
     match &s.on_host {
         OnHost::Elsewhere => None,
         OnHost::Tree => Some((vec![child], Vec::new())),
+        OnHost::Detached(init) => {
+            Some((std::iter::once(child).chain(init()).collect(), Vec::new()))
+        }
         OnHost::Container(init) => Some((
             vec![child],
             init()

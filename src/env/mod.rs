@@ -85,6 +85,19 @@ pub enum OnHost {
     /// Also a container's processes, counted by its cgroup: this returns
     /// the pid of its init once it runs.
     Container(Box<dyn Fn() -> Option<u32> + Send>),
+    /// Also a container's processes, which have no cgroup of their own
+    /// (rootless Podman on cgroup v1) and are not below the launched
+    /// process (conmon is their parent): its init's tree, whose pid this
+    /// returns once it runs.
+    Detached(Box<dyn Fn() -> Option<u32> + Send>),
+}
+
+impl OnHost {
+    /// Whether a container or VM runs, with a runtime's helpers outside it
+    /// working on its behalf.
+    pub(crate) fn has_helpers(&self) -> bool {
+        matches!(self, OnHost::Container(_) | OnHost::Detached(_))
+    }
 }
 
 /// One way of running agents.

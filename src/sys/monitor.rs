@@ -162,6 +162,9 @@ struct Proc {
     /// utime + stime + the same of reaped children, in clock ticks.
     ticks: u64,
     kernel_thread: bool,
+    /// One of the runtimes' helpers (`sys::account::outside::is_helper`):
+    /// a shim, conmon, fuse-overlayfs, slirp4netns, an engine's daemon.
+    helper: bool,
 }
 
 /// The machine's CPU counters and every process's CPU time at one moment.
@@ -268,6 +271,7 @@ impl HostSnapshot {
                     ppid: p.ppid,
                     ticks: p.ticks,
                     kernel_thread: p.kernel_thread,
+                    helper: crate::sys::account::outside::is_helper(&p.comm),
                 };
                 (pid, proc)
             })
@@ -291,8 +295,12 @@ impl HostSnapshot {
 /// The split of busy CPU between two snapshots; `roots` are the process
 /// trees working on the environment's behalf (virtperf itself is added),
 /// and the snapshots' cgroups (a container's) too. A container's processes
-/// must be given by its cgroup, not as a root, or they count twice.
-pub fn host_load(a: &HostSnapshot, b: &HostSnapshot, roots: &[u32]) -> HostLoad {
+/// must be given by its cgroup, not as a root, or they count twice. With
+/// `helpers` (a container or VM runs), the runtimes' helpers outside those
+/// trees work on its behalf too, as the run's accounting counts them:
+/// fuse-overlayfs under a container's files, slirp4netns under a rootless
+/// one's network, conmon and the shims relaying its output.
+pub fn host_load(a: &HostSnapshot, b: &HostSnapshot, roots: &[u32], helpers: bool) -> HostLoad {
     let total = b.cpu.total().saturating_sub(a.cpu.total()) as f64;
     if total <= 0.0 {
         return HostLoad::default();
@@ -310,7 +318,7 @@ pub fn host_load(a: &HostSnapshot, b: &HostSnapshot, roots: &[u32]) -> HostLoad 
     let on_behalf: u64 = own.iter().map(|&p| delta(p)).sum::<u64>()
         + b.procs
             .iter()
-            .filter(|(pid, p)| p.kernel_thread && !own.contains(pid))
+            .filter(|(pid, p)| (p.kernel_thread || helpers && p.helper) && !own.contains(pid))
             .map(|(&pid, _)| delta(pid))
             .sum::<u64>()
         + a.cgroups
@@ -362,12 +370,54 @@ mod tests {
                             ppid,
                             ticks,
                             kernel_thread,
+                            helper: false,
                         },
                     )
                 })
                 .collect(),
             cgroups: Vec::new(),
         }
+    }
+
+    #[test]
+    fn a_runtimes_helpers_are_a_containers_own_work_not_the_hosts() {
+        // 1000 ticks: 500 busy. The client's tree (pid 10) 100, a rootless
+        // container's init (20, under conmon 19, a helper) 200, conmon 20,
+        // slirp4netns (30, a helper) 100, a compiler (50) 80.
+        let procs = [
+            (10, 1, 0, false),
+            (19, 1, 0, false),
+            (20, 19, 0, false),
+            (30, 1, 0, false),
+            (50, 1, 0, false),
+        ];
+        let a = snap(0, 0, &procs);
+        let mut b = snap(
+            500,
+            500,
+            &[
+                (10, 1, 100, false),
+                (19, 1, 20, false),
+                (20, 19, 200, false),
+                (30, 1, 100, false),
+                (50, 1, 80, false),
+            ],
+        );
+        for pid in [19, 30] {
+            b.procs.get_mut(&pid).unwrap().helper = true;
+        }
+        // The container's tree and its helpers are its own: the compiler
+        // (8%) is all that is foreign.
+        let l = host_load(&a, &b, &[10, 20], true);
+        assert!((l.foreign_pct - 8.0).abs() < 1e-9, "{l:?}");
+        assert!((l.env_pct - 42.0).abs() < 1e-9, "{l:?}");
+        // For the host's own runs the helpers are others' load.
+        let l = host_load(&a, &b, &[10, 20], false);
+        assert!((l.foreign_pct - 20.0).abs() < 1e-9, "{l:?}");
+        // Without the container's init among the roots its 200 are
+        // foreign, as when rootless Podman on cgroup v1 gave none.
+        let l = host_load(&a, &b, &[10], true);
+        assert!((l.foreign_pct - 28.0).abs() < 1e-9, "{l:?}");
     }
 
     #[test]
@@ -395,12 +445,12 @@ mod tests {
                 (50, 1, 150, false),
             ],
         );
-        let l = host_load(&a, &b, &[10]);
+        let l = host_load(&a, &b, &[10], false);
         assert!((l.env_pct - 40.0).abs() < 1e-9, "{l:?}");
         assert!((l.foreign_pct - 20.0).abs() < 1e-9, "{l:?}");
         // The same interval with the compiler as the environment: the
         // QEMU tree becomes the foreign load.
-        let l = host_load(&a, &b, &[50]);
+        let l = host_load(&a, &b, &[50], false);
         assert!((l.foreign_pct - 35.0).abs() < 1e-9, "{l:?}");
     }
 
@@ -430,8 +480,8 @@ mod tests {
             // SAFETY: kill(2) with the pid of a process this test started.
             unsafe { libc::kill(pid as i32, libc::SIGKILL) };
         }
-        let as_env = host_load(&a, &b, &[busy]);
-        let as_other = host_load(&a, &b, &[idle]);
+        let as_env = host_load(&a, &b, &[busy], false);
+        let as_other = host_load(&a, &b, &[idle], false);
         // The machine may be busy with other work, so the loop's share is
         // not known in advance; what it did get moves, exactly.
         let used = b.procs[&busy].ticks - a.procs.get(&busy).map_or(0, |p| p.ticks);
@@ -453,7 +503,7 @@ mod tests {
         let mut b = snap(300, 700, &[]);
         a.cgroups = vec![Some(1000)];
         b.cgroups = vec![Some(1200)];
-        let l = host_load(&a, &b, &[]);
+        let l = host_load(&a, &b, &[], false);
         assert!((l.env_pct - 20.0).abs() < 1e-9, "{l:?}");
         assert!((l.foreign_pct - 10.0).abs() < 1e-9, "{l:?}");
     }

@@ -41,6 +41,12 @@ const HELPERS: &[&str] = &[
 ];
 
 /// Whether a process name is QEMU's (its threads are split by name).
+/// Whether a process named `comm` is one of the runtimes' helpers
+/// ([`HELPERS`]): work done for a container or VM from outside it.
+pub fn is_helper(comm: &str) -> bool {
+    HELPERS.iter().any(|h| comm.starts_with(h))
+}
+
 fn is_qemu(comm: &str) -> bool {
     comm.starts_with("qemu-system") || comm.starts_with("qemu-kvm")
 }
@@ -158,7 +164,7 @@ impl Watch {
             .sum();
         let mut helpers: BTreeMap<String, u64> = BTreeMap::new();
         for (&pid, p) in &b.table.procs {
-            if outside_tree(&pid) && HELPERS.iter().any(|h| p.comm.starts_with(h)) {
+            if outside_tree(&pid) && is_helper(&p.comm) {
                 *helpers.entry(p.comm.clone()).or_default() += delta(pid, false);
             }
         }
