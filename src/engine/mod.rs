@@ -375,10 +375,22 @@ mod tests {
         let (out, _) = run(&opts(2), sleepers(2, 10)).unwrap();
         let secs = out.duration.as_secs_f64();
         assert!((0.29..0.45).contains(&secs), "{secs}");
-        // 2 threads × ~30 events of 10 ms each.
-        assert!((40..=62).contains(&out.events), "{}", out.events);
+        // Each event sleeps 10 ms, and no sooner: at most 2 threads × 30
+        // (and the one each was in when the time ran out).
         let lat = out.histogram.value_at_quantile(0.5) as f64 / 1e6;
-        assert!((9.5..15.0).contains(&lat), "{lat}");
+        assert!(lat >= 9.5, "{lat}");
+        assert!((2..=62).contains(&out.events), "{}", out.events);
+        // Every event counted, as many as the threads' time held at the
+        // latency they got: a loaded machine wakes a sleeper late (a CI
+        // lane at 95% busy: 24 events, not ~60), which changes how many
+        // fit, not whether each is counted.
+        let fit = 2.0 * secs / (out.histogram.mean() / 1e9);
+        let events = out.events as f64;
+        assert!(
+            (events - fit).abs() <= 0.25 * fit + 2.0,
+            "{events} events, {fit:.1} fit at a mean of {:.2} ms",
+            out.histogram.mean() / 1e6
+        );
     }
 
     #[test]
