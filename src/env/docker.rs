@@ -510,12 +510,10 @@ impl Environment for DockerEnvironment {
             .unwrap_or_else(|p| p.into_inner())
             .push((index, unix_now()));
         let mut cmd = self.run_command(index)?;
-        // The engine's own messages and errors, and the agent's inside, are
-        // kept, bounded, by the session and shown only with an error.
         let child = cmd
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
+            .stderr(Stdio::inherit())
             .spawn()
             .with_context(|| format!("running {} run", self.cli))?;
         let cli = self.cli;

@@ -25,8 +25,7 @@ pub const MAX_LINE: usize = 4 << 20;
 /// turn); beyond that its writes block. Memory per instance stays below
 /// `MAX_LINE * (QUEUED_LINES + 2)`.
 const QUEUED_LINES: usize = 8;
-/// How much of a piped stderr (QEMU's, systemd-nspawn's, lxc-execute's,
-/// the container engines' and runsc's) is
+/// How much of a piped stderr (QEMU's, systemd-nspawn's, lxc-execute's) is
 /// kept for error messages.
 const STDERR_TAIL: usize = 4096;
 /// How much of a console log is read for an error message.

@@ -343,12 +343,10 @@ impl GvisorEnvironment {
         if let Some(ns) = &ns {
             vethns::join_in_child(&mut cmd, ns.path())?;
         }
-        // runsc's own messages (and the agent's inside it) are kept,
-        // bounded, by the session and shown only with an error.
         let child = cmd
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
+            .stderr(Stdio::inherit())
             .spawn()
             .context("starting runsc (apt-get install runsc)")?;
         if let Some(ns) = &ns {
