@@ -81,7 +81,12 @@ const CPU: &str =
 
 /// The samples of metric `name` in environment `env` of the first entry.
 fn samples(a: &Value, name: &str, env: &str) -> Vec<f64> {
-    let m = a["entries"][0]["metrics"]
+    samples_in(&a["entries"][0], name, env)
+}
+
+/// The samples of metric `name` in environment `env` of `entry`.
+fn samples_in(entry: &Value, name: &str, env: &str) -> Vec<f64> {
+    let m = entry["metrics"]
         .as_array()
         .unwrap()
         .iter()
@@ -282,22 +287,7 @@ fn samples_of(a: &Value, test: &str, name: &str, env: &str) -> Vec<f64> {
         .iter()
         .find(|e| e["label"].as_str().is_some_and(|l| l.contains(test)))
         .unwrap_or_else(|| panic!("no entry of {test}"));
-    let m = entry["metrics"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|m| m["name"] == name)
-        .unwrap_or_else(|| panic!("no {name} in {test}"));
-    m["per_env"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|s| s["env"] == env)
-        .and_then(|s| s["samples"].as_array())
-        .into_iter()
-        .flatten()
-        .filter_map(Value::as_f64)
-        .collect()
+    samples_in(entry, name, env)
 }
 
 #[test]

@@ -87,20 +87,16 @@ pub(super) fn account_watch(
     job: &crate::workload::Job,
     together: bool,
 ) -> Option<crate::sys::account::outside::Watch> {
-    let init = match &s.on_host {
+    let (roots, init) = match &s.on_host {
         OnHost::Elsewhere => return None,
         _ if together => return None,
-        OnHost::Tree => None,
-        OnHost::Container(init) => init(),
+        OnHost::Tree => (vec![s.pid()?], None),
+        OnHost::Container(init) => (vec![s.pid()?], init()),
         // Its processes are its init's tree, beside the launched client's.
-        OnHost::Detached(init) => {
-            let roots = std::iter::once(s.pid()?).chain(init()).collect();
-            let peer = job.def.needs.network.is_some();
-            return crate::sys::account::outside::Watch::new(roots, None, peer);
-        }
+        OnHost::Detached(init) => (std::iter::once(s.pid()?).chain(init()).collect(), None),
     };
     let peer = job.def.needs.network.is_some();
-    crate::sys::account::outside::Watch::new(vec![s.pid()?], init, peer)
+    crate::sys::account::outside::Watch::new(roots, init, peer)
 }
 
 /// What works for a session on this machine: the launched process's tree

@@ -40,13 +40,13 @@ const HELPERS: &[&str] = &[
     "virtqemud",
 ];
 
-/// Whether a process name is QEMU's (its threads are split by name).
 /// Whether a process named `comm` is one of the runtimes' helpers
 /// ([`HELPERS`]): work done for a container or VM from outside it.
 pub fn is_helper(comm: &str) -> bool {
     HELPERS.iter().any(|h| comm.starts_with(h))
 }
 
+/// Whether a process name is QEMU's (its threads are split by name).
 fn is_qemu(comm: &str) -> bool {
     comm.starts_with("qemu-system") || comm.starts_with("qemu-kvm")
 }
