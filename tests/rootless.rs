@@ -224,6 +224,23 @@ fn rootless_podman_runs_as_the_user_reaches_the_host_and_leaves_nothing() {
     assert!(common::metric(&doc, "tcp_rr_trans_per_sec") > 0.0);
     assert!(doc.to_string().contains("slirp4netns (10.0.2.2"), "{doc}");
 
+    // pasta where this Podman has none (before 4.4) is refused before any
+    // container starts, naming the version and the network to use instead.
+    let version = podman_version();
+    let numbers: Vec<u32> = version.split('.').filter_map(|p| p.parse().ok()).collect();
+    if numbers.len() >= 2 && (numbers[0], numbers[1]) < (4, 4) {
+        let pasta = format!("{spec},network=pasta");
+        let out = virtperf()
+            .env("TMPDIR", tmp.path())
+            .args(["cpu", "--time=0.2", "--env", &pasta])
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "network=pasta ran: {err}");
+        assert!(err.contains(&format!("this Podman is {version}")), "{err}");
+        assert!(err.contains("use network=slirp4netns"), "{err}");
+    }
+
     // The image was built in the user's own storage; no container is left.
     let images = user.podman(&["images", "--format", "{{.Repository}}"]);
     let images = String::from_utf8_lossy(&images.stdout);

@@ -416,6 +416,9 @@ impl Environment for DockerEnvironment {
         let user = self.rootless.clone();
         let user = user.as_ref();
         let version = engine_version(self.cli, user, engine_limit(&self.spec))?;
+        if user.is_some() {
+            rootless::refuse_pasta(&self.spec, &version)?;
+        }
         let swept = sweep_dead_owners(self.cli, user, engine_limit(&self.spec));
         if swept > 0 {
             obs.note(&format!(

@@ -154,6 +154,25 @@ pub fn refuse_network(spec: &Spec, mode: &str, need: NetNeed) -> Result<()> {
     Ok(())
 }
 
+/// `network=pasta` where this Podman (`version`, as `podman version`
+/// prints it) has no pasta network: Podman added it in 4.4, and 4.3 refuses
+/// the container with "unable to find network with name or ID pasta".
+pub fn refuse_pasta(spec: &Spec, version: &str) -> Result<()> {
+    if spec.opt("network") != Some("pasta") {
+        return Ok(());
+    }
+    let mut parts = version.trim().split('.').map(|p| p.parse::<u32>().ok());
+    let (major, minor) = (parts.next().flatten(), parts.next().flatten());
+    match (major, minor) {
+        (Some(major), Some(minor)) if (major, minor) < (4, 4) => Err(usage(format!(
+            "--env {}: network=pasta needs Podman 4.4 or later, and this Podman is {}: use network=slirp4netns (or leave network= out)",
+            spec.text,
+            version.trim()
+        ))),
+        _ => Ok(()),
+    }
+}
+
 type Engine<'a> = &'a dyn Fn(&[&str]) -> Result<std::process::Output>;
 
 /// A trial container as the user (`args`: the run arguments up to its
@@ -284,6 +303,23 @@ fn cgroup_v1() -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn pasta_is_refused_where_podman_has_none() {
+        let spec = |text: &str| Spec::parse(text).unwrap();
+        let pasta = spec("podman:rootless=u,network=pasta");
+        let err = format!("{:#}", refuse_pasta(&pasta, "4.3.1\n").unwrap_err());
+        assert!(err.contains("this Podman is 4.3.1"), "{err}");
+        assert!(err.contains("use network=slirp4netns"), "{err}");
+        assert!(refuse_pasta(&pasta, "3.0.1").is_err());
+        for newer in ["4.4.0", "5.2.1", "4.10"] {
+            assert!(refuse_pasta(&pasta, newer).is_ok(), "{newer}");
+        }
+        // What cannot be read is left to Podman's own trial.
+        assert!(refuse_pasta(&pasta, "dev").is_ok());
+        let slirp = spec("podman:rootless=u,network=slirp4netns");
+        assert!(refuse_pasta(&slirp, "4.3.1").is_ok());
+    }
 
     #[test]
     fn users_and_their_ranges_are_read_from_the_files() {
