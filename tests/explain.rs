@@ -137,6 +137,10 @@ fn half_a_cpu_is_explained_by_throttled_time() {
         .find(|f| f["rule"] == "throttled")
         .unwrap_or_else(|| panic!("throttling not named: {e}"));
     assert!(f["env"].as_f64().unwrap() >= 20.0, "throttled share: {f}");
+    eprintln!(
+        "docker cpus=0.5: {}× slower; throttled {} % of the run (samples {throttled:?})",
+        e["slowdown"], f["env"]
+    );
 }
 
 #[test]
@@ -204,6 +208,10 @@ fn fuse_overlayfs_shows_its_daemon_outside_the_container() {
     // own block I/O (the daemon wrote it).
     let written = outside(&doc)["device"]["write_bytes"].as_u64().unwrap();
     assert!(written > 0, "{}", outside(&doc));
+    eprintln!(
+        "fuse-overlayfs: {} CPU-s outside the container; the device wrote {written} bytes",
+        fuse["cpu_s"]
+    );
 }
 
 #[test]
@@ -229,6 +237,13 @@ fn a_tmpfs_container_writes_next_to_nothing_to_the_device() {
         assert!(moved(&tmpfs) >= 32 << 20, "{}", tmpfs["accounting"]);
         assert!(dev(&host) >= moved(&host) / 2, "host: {}", outside(&host));
         if dev(&tmpfs) < moved(&tmpfs) / 4 {
+            eprintln!(
+                "device bytes / workload bytes: host {} / {}, tmpfs container {} / {}",
+                dev(&host),
+                moved(&host),
+                dev(&tmpfs),
+                moved(&tmpfs)
+            );
             return;
         }
         seen.push((dev(&tmpfs), moved(&tmpfs)));
@@ -260,6 +275,7 @@ fn qemu_tcg_spends_the_slowdown_in_its_vcpu_threads() {
         (0.5..=2.0).contains(&(cost / slowdown)),
         "vCPU CPU per event {cost:.2}× the host's, slowdown {slowdown:.2}×"
     );
+    eprintln!("qemu/tcg: vCPU CPU per event {cost:.2}× the host's, slowdown {slowdown:.2}×");
 }
 
 /// Two entries: tcp_rr (a request each way per event) and tcp_stream (a
