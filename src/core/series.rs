@@ -59,6 +59,12 @@ pub struct Series {
     /// written by virtperf itself.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub unreadable: Option<String>,
+    /// The CPU seconds the sampling thread itself used: the one part of
+    /// accounting that runs beside the workload (the readings before and
+    /// after it do not overlap it). Null where the thread's clock was not
+    /// read (older documents).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sampler_cpu_s: Option<f64>,
 }
 
 impl Series {
@@ -77,6 +83,14 @@ impl Series {
         }
         if !self.interval_s.is_finite() || !(0.01..=3600.0).contains(&self.interval_s) {
             return Err(format!("a sample interval of {} s", self.interval_s));
+        }
+        if let Some(c) = self
+            .sampler_cpu_s
+            .filter(|c| !c.is_finite() || !(0.0..=wall_s + 2.0 * self.interval_s).contains(c))
+        {
+            return Err(format!(
+                "a sampler that used {c} s of CPU in a {wall_s} s run"
+            ));
         }
         for s in &self.samples {
             if !s.t_s.is_finite() || !(0.0..=wall_s + 2.0 * self.interval_s).contains(&s.t_s) {
@@ -150,6 +164,14 @@ mod tests {
         let mut s = series(2);
         s.interval_s = 0.0;
         assert!(s.check(10.0).is_err());
+        // The sampler's own CPU time: at most the run's.
+        let mut s = series(2);
+        s.sampler_cpu_s = Some(0.004);
+        assert_eq!(s.check(10.0), Ok(()));
+        for bad in [-1.0, f64::NAN, 1e9] {
+            s.sampler_cpu_s = Some(bad);
+            assert!(s.check(10.0).unwrap_err().contains("sampler"), "{bad}");
+        }
     }
 
     #[derive(Deserialize)]

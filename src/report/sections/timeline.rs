@@ -86,6 +86,7 @@ mod tests {
                 .collect(),
             capped: true,
             unreadable: None,
+            sampler_cpu_s: None,
         };
         for r in runs.iter_mut().filter(|r| r.env == "vm").take(2) {
             r.doc.as_mut().unwrap().accounting = Some(Accounting::of_inside(Inside {

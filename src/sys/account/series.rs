@@ -54,6 +54,17 @@ fn sample(a: &Reading, b: &Reading, t_s: f64, dt: f64) -> Option<Sample> {
     })
 }
 
+/// The calling thread's CPU time so far (user and system), in seconds.
+fn thread_cpu_s() -> Option<f64> {
+    let mut t = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: clock_gettime writes only the timespec it is given.
+    let ok = unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut t) } == 0;
+    ok.then_some(t.tv_sec as f64 + t.tv_nsec as f64 * 1e-9)
+}
+
 /// A sampler running beside a run.
 pub struct Recorder {
     stop: Sender<()>,
@@ -96,6 +107,7 @@ impl Recorder {
                     }
                     last = now;
                 }
+                series.sampler_cpu_s = thread_cpu_s();
                 series
             })
             .ok()?;
@@ -153,6 +165,9 @@ mod tests {
         assert!(!s.capped);
         assert!(s.samples.windows(2).all(|w| w[0].t_s < w[1].t_s));
         assert_eq!(s.check(spin.elapsed().as_secs_f64()), Ok(()));
+        // It reports its own CPU time: some, and far less than it waited.
+        let own = s.sampler_cpu_s.expect("the sampler's CPU time");
+        assert!(own > 0.0 && own < 0.2, "{own}");
         // Stopped before its first interval: no samples, at once.
         let quick = Instant::now();
         let r = Recorder::start(Duration::from_secs(60)).unwrap();
