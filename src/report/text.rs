@@ -406,7 +406,7 @@ pub fn finding_clause(f: &crate::analysis::explain::Finding) -> String {
         .unwrap_or_default();
     let text = match f.rule {
         "throttled" => format!(
-            "its cgroup was throttled for {}% of the run ({})",
+            "its cgroup's run queues were throttled for {}% of the run, summed over its CPUs ({})",
             num(f.env),
             match f.baseline {
                 Some(b) => format!("baseline {}%", num(b)),
