@@ -324,11 +324,6 @@ fn a_bridge_network_costs_the_host_softirq() {
             twin["explanations"]
         );
     }
-    let median = |v: &[f64]| {
-        let mut v = v.to_vec();
-        v.sort_by(f64::total_cmp);
-        v[v.len() / 2]
-    };
     let per_event =
         |test: &str, env: &str| samples_of(&a, test, "acct_host_cpu_softirq_per_event", env);
     // A stream through the bridge is several times slower than over
@@ -354,13 +349,14 @@ fn a_bridge_network_costs_the_host_softirq() {
     assert_eq!(f["figure"], "acct_host_cpu_softirq_per_event", "{f}");
     assert!(bridge.iter().all(|v| host.iter().all(|h| v > h)), "{f}");
     // tcp_rr: measured per request in every run, on both sides (a
-    // figure, not absent), and the bridge's median above the host's. The
-    // medians' order held in every comparison seen on loaded 2-vCPU VMs
-    // (6.9-13.4 µs against 5.8-6.6; 7.5-12.7 against 2.3-6.2; 11.4-25.3
-    // against 7.1-8.3; 10.9-13.5 against 6.5-7.5) and in 12 single runs a
-    // side (9.7-14.7 against 5.7-9.3). Named only where a request's whole
-    // cost moved by more than the noise, which a 1 s run on a loaded VM
-    // often does not show (tcp_rr's verdict is then undecided).
+    // figure, not absent). Earlier machines showed the bridge's median
+    // above the host's every time (6.9-13.4 µs against 5.8-6.6, ...); on
+    // a 2-vCPU AMD EPYC VM on 2026-11-29 loopback's own softirq per request
+    // was 18.5-25.4 µs and the bridge's 17.1-29.3, and the medians' order
+    // flipped in 2 of 5 comparisons: the bridge adds a few µs per request,
+    // inside the runs' noise. So the rule is held to its word instead: it
+    // names the softirq for tcp_rr only where every bridge run exceeds
+    // every host run.
     let (bridge, host) = (
         per_event("tcp_rr", "explain-bridge"),
         per_event("tcp_rr", "host"),
@@ -373,10 +369,13 @@ fn a_bridge_network_costs_the_host_softirq() {
             .all(|x| x.is_finite() && *x > 0.0),
         "{bridge:?} {host:?}"
     );
-    assert!(
-        median(&bridge) > median(&host),
-        "tcp_rr softirq µs/request {bridge:?} against the host's {host:?}"
-    );
+    eprintln!("bridge tcp_rr: host softirq µs per request {bridge:?}, the host's {host:?}");
+    if let Some(f) = softirq_finding(&a, "explain-bridge", "tcp_rr") {
+        assert!(
+            bridge.iter().all(|v| host.iter().all(|h| v > h)),
+            "tcp_rr softirq named, but not every bridge run {bridge:?} exceeds the host's {host:?}: {f}"
+        );
+    }
 }
 
 /// Whether the kernel lists a CPU PMU (`cpu` among the event sources):
