@@ -306,6 +306,12 @@ fn samples_of(a: &Value, test: &str, name: &str, env: &str) -> Vec<f64> {
     samples_in(entry, name, env)
 }
 
+/// Whether every run of `env` lies above every run of `baseline`: the
+/// noise test a cause must pass before the explanation names it.
+fn every_run_above(env: &[f64], baseline: &[f64]) -> bool {
+    env.iter().all(|v| baseline.iter().all(|b| v > b))
+}
+
 #[test]
 fn a_bridge_network_costs_the_host_softirq() {
     let _serial = serial();
@@ -347,7 +353,7 @@ fn a_bridge_network_costs_the_host_softirq() {
     eprintln!("bridge tcp_stream: host softirq {x:.2} µs per event, the host's {b:.2}");
     assert!(x > b, "{f}");
     assert_eq!(f["figure"], "acct_host_cpu_softirq_per_event", "{f}");
-    assert!(bridge.iter().all(|v| host.iter().all(|h| v > h)), "{f}");
+    assert!(every_run_above(&bridge, &host), "{f}");
     // tcp_rr: measured per request in every run, on both sides (a
     // figure, not absent). Earlier machines showed the bridge's median
     // above the host's every time (6.9-13.4 µs against 5.8-6.6, ...); on
@@ -372,7 +378,7 @@ fn a_bridge_network_costs_the_host_softirq() {
     eprintln!("bridge tcp_rr: host softirq µs per request {bridge:?}, the host's {host:?}");
     if let Some(f) = softirq_finding(&a, "explain-bridge", "tcp_rr") {
         assert!(
-            bridge.iter().all(|v| host.iter().all(|h| v > h)),
+            every_run_above(&bridge, &host),
             "tcp_rr softirq named, but not every bridge run {bridge:?} exceeds the host's {host:?}: {f}"
         );
     }

@@ -84,16 +84,19 @@ impl Series {
         if !self.interval_s.is_finite() || !(0.01..=3600.0).contains(&self.interval_s) {
             return Err(format!("a sample interval of {} s", self.interval_s));
         }
+        // A sample (or the sampler's CPU) may fall up to two intervals past
+        // the run's end, when the last wake-up came late.
+        let end = wall_s + 2.0 * self.interval_s;
         if let Some(c) = self
             .sampler_cpu_s
-            .filter(|c| !c.is_finite() || !(0.0..=wall_s + 2.0 * self.interval_s).contains(c))
+            .filter(|c| !c.is_finite() || !(0.0..=end).contains(c))
         {
             return Err(format!(
                 "a sampler that used {c} s of CPU in a {wall_s} s run"
             ));
         }
         for s in &self.samples {
-            if !s.t_s.is_finite() || !(0.0..=wall_s + 2.0 * self.interval_s).contains(&s.t_s) {
+            if !s.t_s.is_finite() || !(0.0..=end).contains(&s.t_s) {
                 return Err(format!("a sample at {} s of a {wall_s} s run", s.t_s));
             }
             if let Some(x) = s.shares().into_iter().find(|x| !(0.0..=100.5).contains(x)) {
