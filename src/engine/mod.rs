@@ -398,8 +398,13 @@ mod tests {
         let mut o = opts(1);
         o.time = Some(Duration::from_millis(200));
         let (out, _) = run(&o, vec![Spinner]).unwrap();
+        // A batch grows only while it takes under 50 µs, so batching holds
+        // the run past its time by well under a millisecond; what else
+        // passes the 200 ms is the thread's start, stop and preemption (a
+        // CI lane at 95% busy measured 263 ms). Batches that kept doubling
+        // would overrun by about the run's own length, past this bound.
         assert!(
-            out.duration < Duration::from_millis(260),
+            out.duration < Duration::from_millis(350),
             "{:?}",
             out.duration
         );
