@@ -205,9 +205,9 @@ pub fn method(a: &Analysis) -> String {
         return format!(
             "Adaptive design: each environment's runs are paired with the baseline's of the same round; a row's slowdown (how many times slower than the baseline: above 1× slower, below faster; a rate's ratio inverted) is the robust centre of the paired ratios (Hodges–Lehmann: the median of their pairwise geometric means, kept inside the interval, which covers that centre), \
              with anytime-valid 95% confidence-sequence intervals (t-intervals with α spent over a schedule of looks, intersected with a t-mixture and robust betting e-process), so the verdicts could be read after every round. \
-             Verdicts at α = {} over each entry's headline metrics (Bonferroni, family-wise): slower or faster when the interval excludes 1, \
+             Verdicts at α = {} for each row: slower or faster when the interval excludes 1, \
              equivalent when its two one-sided bounds lie within ±{}% (the interval shown for such a row has each end at α on its own side), otherwise inconclusive with the pairs that would decide it; \
-             across the whole summary, slower and faster are also held to a false-discovery rate of {} (Benjamini–Hochberg over the rows' anytime-valid p-values). \
+             across the whole summary, slower and faster are held to a false-discovery rate of {} (Benjamini–Hochberg over the rows' anytime-valid p-values). \
              {} \
              Welch's and the Mann–Whitney p (--detail) are descriptive here. ⚑: a run was noisy (steal, or other processes' load).{}",
             a.settings.alpha,

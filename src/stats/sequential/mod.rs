@@ -65,12 +65,12 @@
 //! the lower-side bets and U from the upper-side ones contains every θ that
 //! E has not rejected, found by bisection.
 //!
-//! Verdicts, per metric, at level α/m for a family of m headline metrics
-//! (Bonferroni: the intervals cover all m at once, so the family-wise rate
-//! of any wrong claim, slower, faster or equivalent, is ≤ α however often
-//! they are read): slower or faster when [L, U] excludes 0, equivalent when
-//! the one-sided bounds lie inside ±ln(1 + margin), and nothing before
-//! [`MIN_PAIRS`] pairs.
+//! Verdicts, per metric, at level α (each claim, slower, faster or
+//! equivalent, is wrong with probability ≤ α however often it is read; the
+//! caller, `analysis::sequential`, holds the slower and faster claims of a
+//! whole summary to a false-discovery rate of α on top): slower or faster
+//! when [L, U] excludes 0, equivalent when the one-sided bounds lie inside
+//! ±ln(1 + margin), and nothing before [`MIN_PAIRS`] pairs.
 //!
 //! **Equivalence by two one-sided bounds** (TOST, Schuirmann, "A comparison
 //! of the two one-sided tests procedure…", J. Pharmacokinet. Biopharm.
