@@ -110,7 +110,10 @@ impl PairState {
             .map(|(m, sd, n)| {
                 let more = match n {
                     Some(n) => format!("about {n} pairs would decide it"),
-                    None => "no number of pairs would at this noise".into(),
+                    None => {
+                        "no number of pairs would at this noise (or its looks excluded no difference on both sides)"
+                            .into()
+                    }
                 };
                 format!("{m} (noise {:.1}%, {more})", sd * 100.0)
             })
