@@ -111,18 +111,12 @@ pub fn rows(runs: &[RunRow], baseline: &str) -> Vec<Row> {
 }
 
 impl Row {
-    /// Each row's sequence at α itself: the error control over many rows
-    /// is the summary's ([`judge_all`]), not a family's.
-    fn alpha(&self, settings: &VerdictSettings) -> f64 {
-        settings.alpha
-    }
-
     /// The row's verdict: the first claim its sequence makes at any n is
     /// kept (the sequence covers every n at once, so reading it after every
     /// pair costs nothing).
     pub fn judge(&self, settings: &VerdictSettings) -> RowVerdict {
         let all = Pairs::new(&self.diffs);
-        let ex = all.exclusions(&Self::bounds(settings), self.alpha(settings));
+        let ex = all.exclusions(&Self::bounds(settings), settings.alpha);
         self.verdict(&all, &ex, settings)
     }
 
@@ -140,17 +134,13 @@ impl Row {
 
     /// The row's sequence, to be fed its pairs ([`Track::push`]).
     fn track(&self, settings: &VerdictSettings) -> Track {
-        Track::new(
-            &Self::bounds(settings),
-            self.alpha(settings),
-            settings.alpha,
-        )
+        Track::new(&Self::bounds(settings), settings.alpha, settings.alpha)
     }
 
     /// [`Row::judge`] from the row's pairs and what its looks excluded
     /// ([`Pairs::exclusions`] at [`Row::bounds`]).
     fn verdict(&self, all: &Pairs, ex: &[(bool, bool)], settings: &VerdictSettings) -> RowVerdict {
-        let alpha = self.alpha(settings);
+        let alpha = settings.alpha;
         let b = settings.margin.ln_1p();
         // 0 excluded with the mean above it: the centre is above 0; −b
         // excluded from above and b from below: inside the margin.
@@ -195,7 +185,7 @@ impl Row {
     /// drifted) keeps the newest. `one_sided`: each end a one-sided bound at
     /// the row's level, the interval an equivalence is read from.
     pub fn interval(&self, settings: &VerdictSettings, one_sided: bool) -> Interval {
-        let alpha = self.alpha(settings);
+        let alpha = settings.alpha;
         let all = Pairs::new(&self.diffs);
         let mut iv = all
             .prefix(self.diffs.len().min(2))
