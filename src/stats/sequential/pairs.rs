@@ -316,22 +316,45 @@ impl Pairs {
     /// and from the median and MAD (what the bets see when a run is an
     /// outlier), and the smaller kept.
     pub fn pairs_to_decide(&self, alpha: f64, margin: f64) -> Option<usize> {
+        self.pairs_to(alpha, margin, true)
+    }
+
+    /// [`Pairs::pairs_to_decide`] for a difference from 0 alone: for a
+    /// metric whose looks have excluded 0 on one side, which can no longer
+    /// be called equivalent (the exclusion is kept), and whose call waits
+    /// for a smaller p-value (the summary's false-discovery step held it
+    /// back).
+    pub fn pairs_to_differ(&self, alpha: f64) -> Option<usize> {
+        self.pairs_to(alpha, 0.0, false)
+    }
+
+    fn pairs_to(&self, alpha: f64, margin: f64, equivalence: bool) -> Option<usize> {
         let robust = {
             let mut v = self.d.clone();
             (median_of(&mut v), mad_scale(&self.d))
         };
-        let plain = Self::project(self.d.len(), self.mean, self.sd, alpha, margin);
-        let robust = Self::project(self.d.len(), robust.0, robust.1, alpha, margin);
-        match (plain, robust) {
+        let project =
+            |centre, sd| Self::project(self.d.len(), centre, sd, alpha, margin, equivalence);
+        match (project(self.mean, self.sd), project(robust.0, robust.1)) {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
         }
     }
 
-    fn project(have: usize, centre: f64, sd: f64, alpha: f64, margin: f64) -> Option<usize> {
+    fn project(
+        have: usize,
+        centre: f64,
+        sd: f64,
+        alpha: f64,
+        margin: f64,
+        equivalence: bool,
+    ) -> Option<usize> {
         let b = margin.ln_1p();
         let m = centre.abs();
-        if m.max(b - m) <= 0.0 {
+        // The gap to close: from 0 (a difference), and from the margin's
+        // near end (equivalence) where it is sought.
+        let near_end = if equivalence { b - m } else { 0.0 };
+        if m.max(near_end) <= 0.0 {
             return None;
         }
         let sd = sd.max(1e-9);
@@ -339,19 +362,21 @@ impl Pairs {
         // A difference of m from 0 at the two-sided level, or of b − m from
         // the margin's near end at the one-sided one.
         let decides = |n: usize| {
-            [(m, false), (b - m, true)].iter().any(|&(gap, one_sided)| {
-                if gap <= 0.0 {
-                    return false;
-                }
-                // t² of a difference of `gap` at n pairs of this spread.
-                let t2 = |n: usize| n as f64 * gap * gap / (sd * sd);
-                // The t-part decides at its last look by n (so this stays
-                // monotone in n); beyond a few hundred pairs the e-process
-                // decides first.
-                let at = last_look(n).unwrap_or(n);
-                (at <= 200 && t2(at) >= look_t_sided(at, alpha, one_sided).powi(2))
-                    || log_bf_t(n, t2(n)) >= bar
-            })
+            [(m, false), (near_end, true)]
+                .iter()
+                .any(|&(gap, one_sided)| {
+                    if gap <= 0.0 {
+                        return false;
+                    }
+                    // t² of a difference of `gap` at n pairs of this spread.
+                    let t2 = |n: usize| n as f64 * gap * gap / (sd * sd);
+                    // The t-part decides at its last look by n (so this stays
+                    // monotone in n); beyond a few hundred pairs the e-process
+                    // decides first.
+                    let at = last_look(n).unwrap_or(n);
+                    (at <= 200 && t2(at) >= look_t_sided(at, alpha, one_sided).powi(2))
+                        || log_bf_t(n, t2(n)) >= bar
+                })
         };
         // Both tests only get closer as n grows at a fixed mean and spread:
         // double, then halve.
