@@ -177,7 +177,7 @@ impl Row {
         let claimed = above != below;
         let pairs_needed = match (self.diffs.len() >= 2, contradicted, claimed) {
             (false, _, _) | (_, true, _) => None,
-            (true, false, true) => all.pairs_to_differ(alpha),
+            (true, false, true) => all.pairs_to_differ(alpha, above),
             (true, false, false) => all.pairs_to_decide(alpha, settings.margin),
         };
         RowVerdict {
@@ -514,6 +514,16 @@ mod tests {
             as_equivalence.is_some_and(|k| k <= n + 1),
             "{as_equivalence:?}"
         );
+        // Where the later pairs sit below 0 (by 0.5%, without excluding
+        // it), only "slower" lies ahead, which would contradict the call:
+        // nothing to project.
+        diffs.truncate(8);
+        for _ in 0..12 {
+            diffs.extend([-0.045, -0.025, -0.005, 0.015, 0.035]);
+        }
+        let v = Row { diffs, ..row }.judge(&settings);
+        assert_eq!(v.outcome, Outcome::Faster);
+        assert_eq!(v.pairs_needed, None);
     }
 
     #[test]

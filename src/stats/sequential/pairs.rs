@@ -316,25 +316,28 @@ impl Pairs {
     /// and from the median and MAD (what the bets see when a run is an
     /// outlier), and the smaller kept.
     pub fn pairs_to_decide(&self, alpha: f64, margin: f64) -> Option<usize> {
-        self.pairs_to(alpha, margin, true)
+        self.pairs_to(alpha, margin, None)
     }
 
-    /// [`Pairs::pairs_to_decide`] for a difference from 0 alone: for a
-    /// metric whose looks have excluded 0 on one side, which can no longer
-    /// be called equivalent (the exclusion is kept), and whose call waits
-    /// for a smaller p-value (the summary's false-discovery step held it
-    /// back).
-    pub fn pairs_to_differ(&self, alpha: f64) -> Option<usize> {
-        self.pairs_to(alpha, 0.0, false)
+    /// [`Pairs::pairs_to_decide`] for a difference from 0 on one side alone
+    /// (`above`: the centre above 0): for a metric whose looks have
+    /// excluded 0 on that side, which can no longer be called equivalent
+    /// (the exclusion is kept) nor different on the other side (that would
+    /// contradict it), and whose call waits for a smaller p-value (the
+    /// summary's false-discovery step held it back). None while the centre
+    /// sits on the other side.
+    pub fn pairs_to_differ(&self, alpha: f64, above: bool) -> Option<usize> {
+        self.pairs_to(alpha, 0.0, Some(above))
     }
 
-    fn pairs_to(&self, alpha: f64, margin: f64, equivalence: bool) -> Option<usize> {
+    /// `side`: None seeks either decision; Some(above) only a difference
+    /// with the centre on that side of 0.
+    fn pairs_to(&self, alpha: f64, margin: f64, side: Option<bool>) -> Option<usize> {
         let robust = {
             let mut v = self.d.clone();
             (median_of(&mut v), mad_scale(&self.d))
         };
-        let project =
-            |centre, sd| Self::project(self.d.len(), centre, sd, alpha, margin, equivalence);
+        let project = |centre, sd| Self::project(self.d.len(), centre, sd, alpha, margin, side);
         match (project(self.mean, self.sd), project(robust.0, robust.1)) {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
@@ -347,13 +350,16 @@ impl Pairs {
         sd: f64,
         alpha: f64,
         margin: f64,
-        equivalence: bool,
+        side: Option<bool>,
     ) -> Option<usize> {
         let b = margin.ln_1p();
-        let m = centre.abs();
-        // The gap to close: from 0 (a difference), and from the margin's
-        // near end (equivalence) where it is sought.
-        let near_end = if equivalence { b - m } else { 0.0 };
+        // The gaps to close: from 0 (a difference, on the side sought), and
+        // from the margin's near end (equivalence, where it is sought).
+        let (m, near_end) = match side {
+            None => (centre.abs(), b - centre.abs()),
+            Some(above) if (centre > 0.0) == above => (centre.abs(), 0.0),
+            Some(_) => (0.0, 0.0),
+        };
         if m.max(near_end) <= 0.0 {
             return None;
         }
