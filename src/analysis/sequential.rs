@@ -175,10 +175,12 @@ impl Row {
         // noise) was "one pair" from a decision at every round, and took
         // 121 pairs, two of the budget's ten minutes.
         let claimed = above != below;
-        let pairs_needed = match (self.diffs.len() >= 2, contradicted, claimed) {
-            (false, _, _) | (_, true, _) => None,
-            (true, false, true) => all.pairs_to_differ(alpha, above),
-            (true, false, false) => all.pairs_to_decide(alpha, settings.margin),
+        let pairs_needed = if self.diffs.len() < 2 || contradicted {
+            None
+        } else if claimed {
+            all.pairs_to_differ(alpha, above)
+        } else {
+            all.pairs_to_decide(alpha, settings.margin)
         };
         RowVerdict {
             outcome,

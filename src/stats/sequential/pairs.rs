@@ -316,7 +316,8 @@ impl Pairs {
     /// and from the median and MAD (what the bets see when a run is an
     /// outlier), and the smaller kept.
     pub fn pairs_to_decide(&self, alpha: f64, margin: f64) -> Option<usize> {
-        self.pairs_to(alpha, margin, None)
+        let b = margin.ln_1p();
+        self.pairs_to(alpha, |centre| (centre.abs(), b - centre.abs()))
     }
 
     /// [`Pairs::pairs_to_decide`] for a difference from 0 on one side alone
@@ -327,46 +328,40 @@ impl Pairs {
     /// summary's false-discovery step held it back). None while the centre
     /// sits on the other side.
     pub fn pairs_to_differ(&self, alpha: f64, above: bool) -> Option<usize> {
-        self.pairs_to(alpha, 0.0, Some(above))
+        self.pairs_to(alpha, |centre| {
+            // The gap from 0 on the other side is not sought.
+            let gap = if (centre > 0.0) == above {
+                centre.abs()
+            } else {
+                0.0
+            };
+            (gap, 0.0)
+        })
     }
 
-    /// `side`: None seeks either decision; Some(above) only a difference
-    /// with the centre on that side of 0.
-    fn pairs_to(&self, alpha: f64, margin: f64, side: Option<bool>) -> Option<usize> {
+    /// The projection from both centres; `gaps(centre)` is what is sought
+    /// there: (the gap from 0 for a difference, the gap from the margin's
+    /// near end for an equivalence), a gap ≤ 0 not sought.
+    fn pairs_to(&self, alpha: f64, gaps: impl Fn(f64) -> (f64, f64)) -> Option<usize> {
         let robust = {
             let mut v = self.d.clone();
             (median_of(&mut v), mad_scale(&self.d))
         };
-        let project = |centre, sd| Self::project(self.d.len(), centre, sd, alpha, margin, side);
+        let project = |centre, sd| Self::project(self.d.len(), gaps(centre), sd, alpha);
         match (project(self.mean, self.sd), project(robust.0, robust.1)) {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
         }
     }
 
-    fn project(
-        have: usize,
-        centre: f64,
-        sd: f64,
-        alpha: f64,
-        margin: f64,
-        side: Option<bool>,
-    ) -> Option<usize> {
-        let b = margin.ln_1p();
-        // The gaps to close: from 0 (a difference, on the side sought), and
-        // from the margin's near end (equivalence, where it is sought).
-        let (m, near_end) = match side {
-            None => (centre.abs(), b - centre.abs()),
-            Some(above) if (centre > 0.0) == above => (centre.abs(), 0.0),
-            Some(_) => (0.0, 0.0),
-        };
+    fn project(have: usize, (m, near_end): (f64, f64), sd: f64, alpha: f64) -> Option<usize> {
         if m.max(near_end) <= 0.0 {
             return None;
         }
         let sd = sd.max(1e-9);
         let bar = (2.0 / (alpha * (1.0 - SPEND))).ln();
-        // A difference of m from 0 at the two-sided level, or of b − m from
-        // the margin's near end at the one-sided one.
+        // A difference of m from 0 at the two-sided level, or of near_end
+        // from the margin's near end at the one-sided one.
         let decides = |n: usize| {
             [(m, false), (near_end, true)]
                 .iter()
